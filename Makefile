@@ -1,0 +1,36 @@
+# The two commands: `make run` (demo server on http://127.0.0.1:8000) and `make test` (whole suite).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test install migrate clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required (found %s)" % sys.version.split()[0]) if sys.version_info < (3, 11) else None'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Debug on by default so that no secret key or HTTPS is needed for the local demo.
+run: export DJANGO_DEBUG ?= 1
+run: $(STAMP)
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
+	$(BIN)/python manage.py seed_demo
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+migrate: $(STAMP)
+	$(BIN)/python manage.py migrate --noinput
+
+# SQLite by default; PostgreSQL when DATABASE_URL names one. Extra pytest arguments: make test ARGS="-k secret"
+test: $(STAMP)
+	$(BIN)/python -m pytest $(ARGS)
+
+clean:
+	rm -rf $(VENV) staticfiles .pytest_cache

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class OAuthClientsConfig(AppConfig):
+    name = "oauthclients"
+    verbose_name = "OAuth clients"

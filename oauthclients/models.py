@@ -1,0 +1,233 @@
+"""The OAuth client registry and django-oauth-toolkit's swapped models.
+
+Every DOT model is swapped for one of ours from the first migration, so the flows store digests
+and see our review state through DOT's own hooks (`is_usable`, the validator) with no rewrite.
+"""
+
+import hashlib
+import hmac
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+from oauth2_provider.models import (
+    AbstractAccessToken,
+    AbstractApplication,
+    AbstractGrant,
+    AbstractIDToken,
+    AbstractRefreshToken,
+    ApplicationManager,
+)
+
+from scopes.catalog import sort_scopes
+
+
+def digest(value: str) -> str:
+    """SHA-256 hex digest of a high-entropy credential (secret, code, token).
+
+    These values carry 256 bits from `secrets`; a slow password hash would add CPU, not safety.
+    """
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()
+
+
+class ClientStatus(models.TextChoices):
+    PENDING = "pending", "Pending review"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+
+
+class ClientKind(models.TextChoices):
+    CONFIDENTIAL = AbstractApplication.CLIENT_CONFIDENTIAL, "Confidential (server-side, has a secret)"
+    PUBLIC = AbstractApplication.CLIENT_PUBLIC, "Public (browser or mobile, uses PKCE)"
+
+
+class OAuthClient(AbstractApplication):
+    """A third-party application registered by a developer (spec §2.1)."""
+
+    # DOT's `user` is the owner: the developer who registered the client.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        related_name="oauth_clients",
+        verbose_name="owner",
+    )
+    client_type = models.CharField(max_length=32, choices=ClientKind.choices, verbose_name="kind")
+    authorization_grant_type = models.CharField(
+        max_length=44,
+        choices=AbstractApplication.GRANT_TYPES,
+        default=AbstractApplication.GRANT_AUTHORIZATION_CODE,
+        editable=False,
+    )
+    # Secrets live in ClientSecret (one or two, digests only); DOT's single hashed column stays empty.
+    client_secret = models.CharField(max_length=255, blank=True, default="", editable=False)
+    hash_client_secret = models.BooleanField(default=False, editable=False)
+
+    purpose = models.TextField(blank=True, help_text="What the application does with the access it asks for.")
+    website_url = models.URLField(max_length=500, verbose_name="website URL")
+    # Space-separated scope names in catalog order; empty only for a legacy client.
+    scopes = models.TextField(blank=True, default="")
+    is_legacy = models.BooleanField(
+        default=False,
+        verbose_name="legacy",
+        help_text="Created before scopes existed: no scopes, tokens unrestricted (spec §2.1, §5.6).",
+    )
+
+    status = models.CharField(max_length=16, choices=ClientStatus.choices, default=ClientStatus.PENDING)
+    rejection_reason = models.TextField(blank=True, default="")
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApplicationManager()
+
+    class Meta(AbstractApplication.Meta):
+        verbose_name = "OAuth client"
+        verbose_name_plural = "OAuth clients"
+        ordering = ["-created"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=ClientStatus.values), name="oauthclient_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(client_type__in=ClientKind.values), name="oauthclient_kind_valid"
+            ),
+            # Spec §2.1: a scoped client has at least one scope; only a legacy client has none.
+            models.CheckConstraint(
+                condition=Q(is_legacy=True) | ~Q(scopes=""), name="oauthclient_scopes_unless_legacy"
+            ),
+            models.CheckConstraint(
+                condition=Q(is_legacy=False) | Q(scopes=""), name="oauthclient_legacy_has_no_scopes"
+            ),
+        ]
+        indexes = [models.Index(fields=["status"]), models.Index(fields=["user", "-created"])]
+
+    def natural_key(self):
+        return (self.client_id,)
+
+    @property
+    def owner(self):
+        return self.user
+
+    @property
+    def redirect_uri_list(self) -> list[str]:
+        return self.redirect_uris.split()
+
+    @property
+    def scope_list(self) -> list[str]:
+        return self.scopes.split()
+
+    @property
+    def is_confidential(self) -> bool:
+        return self.client_type == ClientKind.CONFIDENTIAL
+
+    @property
+    def is_approved(self) -> bool:
+        return self.status == ClientStatus.APPROVED
+
+    def set_scope_list(self, names) -> None:
+        self.scopes = " ".join(sort_scopes(names))
+
+    def redirect_uri_allowed(self, uri: str) -> bool:
+        # SECURITY.md: exact string match, no prefix/case/port/path/query/userinfo tolerance.
+        return uri in self.redirect_uri_list
+
+    def get_allowed_schemes(self):
+        return ["https", "http"]
+
+    def is_usable(self, request) -> bool:
+        # DOT asks this before issuing tokens and on every bearer check: only an approved client
+        # is usable, so rejecting a client stops its tokens at once.
+        return self.status == ClientStatus.APPROVED
+
+
+class ClientSecret(models.Model):
+    """One secret of a confidential client; the value is shown once and kept only as a digest."""
+
+    client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="secrets")
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    hint = models.CharField(max_length=16, editable=False, help_text="The first characters, to tell secrets apart.")
+    created = models.DateTimeField(default=timezone.now, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["created", "id"]
+        indexes = [models.Index(fields=["client", "revoked_at"])]
+
+    def __str__(self):
+        return f"Secret {self.hint}… of {self.client_id}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    def matches(self, provided: str) -> bool:
+        return hmac.compare_digest(self.digest, digest(provided))
+
+
+class AuditAction(models.TextChoices):
+    CLIENT_CREATED = "client.created", "Client created"
+    CLIENT_UPDATED = "client.updated", "Client edited"
+    CLIENT_RESUBMITTED = "client.resubmitted", "Client sent back to review"
+    CLIENT_APPROVED = "client.approved", "Client approved"
+    CLIENT_REJECTED = "client.rejected", "Client rejected"
+    CLIENT_SCOPES_SET = "client.scopes_set", "Client scopes set"
+    SECRET_CREATED = "secret.created", "Secret created"
+    SECRET_REVOKED = "secret.revoked", "Secret revoked"
+
+
+class ClientAuditEvent(models.Model):
+    """Who did what to which client, and when. Written in the same transaction as the change."""
+
+    client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="audit_events")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    action = models.CharField(max_length=32, choices=AuditAction.choices)
+    # Never a credential: field names, statuses, secret ids and hints only.
+    detail = models.JSONField(default=dict, blank=True)
+    created = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        verbose_name = "audit event"
+        indexes = [models.Index(fields=["client", "-created"])]
+
+    def __str__(self):
+        return f"{self.get_action_display()} · {self.client_id}"
+
+
+# --- django-oauth-toolkit's token models, swapped in (see settings.OAUTH2_PROVIDER_*_MODEL) ---
+
+
+class Grant(AbstractGrant):
+    """An authorization code. `code` holds the SHA-256 digest of the code, never the code."""
+
+    class Meta(AbstractGrant.Meta):
+        verbose_name = "authorization code"
+
+
+class AccessToken(AbstractAccessToken):
+    class Meta(AbstractAccessToken.Meta):
+        pass
+
+
+class RefreshToken(AbstractRefreshToken):
+    class Meta(AbstractRefreshToken.Meta):
+        pass
+
+
+class IDToken(AbstractIDToken):
+    """Unused (no OpenID Connect); swapped only so that every DOT model lives in this app."""
+
+    class Meta(AbstractIDToken.Meta):
+        pass

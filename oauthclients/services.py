@@ -1,0 +1,360 @@
+"""Every state change of a client: atomic, row-locked, audited in the same transaction."""
+
+import secrets
+from dataclasses import dataclass
+
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
+from django.db import transaction
+from django.utils import timezone
+
+from oauthclients.exceptions import (
+    ClientKindError,
+    InvalidTransition,
+    LastSecretError,
+    SecretLimitReached,
+    SecretNotFound,
+)
+from oauthclients.models import (
+    AuditAction,
+    ClientAuditEvent,
+    ClientKind,
+    ClientSecret,
+    ClientStatus,
+    OAuthClient,
+    digest,
+)
+from oauthclients.validators import validate_redirect_uris, validate_scope_names
+
+MAX_ACTIVE_SECRETS = 2
+SECRET_PREFIX = "cs_"
+SECRET_HINT_LENGTH = len(SECRET_PREFIX) + 4
+MAX_NAME_LENGTH = 100
+MAX_PURPOSE_LENGTH = 2000
+MAX_REJECTION_REASON_LENGTH = 2000
+
+
+@dataclass(frozen=True)
+class IssuedSecret:
+    """A freshly made secret: `plaintext` exists only here, to be shown once and dropped."""
+
+    secret: ClientSecret
+    plaintext: str
+
+
+@dataclass(frozen=True)
+class ClientCreated:
+    client: OAuthClient
+    secret: IssuedSecret | None
+
+
+def _audit(*, client: OAuthClient, actor, action: AuditAction, **detail) -> ClientAuditEvent:
+    return ClientAuditEvent.objects.create(
+        client=client, actor=actor if getattr(actor, "pk", None) else None, action=action, detail=detail
+    )
+
+
+def _lock(client: OAuthClient) -> OAuthClient:
+    """Re-read the client under a row lock; the caller's copy may be stale."""
+    return OAuthClient.objects.select_for_update().get(pk=client.pk)
+
+
+def _clean_text(value: str, *, field: str, label: str, max_length: int, required: bool) -> str:
+    value = (value or "").strip()
+    if required and not value:
+        raise ValidationError({field: f"{label} is required."})
+    if len(value) > max_length:
+        raise ValidationError({field: f"{label} can be at most {max_length} characters."})
+    if "\x00" in value:
+        raise ValidationError({field: f"{label} cannot contain NUL characters."})
+    return value
+
+
+def _clean_fields(*, name, purpose, website_url, redirect_uris, scopes, is_legacy) -> dict:
+    """Validate everything a client is made of; report every field's problem at once."""
+    errors: dict[str, list] = {}
+    cleaned: dict = {}
+    for field, label, value, max_length, required in (
+        ("name", "Name", name, MAX_NAME_LENGTH, True),
+        ("purpose", "Purpose", purpose, MAX_PURPOSE_LENGTH, False),
+    ):
+        try:
+            cleaned[field] = _clean_text(value, field=field, label=label, max_length=max_length, required=required)
+        except ValidationError as exc:
+            errors.update(exc.message_dict)
+    try:
+        website_url = (website_url or "").strip()
+        URLValidator(schemes=["http", "https"])(website_url)
+        if len(website_url) > 500:
+            raise ValidationError("The website URL can be at most 500 characters.")
+        cleaned["website_url"] = website_url
+    except ValidationError:
+        errors["website_url"] = ["Enter the application's website as an http(s) URL."]
+    try:
+        cleaned["redirect_uris"] = validate_redirect_uris(list(redirect_uris))
+    except ValidationError as exc:
+        errors["redirect_uris"] = exc.messages
+    if is_legacy:
+        if scopes:
+            errors["scopes"] = ["A legacy client has no scopes; select scopes later to migrate it."]
+        cleaned["scopes"] = []
+    else:
+        try:
+            cleaned["scopes"] = validate_scope_names(list(scopes))
+        except ValidationError as exc:
+            errors["scopes"] = exc.messages
+    if errors:
+        raise ValidationError(errors)
+    return cleaned
+
+
+def _new_secret(*, client: OAuthClient, actor) -> IssuedSecret:
+    # 256 bits from `secrets`; stored as a SHA-256 digest plus a short non-secret hint.
+    plaintext = SECRET_PREFIX + secrets.token_urlsafe(32)
+    secret = ClientSecret.objects.create(
+        client=client,
+        digest=digest(plaintext),
+        hint=plaintext[:SECRET_HINT_LENGTH],
+        created_by=actor if getattr(actor, "pk", None) else None,
+    )
+    _audit(client=client, actor=actor, action=AuditAction.SECRET_CREATED, secret_id=secret.pk, hint=secret.hint)
+    return IssuedSecret(secret=secret, plaintext=plaintext)
+
+
+@transaction.atomic
+def client_create(
+    *,
+    owner,
+    name: str,
+    website_url: str,
+    kind: str,
+    redirect_uris: list[str],
+    scopes: list[str],
+    purpose: str = "",
+    is_legacy: bool = False,
+    approve: bool = False,
+    actor=None,
+) -> ClientCreated:
+    """Register a client (pending); a confidential one gets its first secret, returned once."""
+    if kind not in ClientKind.values:
+        raise ValidationError({"client_type": f"Kind must be one of: {', '.join(ClientKind.values)}."})
+    cleaned = _clean_fields(
+        name=name,
+        purpose=purpose,
+        website_url=website_url,
+        redirect_uris=redirect_uris,
+        scopes=scopes,
+        is_legacy=is_legacy,
+    )
+    actor = actor or owner
+    client = OAuthClient(
+        user=owner,
+        name=cleaned["name"],
+        purpose=cleaned["purpose"],
+        website_url=cleaned["website_url"],
+        client_type=kind,
+        redirect_uris=" ".join(cleaned["redirect_uris"]),
+        is_legacy=is_legacy,
+    )
+    client.set_scope_list(cleaned["scopes"])
+    client.save()
+    _audit(
+        client=client,
+        actor=actor,
+        action=AuditAction.CLIENT_CREATED,
+        kind=kind,
+        legacy=is_legacy,
+        scopes=client.scope_list,
+        redirect_uris=client.redirect_uri_list,
+    )
+    issued = _new_secret(client=client, actor=actor) if kind == ClientKind.CONFIDENTIAL else None
+    if approve:
+        client = client_approve(client=client, actor=actor)
+    return ClientCreated(client=client, secret=issued)
+
+
+def _needs_review(client: OAuthClient, *, name, website_url, redirect_uris, scopes) -> list[str]:
+    """What in an owner's edit changes what users are shown, where codes go, or widens access."""
+    reasons = []
+    if name != client.name:
+        reasons.append("name")
+    if website_url != client.website_url:
+        reasons.append("website_url")
+    if not set(redirect_uris) <= set(client.redirect_uri_list):
+        reasons.append("redirect_uris")
+    # A legacy client's tokens are unrestricted, so any selection of scopes narrows (spec §5.8).
+    if not client.is_legacy and not set(scopes) <= set(client.scope_list):
+        reasons.append("scopes")
+    return reasons
+
+
+def _apply_edit(client: OAuthClient, *, actor, action: AuditAction, cleaned: dict) -> OAuthClient:
+    """Save an edit; approved (or rejected) clients go back to review when `_needs_review` says so."""
+    before = {
+        "name": client.name,
+        "purpose": client.purpose,
+        "website_url": client.website_url,
+        "redirect_uris": client.redirect_uri_list,
+        "scopes": client.scope_list,
+    }
+    review_reasons = _needs_review(
+        client,
+        name=cleaned["name"],
+        website_url=cleaned["website_url"],
+        redirect_uris=cleaned["redirect_uris"],
+        scopes=cleaned["scopes"],
+    )
+    was_legacy = client.is_legacy
+    client.name = cleaned["name"]
+    client.purpose = cleaned["purpose"]
+    client.website_url = cleaned["website_url"]
+    client.redirect_uris = " ".join(cleaned["redirect_uris"])
+    if cleaned["scopes"]:
+        client.set_scope_list(cleaned["scopes"])
+        client.is_legacy = False
+    changed = [field for field, old in before.items() if old != _field_value(client, field)]
+    if not changed:
+        return client
+
+    resubmitted = False
+    if client.status == ClientStatus.REJECTED or (client.status == ClientStatus.APPROVED and review_reasons):
+        client.status = ClientStatus.PENDING
+        client.rejection_reason = ""
+        client.reviewed_by = None
+        client.reviewed_at = None
+        resubmitted = True
+    client.save()
+    _audit(
+        client=client,
+        actor=actor,
+        action=action,
+        changed=changed,
+        scopes=client.scope_list,
+        was_legacy=was_legacy,
+    )
+    if resubmitted:
+        _audit(client=client, actor=actor, action=AuditAction.CLIENT_RESUBMITTED, because=review_reasons or ["edited"])
+    return client
+
+
+def _field_value(client: OAuthClient, field: str):
+    if field == "redirect_uris":
+        return client.redirect_uri_list
+    if field == "scopes":
+        return client.scope_list
+    return getattr(client, field)
+
+
+@transaction.atomic
+def client_update(
+    *,
+    client: OAuthClient,
+    actor,
+    name: str,
+    purpose: str,
+    website_url: str,
+    redirect_uris: list[str],
+    scopes: list[str],
+) -> OAuthClient:
+    """An owner's edit. Widening what users see or where codes go sends it back to review."""
+    client = _lock(client)
+    # A legacy client may keep no scopes (editing other fields) or select some (migration).
+    keep_legacy = client.is_legacy and not scopes
+    cleaned = _clean_fields(
+        name=name,
+        purpose=purpose,
+        website_url=website_url,
+        redirect_uris=redirect_uris,
+        scopes=scopes,
+        is_legacy=keep_legacy,
+    )
+    return _apply_edit(client, actor=actor, action=AuditAction.CLIENT_UPDATED, cleaned=cleaned)
+
+
+@transaction.atomic
+def client_set_scopes(*, client: OAuthClient, scopes: list[str], actor=None) -> OAuthClient:
+    """Replace a client's scopes. On a legacy client this is the migration of spec §5.8 step b."""
+    client = _lock(client)
+    try:
+        names = validate_scope_names(list(scopes))
+    except ValidationError as exc:
+        raise ValidationError({"scopes": exc.messages}) from None
+    cleaned = {
+        "name": client.name,
+        "purpose": client.purpose,
+        "website_url": client.website_url,
+        "redirect_uris": client.redirect_uri_list,
+        "scopes": names,
+    }
+    return _apply_edit(client, actor=actor, action=AuditAction.CLIENT_SCOPES_SET, cleaned=cleaned)
+
+
+@transaction.atomic
+def client_approve(*, client: OAuthClient, actor) -> OAuthClient:
+    """pending -> approved. Only administrators call this."""
+    client = _lock(client)
+    if client.status != ClientStatus.PENDING:
+        raise InvalidTransition(
+            f"Only a pending client can be approved; this one is {client.get_status_display().lower()}."
+            + (" The owner must edit and resubmit it first." if client.status == ClientStatus.REJECTED else "")
+        )
+    client.status = ClientStatus.APPROVED
+    client.rejection_reason = ""
+    client.reviewed_by = actor if getattr(actor, "pk", None) else None
+    client.reviewed_at = timezone.now()
+    client.save(update_fields=["status", "rejection_reason", "reviewed_by", "reviewed_at", "updated"])
+    _audit(client=client, actor=actor, action=AuditAction.CLIENT_APPROVED)
+    return client
+
+
+@transaction.atomic
+def client_reject(*, client: OAuthClient, actor, reason: str) -> OAuthClient:
+    """pending or approved -> rejected, with a reason. A rejected client's tokens stop working."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": "Give the owner a reason for the rejection."})
+    if len(reason) > MAX_REJECTION_REASON_LENGTH:
+        raise ValidationError({"reason": f"The reason can be at most {MAX_REJECTION_REASON_LENGTH} characters."})
+    client = _lock(client)
+    if client.status == ClientStatus.REJECTED:
+        raise InvalidTransition("This client is already rejected.")
+    previous = client.status
+    client.status = ClientStatus.REJECTED
+    client.rejection_reason = reason
+    client.reviewed_by = actor if getattr(actor, "pk", None) else None
+    client.reviewed_at = timezone.now()
+    client.save(update_fields=["status", "rejection_reason", "reviewed_by", "reviewed_at", "updated"])
+    _audit(client=client, actor=actor, action=AuditAction.CLIENT_REJECTED, reason=reason, previous=previous)
+    return client
+
+
+@transaction.atomic
+def client_secret_create(*, client: OAuthClient, actor) -> IssuedSecret:
+    """Add a secret while fewer than two are active (spec §3, §5.7 step a)."""
+    client = _lock(client)
+    if client.client_type != ClientKind.CONFIDENTIAL:
+        raise ClientKindError("A public client has no secrets; it authenticates with PKCE.")
+    active = client.secrets.filter(revoked_at__isnull=True).count()
+    if active >= MAX_ACTIVE_SECRETS:
+        raise SecretLimitReached(
+            f"This client already has {MAX_ACTIVE_SECRETS} active secrets. Revoke one before creating another."
+        )
+    return _new_secret(client=client, actor=actor)
+
+
+@transaction.atomic
+def client_secret_revoke(*, client: OAuthClient, secret_id: int, actor) -> ClientSecret:
+    """Revoke a secret at once, unless it is the last active one (spec §5.7 step c)."""
+    client = _lock(client)
+    try:
+        secret = client.secrets.get(pk=secret_id, revoked_at__isnull=True)
+    except (ClientSecret.DoesNotExist, ValueError, TypeError):
+        raise SecretNotFound(f"This client has no active secret with id {secret_id}.") from None
+    if client.secrets.filter(revoked_at__isnull=True).count() <= 1:
+        raise LastSecretError(
+            "This is the client's last active secret and cannot be revoked. Create a new secret first."
+        )
+    secret.revoked_at = timezone.now()
+    secret.save(update_fields=["revoked_at"])
+    _audit(client=client, actor=actor, action=AuditAction.SECRET_REVOKED, secret_id=secret.pk, hint=secret.hint)
+    return secret

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ScopesConfig(AppConfig):
+    name = "scopes"
+    verbose_name = "Scopes"

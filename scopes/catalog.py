@@ -1,0 +1,159 @@
+"""The 46 scopes of spec §2.3-2.5, their levels and their consent-screen descriptions."""
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class ScopeLevel(StrEnum):
+    PERSONAL = "personal"
+    TEAM = "team"
+    ORGANIZATION = "organization"
+
+
+LEVEL_LABELS = {
+    ScopeLevel.PERSONAL: "Personal",
+    ScopeLevel.TEAM: "Team",
+    ScopeLevel.ORGANIZATION: "Organization",
+}
+
+
+@dataclass(frozen=True)
+class Scope:
+    name: str
+    level: ScopeLevel
+    description: str
+
+    @property
+    def implied_team_scope(self) -> "Scope | None":
+        """The TEAM_ scope an ORG_ scope grants (spec §2.5), if there is one."""
+        return SCOPES.get(org_to_team_name(self.name)) if self.level is ScopeLevel.ORGANIZATION else None
+
+
+_P, _T, _O = ScopeLevel.PERSONAL, ScopeLevel.TEAM, ScopeLevel.ORGANIZATION
+
+_CATALOG = [
+    # §2.3 Personal
+    Scope("EVENT_TYPE_READ", _P, "List and view your event types and their private links"),
+    Scope("EVENT_TYPE_WRITE", _P, "Create, update and delete your event types and manage their private links"),
+    Scope("BOOKING_READ", _P, "List your bookings and view their recordings, transcripts, calendar links and references"),
+    Scope("BOOKING_WRITE", _P, "Add guests to, change the location of, confirm, decline and reassign your bookings"),
+    Scope("SCHEDULE_READ", _P, "List and view your schedules"),
+    Scope("SCHEDULE_WRITE", _P, "Create, update and delete your schedules"),
+    Scope("APPS_READ", _P, "List your connected calendars, check busy times and ICS feeds, verify calendar connections"),
+    Scope("APPS_WRITE", _P, "Save ICS feeds, connect calendars, save Apple calendar credentials, disconnect calendars"),
+    Scope("PROFILE_READ", _P, "View your profile"),
+    Scope("PROFILE_WRITE", _P, "Update your profile"),
+    Scope("WEBHOOK_READ", _P, "List and view your webhooks"),
+    Scope("WEBHOOK_WRITE", _P, "Create, update and delete your webhooks"),
+    Scope("VERIFIED_RESOURCES_READ", _P, "List your verified email addresses and phone numbers"),
+    Scope("VERIFIED_RESOURCES_WRITE", _P, "Request verification codes and verify email addresses and phone numbers"),
+    # §2.4 Team
+    Scope("TEAM_EVENT_TYPE_READ", _T, "View your teams' event types"),
+    Scope("TEAM_EVENT_TYPE_WRITE", _T, "Create, edit and delete your teams' event types"),
+    Scope("TEAM_BOOKING_READ", _T, "View your teams' bookings"),
+    Scope("TEAM_BOOKING_WRITE", _T, "Create, edit and delete your teams' bookings"),
+    Scope("TEAM_SCHEDULE_READ", _T, "View your teams' schedules"),
+    Scope("TEAM_SCHEDULE_WRITE", _T, "Create, edit and delete your teams' schedules"),
+    Scope("TEAM_PROFILE_READ", _T, "View your teams' profiles"),
+    Scope("TEAM_PROFILE_WRITE", _T, "Create, edit and delete teams"),
+    Scope("TEAM_MEMBERSHIP_READ", _T, "View your teams' memberships"),
+    Scope("TEAM_MEMBERSHIP_WRITE", _T, "Create, edit and delete your teams' memberships"),
+    Scope("TEAM_APPS_READ", _T, "View your teams' connected apps"),
+    Scope("TEAM_APPS_WRITE", _T, "Connect and disconnect your teams' apps"),
+    Scope("TEAM_ROUTING_FORM_READ", _T, "View your teams' routing forms"),
+    Scope("TEAM_ROUTING_FORM_WRITE", _T, "Create, edit and delete your teams' routing form responses"),
+    Scope("TEAM_WORKFLOW_READ", _T, "View your teams' workflows"),
+    Scope("TEAM_WORKFLOW_WRITE", _T, "Create, edit and delete your teams' workflows"),
+    Scope("TEAM_VERIFIED_RESOURCES_READ", _T, "View your teams' verified email addresses and phone numbers"),
+    Scope("TEAM_VERIFIED_RESOURCES_WRITE", _T, "Verify email addresses and phone numbers for your teams"),
+    # §2.5 Organization
+    Scope("ORG_EVENT_TYPE_READ", _O, "View all event types across your organization"),
+    Scope("ORG_EVENT_TYPE_WRITE", _O, "Create, edit and delete event types across your organization"),
+    Scope("ORG_BOOKING_READ", _O, "View all bookings across your organization"),
+    Scope("ORG_BOOKING_WRITE", _O, "Create, edit and delete bookings across your organization"),
+    Scope("ORG_SCHEDULE_READ", _O, "View schedules across your organization"),
+    Scope("ORG_SCHEDULE_WRITE", _O, "Create, edit and delete schedules across your organization"),
+    Scope("ORG_PROFILE_READ", _O, "View your organization's teams"),
+    Scope("ORG_PROFILE_WRITE", _O, "Create, edit and delete your organization's teams"),
+    Scope("ORG_MEMBERSHIP_READ", _O, "View your organization's memberships and users"),
+    Scope("ORG_MEMBERSHIP_WRITE", _O, "Create, edit and delete your organization's memberships and users"),
+    Scope("ORG_ROUTING_FORM_READ", _O, "View your organization's routing forms"),
+    Scope("ORG_ROUTING_FORM_WRITE", _O, "Create, edit and delete your organization's routing form responses"),
+    Scope("ORG_WEBHOOK_READ", _O, "View your organization's webhooks"),
+    Scope("ORG_WEBHOOK_WRITE", _O, "Create, edit and delete your organization's webhooks"),
+]
+
+SCOPES: dict[str, Scope] = {scope.name: scope for scope in _CATALOG}
+SCOPE_NAMES: tuple[str, ...] = tuple(SCOPES)
+
+# A scope parameter is at most this many characters; the catalog joined takes about 900.
+MAX_SCOPE_PARAM_LENGTH = 2000
+_SEPARATORS = re.compile(r"[\s,]+")
+
+
+class UnknownScopeError(ValueError):
+    """A scope parameter named scopes that are not in the catalog."""
+
+    def __init__(self, names: list[str]):
+        self.names = names
+        super().__init__("Unknown scope" + ("s" if len(names) > 1 else "") + ": " + ", ".join(names))
+
+
+def parse_scopes(raw: str | None) -> list[str]:
+    """Split a space- or comma-separated scope parameter; drop duplicates; refuse unknown names.
+
+    Order of first appearance is kept so that what the user is shown follows the request.
+    """
+    if raw is None:
+        return []
+    if len(raw) > MAX_SCOPE_PARAM_LENGTH:
+        raise UnknownScopeError([f"(scope parameter longer than {MAX_SCOPE_PARAM_LENGTH} characters)"])
+    names = list(dict.fromkeys(part for part in _SEPARATORS.split(raw) if part))
+    unknown = [name for name in names if name not in SCOPES]
+    if unknown:
+        raise UnknownScopeError([_printable(name) for name in unknown])
+    return names
+
+
+def _printable(name: str) -> str:
+    # Names are echoed in error messages and redirect parameters: keep them short and ASCII.
+    clean = "".join(ch if 0x20 < ord(ch) < 0x7F else "?" for ch in name)
+    return clean if len(clean) <= 64 else clean[:61] + "..."
+
+
+def org_to_team_name(name: str) -> str | None:
+    """ORG_X -> TEAM_X when ORG_X is an organization scope (whether or not TEAM_X exists)."""
+    return "TEAM_" + name[4:] if name.startswith("ORG_") else None
+
+
+def effective_scopes(granted) -> frozenset[str]:
+    """What a grant allows: the granted names plus the TEAM_ scopes their ORG_ scopes imply (§2.5)."""
+    result = set(granted)
+    for name in granted:
+        team = org_to_team_name(name)
+        if team in SCOPES:
+            result.add(team)
+    return frozenset(result)
+
+
+def grants_scope(granted, required: str) -> bool:
+    """True when a token granted `granted` may call an endpoint that requires `required`."""
+    return required in effective_scopes(granted)
+
+
+def sort_scopes(names) -> list[str]:
+    """Catalog order: personal, then team, then organization, as the spec lists them."""
+    order = {name: index for index, name in enumerate(SCOPE_NAMES)}
+    return sorted(set(names), key=lambda name: order.get(name, len(order)))
+
+
+def group_by_level(names) -> list[tuple[ScopeLevel, str, list[Scope]]]:
+    """[(level, label, [Scope, ...]), ...] for the levels that have at least one of `names`."""
+    wanted = set(names)
+    groups = []
+    for level in ScopeLevel:
+        members = [scope for scope in _CATALOG if scope.level is level and scope.name in wanted]
+        if members:
+            groups.append((level, LEVEL_LABELS[level], members))
+    return groups

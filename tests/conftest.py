@@ -1,0 +1,62 @@
+import os
+
+import pytest
+from django.db import connection
+
+from tests.factories import make_client, make_user
+
+REQUIRE_POSTGRES = os.environ.get("REQUIRE_POSTGRES") == "1"
+
+
+def pytest_collection_modifyitems(config, items):
+    """`postgres_only` tests skip on SQLite with a reason, or fail when REQUIRE_POSTGRES=1."""
+    for item in items:
+        if item.get_closest_marker("postgres_only"):
+            item.fixturenames.append("_postgres_only_guard")
+
+
+@pytest.fixture
+def _postgres_only_guard(django_db_blocker):
+    with django_db_blocker.unblock():
+        vendor = connection.vendor
+    if vendor == "postgresql":
+        return
+    if REQUIRE_POSTGRES:
+        pytest.fail(f"REQUIRE_POSTGRES=1 but the test database is {vendor}, not PostgreSQL")
+    pytest.skip("needs PostgreSQL (row locks and real concurrency); run with DATABASE_URL=postgres://...")
+
+
+@pytest.fixture
+def owner(db):
+    return make_user("owner")
+
+
+@pytest.fixture
+def other_developer(db):
+    return make_user("otherdev")
+
+
+@pytest.fixture
+def reviewer(db):
+    return make_user("reviewer", staff=True)
+
+
+@pytest.fixture
+def end_user(db):
+    return make_user("enduser")
+
+
+@pytest.fixture
+def created(owner):
+    """A pending confidential client with its first secret (services.ClientCreated)."""
+    return make_client(owner)
+
+
+@pytest.fixture
+def client_obj(created):
+    return created.client
+
+
+@pytest.fixture
+def approved(owner):
+    return make_client(owner, approve=True)
