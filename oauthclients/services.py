@@ -2,6 +2,7 @@
 
 import secrets
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
@@ -39,7 +40,8 @@ class IssuedSecret:
     """A freshly made secret: `plaintext` exists only here, to be shown once and dropped."""
 
     secret: ClientSecret
-    plaintext: str
+    # Kept out of repr() so that a logged object or a traceback cannot show the secret (STYLE §8).
+    plaintext: str = dataclass_field(repr=False)
 
 
 @dataclass(frozen=True)
