@@ -37,6 +37,8 @@ INSTALLED_APPS = [
     "oauth2_provider",
     "scopes",
     "oauthclients",
+    "oauthflows",
+    "profiles",
 ]
 
 MIDDLEWARE = [
@@ -137,8 +139,16 @@ OAUTH_AUTHORIZATION_CODE_LIFETIME = env_int("OAUTH_AUTHORIZATION_CODE_LIFETIME",
 OAUTH_ACCESS_TOKEN_LIFETIME = 1800  # spec §2.2 / §8: expires_in is 1800
 OAUTH_REFRESH_TOKEN_LIFETIME = env_int("OAUTH_REFRESH_TOKEN_LIFETIME", 60 * 60 * 24 * 90, minimum=1)
 
+OAUTH_AUTHORIZE_PATH = "/auth/oauth2/authorize"
+OAUTH_TOKEN_PATH = "/v2/auth/oauth2/token"
+
 OAUTH2_PROVIDER = {
     "SCOPES_BACKEND_CLASS": "scopes.backends.CatalogScopes",
+    "OAUTH2_VALIDATOR_CLASS": "oauthflows.oauth2.Validator",
+    "OAUTH2_BACKEND_CLASS": "oauthflows.oauth2.Backend",
+    "ACCESS_TOKEN_GENERATOR": "oauthflows.oauth2.generate_token",
+    "REFRESH_TOKEN_GENERATOR": "oauthflows.oauth2.generate_token",
+    "PKCE_REQUIRED": False,  # decided per client in Validator.is_pkce_required (public clients)
     "AUTHORIZATION_CODE_EXPIRE_SECONDS": OAUTH_AUTHORIZATION_CODE_LIFETIME,
     "ACCESS_TOKEN_EXPIRE_SECONDS": OAUTH_ACCESS_TOKEN_LIFETIME,
     "REFRESH_TOKEN_EXPIRE_SECONDS": OAUTH_REFRESH_TOKEN_LIFETIME,
@@ -156,8 +166,12 @@ OAUTH2_PROVIDER = {
 }
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": [],
-    "DEFAULT_PERMISSION_CLASSES": [],
+    # Every /v2 view is a scopes.views.ScopedApiView (bearer token + scope check, deny by default).
+    "DEFAULT_AUTHENTICATION_CLASSES": ["scopes.authentication.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["scopes.permissions.HasRequiredScope"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "scopes.exception_handlers.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 

@@ -9,4 +9,6 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=False), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("settings/developer/", include("oauthclients.urls")),
+    path("", include("oauthflows.urls")),
+    path("v2/", include("profiles.urls")),
 ]

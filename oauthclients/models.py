@@ -212,6 +212,11 @@ class ClientAuditEvent(models.Model):
 class Grant(AbstractGrant):
     """An authorization code. `code` holds the SHA-256 digest of the code, never the code."""
 
+    # Set when the code is redeemed; the row is kept until it expires so a replay is recognised
+    # and can revoke the token family it produced (RFC 6749 §4.1.2, RFC 9700 §4.14).
+    used_at = models.DateTimeField(null=True, blank=True)
+    token_family = models.UUIDField(null=True, blank=True, editable=False)
+
     class Meta(AbstractGrant.Meta):
         verbose_name = "authorization code"
 

@@ -1,0 +1,178 @@
+"""Validation of an authorization request (spec §4.1, RFC 6749 §4.1.1, RFC 7636, SECURITY.md).
+
+Run on the GET that shows the consent page and again, in full, on the POST that answers it:
+nothing the browser sends back can widen what is granted.
+"""
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from django.http import QueryDict
+
+from oauthclients.models import ClientKind, ClientStatus, OAuthClient
+from oauthflows.oauth2 import CODE_CHALLENGE_RE
+from scopes.catalog import UnknownScopeError, parse_scopes
+
+MAX_STATE_LENGTH = 2048
+SINGLE_VALUED = ("client_id", "redirect_uri", "state", "scope", "response_type", "code_challenge", "code_challenge_method")
+
+
+class AuthorizationPageError(Exception):
+    """Shown to the user as a 400 page: the redirect target is not trustworthy (no redirect)."""
+
+    def __init__(self, title: str, message: str):
+        super().__init__(message)
+        self.title = title
+        self.message = message
+
+
+class AuthorizationRedirectError(Exception):
+    """Sent back to the verified redirect_uri as ?error=...&error_description=...&state=...&iss=..."""
+
+    def __init__(self, error: str, description: str, *, redirect_uri: str, state: str | None):
+        super().__init__(description)
+        self.error = error
+        self.description = description
+        self.redirect_uri = redirect_uri
+        self.state = state
+
+
+@dataclass(frozen=True)
+class AuthorizationRequest:
+    client: OAuthClient
+    redirect_uri: str
+    state: str | None
+    scopes: list[str]  # empty only for a legacy client asking for unrestricted access
+    code_challenge: str | None
+
+    @property
+    def is_unrestricted(self) -> bool:
+        return not self.scopes
+
+    @property
+    def redirect_host(self) -> str:
+        return urlsplit(self.redirect_uri).netloc
+
+    def oauthlib_query(self) -> list[tuple[str, str]]:
+        """The request in the one form oauthlib is given (see oauthflows.oauth2.Backend)."""
+        query = [
+            ("response_type", "code"),
+            ("client_id", self.client.client_id),
+            ("redirect_uri", self.redirect_uri),
+        ]
+        if self.scopes:
+            query.append(("scope", " ".join(self.scopes)))
+        if self.state is not None:
+            query.append(("state", self.state))
+        if self.code_challenge:
+            query += [("code_challenge", self.code_challenge), ("code_challenge_method", "S256")]
+        return query
+
+
+def authorization_request_validate(*, params: QueryDict, user) -> AuthorizationRequest:
+    """Check every parameter; raise AuthorizationPageError or AuthorizationRedirectError."""
+    client = _client(params, user)
+    redirect_uri = _redirect_uri(params, client)
+    state = params.get("state")
+
+    def fail(error: str, description: str):
+        raise AuthorizationRedirectError(error, description, redirect_uri=redirect_uri, state=state)
+
+    for name in SINGLE_VALUED:
+        if len(params.getlist(name)) > 1:
+            fail("invalid_request", f"The {name} parameter was sent more than once.")
+    if state is not None and len(state) > MAX_STATE_LENGTH:
+        raise AuthorizationRedirectError(
+            "invalid_request",
+            f"state can be at most {MAX_STATE_LENGTH} characters.",
+            redirect_uri=redirect_uri,
+            state=None,
+        )
+
+    response_type = params.get("response_type", "code")
+    if response_type != "code":
+        fail("unsupported_response_type", "Only response_type=code is supported.")
+
+    scopes = _scopes(params, client, fail)
+    code_challenge = _pkce(params, client, fail)
+    return AuthorizationRequest(
+        client=client, redirect_uri=redirect_uri, state=state, scopes=scopes, code_challenge=code_challenge
+    )
+
+
+def _client(params: QueryDict, user) -> OAuthClient:
+    client_ids = params.getlist("client_id")
+    if not client_ids or not client_ids[0]:
+        raise AuthorizationPageError("Missing client_id", "The authorization request has no client_id parameter.")
+    if len(client_ids) > 1:
+        raise AuthorizationPageError("Invalid request", "The client_id parameter was sent more than once.")
+    client_id = client_ids[0]
+    client = None
+    if len(client_id) <= 255 and "\x00" not in client_id:
+        client = OAuthClient.objects.select_related("user").filter(client_id=client_id).first()
+    if client is None:
+        raise AuthorizationPageError("Unknown application", "No application is registered with this client_id.")
+    if client.status == ClientStatus.APPROVED:
+        return client
+    # The owner may try their own pending client before review; nobody else may.
+    if client.status == ClientStatus.PENDING and user.is_authenticated and user.pk == client.user_id:
+        return client
+    if client.status == ClientStatus.PENDING:
+        raise AuthorizationPageError(
+            "Application not yet approved",
+            f"“{client.name}” is waiting for review by the service's administrators and cannot be used yet.",
+        )
+    raise AuthorizationPageError(
+        "Application not available", f"“{client.name}” has been rejected by the service's administrators."
+    )
+
+
+def _redirect_uri(params: QueryDict, client: OAuthClient) -> str:
+    uris = params.getlist("redirect_uri")
+    if not uris or not uris[0]:
+        raise AuthorizationPageError("Missing redirect_uri", "The authorization request has no redirect_uri parameter.")
+    if len(uris) > 1:
+        raise AuthorizationPageError("Invalid request", "The redirect_uri parameter was sent more than once.")
+    # SECURITY.md: exact string match against the registered list, nothing looser.
+    if not client.redirect_uri_allowed(uris[0]):
+        raise AuthorizationPageError(
+            "Redirect URI not registered",
+            "The redirect_uri in this request is not one of the application's registered redirect URIs.",
+        )
+    return uris[0]
+
+
+def _scopes(params: QueryDict, client: OAuthClient, fail) -> list[str]:
+    raw = params.get("scope")
+    try:
+        scopes = parse_scopes(raw)
+    except UnknownScopeError as exc:
+        fail("invalid_scope", str(exc) + ".")
+    if not scopes:
+        if client.is_legacy:
+            return []  # spec §5.6: a legacy client without scope gets an unrestricted token
+        fail("invalid_scope", "The scope parameter is required: list the scopes the application needs.")
+    if not client.is_legacy:
+        # Spec §4.1: a subset of the scopes enabled on the client. A legacy client may ask for any
+        # known scope (migration step a, spec §5.8).
+        outside = [name for name in scopes if name not in client.scope_list]
+        if outside:
+            fail("invalid_scope", "Not enabled for this application: " + ", ".join(outside) + ".")
+    return scopes
+
+
+def _pkce(params: QueryDict, client: OAuthClient, fail) -> str | None:
+    challenge = params.get("code_challenge")
+    method = params.get("code_challenge_method")
+    if challenge is None or challenge == "":
+        if method:
+            fail("invalid_request", "code_challenge_method was sent without a code_challenge.")
+        if client.client_type == ClientKind.PUBLIC:
+            fail("invalid_request", "A public client must send a PKCE code_challenge (S256).")
+        return None
+    # RFC 9700 §2.1.1: S256 only; an absent method means S256 here (the spec names no other).
+    if method not in (None, "S256"):
+        fail("invalid_request", "Only code_challenge_method=S256 is supported.")
+    if not CODE_CHALLENGE_RE.match(challenge):
+        fail("invalid_request", "code_challenge must be 43 base64url characters (the S256 of the verifier).")
+    return challenge

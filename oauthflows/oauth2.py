@@ -1,0 +1,339 @@
+"""Every hook into django-oauth-toolkit and oauthlib lives here: validator, backend, token generator.
+
+What DOT does well (client authentication plumbing, refresh rotation, token families, reuse
+protection, RFC 9207 `iss`) is kept; what this server needs on top is added in overrides:
+
+- client secrets: one or two per client in ClientSecret, compared by SHA-256 digest;
+- authorization codes stored as digests, single use under a row lock, replay detection;
+- PKCE: S256 only, strict verifier syntax, downgrade refused both ways (RFC 9700 §2.1.1);
+- refresh: the presented token is locked, so concurrent refreshes have exactly one winner;
+- `is_pkce_required` for public clients only; the redirect URI is required at the token endpoint.
+"""
+
+import base64
+import binascii
+import contextvars
+import json
+import re
+import secrets
+from datetime import datetime, timedelta
+from urllib.parse import unquote_plus
+
+from django.db.models import F
+from django.utils import timezone
+from oauth2_provider.oauth2_backends import OAuthLibCore
+from oauth2_provider.oauth2_validators import OAuth2Validator
+from oauth2_provider.settings import oauth2_settings
+from oauthlib.common import urlencode
+from oauthlib.oauth2.rfc6749 import errors
+
+from oauthclients.models import (
+    AccessToken,
+    ClientKind,
+    ClientSecret,
+    ClientStatus,
+    Grant,
+    OAuthClient,
+    RefreshToken,
+    digest,
+)
+
+# RFC 7636 §4.1 / §4.2: verifier 43-128 unreserved characters; S256 challenge is 43 base64url chars.
+CODE_VERIFIER_RE = re.compile(r"^[A-Za-z0-9\-._~]{43,128}$")
+CODE_CHALLENGE_RE = re.compile(r"^[A-Za-z0-9_-]{43}$")
+
+# When the current token request started. A code or refresh token consumed *after* this moment
+# was consumed by a request running at the same time (a duplicate), not replayed later.
+request_started_at: contextvars.ContextVar[datetime | None] = contextvars.ContextVar(
+    "request_started_at", default=None
+)
+
+
+def generate_token(request=None) -> str:
+    """Access and refresh tokens: 256 bits from `secrets` (SECURITY.md asks for >= 128)."""
+    return secrets.token_urlsafe(32)
+
+
+def _is_concurrent_duplicate(consumed_at: datetime | None) -> bool:
+    started = request_started_at.get()
+    return consumed_at is not None and started is not None and consumed_at >= started
+
+
+class Validator(OAuth2Validator):
+    # --- client authentication -------------------------------------------------------------
+
+    def _check_secret(self, provided_secret, stored_secret):
+        # Not used: secrets are checked against ClientSecret rows in _client_secret_matches.
+        return False
+
+    def _client_secret_matches(self, client: OAuthClient, provided: str) -> bool:
+        """Either active secret authenticates; a revoked one fails at once. Records last use."""
+        if not provided or client.client_type != ClientKind.CONFIDENTIAL:
+            return False
+        provided_digest = digest(provided)
+        secret = ClientSecret.objects.filter(
+            client=client, digest=provided_digest, revoked_at__isnull=True
+        ).only("pk", "digest", "last_used_at").first()
+        if secret is None or not secret.matches(provided):
+            return False
+        now = timezone.now()
+        # Last use is shown to the developer to help rotation; minute precision is plenty and
+        # saves a write on every token request.
+        if secret.last_used_at is None or (now - secret.last_used_at).total_seconds() > 60:
+            ClientSecret.objects.filter(pk=secret.pk).update(last_used_at=now)
+        return True
+
+    def _authenticate_basic_auth(self, request):
+        # DOT's implementation compares against Application.client_secret; re-run its parsing
+        # and check our secrets instead.
+        auth_string = self._extract_basic_auth(request)
+        if not auth_string:
+            return False
+        credentials = _decode_basic(auth_string)
+        if credentials is None:
+            return False
+        client_id, client_secret = credentials
+        if self._load_application(client_id, request) is None:
+            return False
+        return self._client_secret_matches(request.client, client_secret)
+
+    def _authenticate_request_body(self, request):
+        client_id = getattr(request, "client_id", None)
+        client_secret = getattr(request, "client_secret", None) or ""
+        if not client_id or self._load_application(client_id, request) is None:
+            return False
+        return self._client_secret_matches(request.client, client_secret)
+
+    def _load_application(self, client_id, request):
+        if not isinstance(client_id, str) or not client_id or len(client_id) > 255 or "\x00" in client_id:
+            return None
+        return super()._load_application(client_id, request)
+
+    def is_pkce_required(self, client_id, request):
+        # RFC 7636 / spec §5.4: public clients must use PKCE; confidential clients may.
+        client = request.client or self._load_application(client_id, request)
+        return client is not None and client.client_type == ClientKind.PUBLIC
+
+    # --- authorization codes: stored as digests, single use ---------------------------------
+
+    def _create_authorization_code(self, request, code, expires=None):
+        if not expires:
+            expires = timezone.now() + timedelta(seconds=oauth2_settings.AUTHORIZATION_CODE_EXPIRE_SECONDS)
+        return Grant.objects.create(
+            application=request.client,
+            user=request.user,
+            code=digest(code["code"]),
+            expires=expires,
+            redirect_uri=request.redirect_uri,
+            scope=" ".join(request.scopes or []),
+            code_challenge=request.code_challenge or "",
+            code_challenge_method=request.code_challenge_method or "",
+        )
+
+    def _grant(self, code, request) -> Grant | None:
+        """The grant for this code and client, locked for the rest of the request's transaction."""
+        cached = getattr(request, "_grant", None)
+        if cached is not None:
+            return cached
+        if not isinstance(code, str) or not code or len(code) > 512:
+            return None
+        grant = (
+            Grant.objects.select_for_update()
+            .filter(code=digest(code), application=request.client)
+            .select_related("user")
+            .first()
+        )
+        request._grant = grant
+        return grant
+
+    def validate_code(self, client_id, code, client, request, *args, **kwargs):
+        grant = self._grant(code, request)
+        if grant is None:
+            return False
+        if grant.used_at is not None:
+            if not _is_concurrent_duplicate(grant.used_at):
+                # RFC 6749 §4.1.2 / RFC 9700 §4.14: a replayed code revokes what it produced.
+                if grant.token_family:
+                    RefreshToken.revoke_family(grant.token_family)
+                grant.token_family = None
+                grant.save(update_fields=["token_family", "updated"])
+            raise errors.InvalidGrantError(description="The authorization code has already been used.", request=request)
+        if grant.is_expired():
+            raise errors.InvalidGrantError(description="The authorization code has expired.", request=request)
+        verifier = getattr(request, "code_verifier", None)
+        if verifier is not None and not CODE_VERIFIER_RE.match(verifier):
+            raise errors.InvalidRequestError(
+                description="code_verifier must be 43-128 characters of A-Z a-z 0-9 - . _ ~ (RFC 7636).",
+                request=request,
+            )
+        if verifier is not None and not grant.code_challenge:
+            # RFC 9700 §2.1.1: a verifier for a code issued without a challenge is a downgrade.
+            raise errors.InvalidGrantError(
+                description="code_verifier was sent but the authorization request had no code_challenge.",
+                request=request,
+            )
+        request.scopes = grant.scope.split()
+        request.user = grant.user
+        return True
+
+    def get_code_challenge(self, code, request):
+        grant = self._grant(code, request)
+        return (grant.code_challenge or None) if grant else None
+
+    def get_code_challenge_method(self, code, request):
+        grant = self._grant(code, request)
+        return (grant.code_challenge_method or None) if grant else None
+
+    def confirm_redirect_uri(self, client_id, code, redirect_uri, client, *args, **kwargs):
+        request = args[0] if args else kwargs.get("request")
+        grant = self._grant(code, request)
+        # RFC 6749 §4.1.3: identical to the redirect_uri of the authorization request.
+        return grant is not None and redirect_uri == grant.redirect_uri
+
+    def get_authorization_code_scopes(self, client_id, code, redirect_uri, request):
+        grant = Grant.objects.filter(code=digest(code)).only("scope").first()
+        return grant.scope.split() if grant else []
+
+    def get_authorization_code_nonce(self, client_id, code, redirect_uri, request):
+        return None
+
+    def invalidate_authorization_code(self, client_id, code, request, *args, **kwargs):
+        grant = self._grant(code, request)
+        if grant is None or grant.used_at is not None:
+            raise errors.InvalidGrantError(request=request)
+        # Kept (not deleted) until it expires, so that a replay can be recognised.
+        grant.used_at = timezone.now()
+        grant.token_family = getattr(request, "_new_token_family", None)
+        grant.save(update_fields=["used_at", "token_family", "updated"])
+
+    def _check_and_set_request_resource(self, request):
+        # RFC 8707 resource indicators are not offered by this server.
+        request.resource = []
+
+    # --- tokens -------------------------------------------------------------------------------
+
+    def _create_refresh_token(self, request, refresh_token_code, access_token, previous_refresh_token):
+        refresh_token = super()._create_refresh_token(
+            request, refresh_token_code, access_token, previous_refresh_token
+        )
+        request._new_token_family = refresh_token.token_family
+        return refresh_token
+
+    def validate_refresh_token(self, refresh_token, client, request, *args, **kwargs):
+        if not isinstance(refresh_token, str) or not refresh_token or len(refresh_token) > 512:
+            return False
+        # Lock the row for the rest of the request: a concurrent refresh of the same token waits
+        # here, then sees it rotated and loses (exactly one winner).
+        rt = (
+            RefreshToken.objects.select_for_update(of=("self",))
+            .filter(token_checksum=digest(refresh_token))
+            .select_related("access_token", "user")
+            .order_by(F("revoked").desc(nulls_first=True))
+            .first()
+        )
+        if rt is None:
+            return False
+        if rt.revoked is not None:
+            if _is_concurrent_duplicate(rt.revoked):
+                return False
+            # RFC 9700 §4.14.2: replay of a rotated refresh token revokes the whole family,
+            # but only if it belongs to the presenting client (a foreign token is just invalid).
+            if rt.application_id == getattr(client, "pk", None) and rt.token_family:
+                RefreshToken.revoke_family(rt.token_family)
+            return False
+        # A live token always has its access token (rotation mints the pair together); an orphan
+        # left by an out-of-band deletion has nothing to refresh. Expiry slides with the pair.
+        if rt.access_token is None:
+            return False
+        lifetime = timedelta(seconds=oauth2_settings.REFRESH_TOKEN_EXPIRE_SECONDS)
+        if rt.access_token.expires + lifetime <= timezone.now():
+            return False
+        if rt.application_id != getattr(client, "pk", None) or not rt.user.is_active:
+            return False
+        request.user = rt.user
+        request.refresh_token = refresh_token
+        request.refresh_token_instance = rt
+        return True
+
+    def validate_bearer_token(self, token, scopes, request):
+        # The resource side uses scopes.authentication instead (one query, our own errors).
+        access_token = access_token_get_valid(token)
+        if access_token is None:
+            return False
+        request.client = access_token.application
+        request.user = access_token.user
+        request.scopes = access_token.scope.split()
+        request.access_token = access_token
+        return True
+
+
+def _decode_basic(auth_string: str) -> tuple[str, str] | None:
+    """RFC 6749 §2.3.1: base64 of form-urlencoded client_id ":" client_secret."""
+    try:
+        decoded = base64.b64decode(auth_string, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return None
+    if ":" not in decoded:
+        return None
+    client_id, client_secret = decoded.split(":", 1)
+    return unquote_plus(client_id), unquote_plus(client_secret)
+
+
+def access_token_get_valid(raw_token: str) -> AccessToken | None:
+    """The live access token for a presented bearer value, with its client and user, or None.
+
+    One indexed query. A token of a rejected client is dead at once; a client sent back to
+    review by an edit keeps its already-issued tokens (it cannot get new ones).
+    """
+    if not isinstance(raw_token, str) or not raw_token or len(raw_token) > 512:
+        return None
+    access_token = (
+        AccessToken.objects.select_related("application", "user", "user__profile")
+        .filter(token_checksum=digest(raw_token))
+        .first()
+    )
+    if access_token is None or access_token.is_expired():
+        return None
+    application = access_token.application
+    if application is None or application.status == ClientStatus.REJECTED:
+        return None
+    if access_token.user is None or not access_token.user.is_active:
+        return None
+    return access_token
+
+
+class Backend(OAuthLibCore):
+    """Reads token-endpoint bodies as form or JSON, and authorization requests as normalised."""
+
+    def _get_escaped_full_path(self, request):
+        # The authorize views validate and normalise the query themselves (comma-separated scopes,
+        # S256 as the default method, response_type defaulting to code); oauthlib sees that form.
+        normalized = getattr(request, "oauth_normalized_query", None)
+        if normalized is not None:
+            return request.path + "?" + urlencode(normalized)
+        return super()._get_escaped_full_path(request)
+
+    def extract_body(self, request):
+        if request.content_type == "application/json":
+            return json_body_pairs(request.body)
+        return super().extract_body(request)
+
+
+class BodyError(ValueError):
+    """A request body the token endpoint cannot read."""
+
+
+def json_body_pairs(raw: bytes) -> list[tuple[str, str]]:
+    """A JSON object of string (or number) values, as form-like pairs."""
+    try:
+        data = json.loads(raw.decode("utf-8") or "null")
+    except (UnicodeDecodeError, ValueError):
+        raise BodyError("The request body is not valid JSON.") from None
+    if not isinstance(data, dict):
+        raise BodyError("The JSON request body must be an object.")
+    pairs = []
+    for key, value in data.items():
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise BodyError(f"The JSON field {key!r} must be a string.")
+        pairs.append((key, str(value)))
+    return pairs

@@ -1,0 +1,72 @@
+"""GET/PATCH /v2/me (spec §4.4)."""
+
+import re
+from functools import cache
+from zoneinfo import available_timezones
+
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from profiles.models import TimeFormat, WeekStart
+from profiles.selectors import profile_get_for_user
+from profiles.services import profile_update
+from scopes.views import ScopedApiView
+
+LOCALE_RE = re.compile(r"^[a-z]{2,3}(-[A-Z]{2})?$")
+
+
+@cache
+def _time_zones() -> frozenset[str]:
+    return frozenset(available_timezones())
+
+
+class MeApi(ScopedApiView):
+    required_scopes = {"GET": "PROFILE_READ", "PATCH": "PROFILE_WRITE"}
+
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField(source="user.pk")
+        username = serializers.CharField(source="user.username")
+        email = serializers.EmailField(source="user.email")
+        name = serializers.CharField()
+        timeZone = serializers.CharField(source="time_zone")
+        locale = serializers.CharField()
+        timeFormat = serializers.IntegerField(source="time_format")
+        weekStart = serializers.CharField(source="week_start")
+
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=255, allow_blank=True, required=False)
+        timeZone = serializers.CharField(max_length=64, required=False, source="time_zone")
+        locale = serializers.CharField(max_length=16, required=False)
+        timeFormat = serializers.ChoiceField(choices=TimeFormat.values, required=False, source="time_format")
+        weekStart = serializers.ChoiceField(choices=WeekStart.values, required=False, source="week_start")
+
+        def validate_timeZone(self, value):
+            if value not in _time_zones():
+                raise serializers.ValidationError("Unknown time zone; use an IANA name such as Europe/Berlin.")
+            return value
+
+        def validate_locale(self, value):
+            if not LOCALE_RE.match(value):
+                raise serializers.ValidationError("Use a language tag such as en or en-GB.")
+            return value
+
+        def validate(self, attrs):
+            unknown = sorted(set(self.initial_data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {name: "This field is unknown or read-only." for name in unknown}
+                )
+            return attrs
+
+    def _render(self, profile):
+        return Response({"status": "success", "data": self.OutputSerializer(profile).data})
+
+    def get(self, request):
+        return self._render(profile_get_for_user(user=request.user))
+
+    def patch(self, request):
+        if not isinstance(request.data, dict):
+            raise serializers.ValidationError("The request body must be a JSON object.")
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return self._render(profile_update(user=request.user, **serializer.validated_data))

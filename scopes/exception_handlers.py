@@ -1,0 +1,51 @@
+"""One DRF exception handler: every /v2 error is {"status": "error", "error": {"code", "message"}}."""
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404
+from rest_framework import exceptions
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+from oauthclients.exceptions import ApplicationError
+from scopes.permissions import InsufficientScope
+
+
+def _message(detail) -> str:
+    if isinstance(detail, dict):
+        return "; ".join(f"{field}: {_message(value)}" for field, value in detail.items())
+    if isinstance(detail, list):
+        return " ".join(_message(item) for item in detail)
+    return str(detail)
+
+
+def api_exception_handler(exc, context):
+    if isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
+    elif isinstance(exc, ApplicationError):
+        exc = exceptions.ValidationError(exc.message)
+    elif isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+
+    if isinstance(exc, exceptions.ValidationError):
+        code, details = "validation_error", exc.detail
+    elif isinstance(exc, exceptions.NotAuthenticated):
+        code, details = "unauthorized", None
+    else:
+        codes = exc.get_codes() if hasattr(exc, "get_codes") else None
+        code, details = (codes if isinstance(codes, str) else "error"), None
+    error = {"code": code, "message": _message(exc.detail)}
+    if details is not None:
+        error["details"] = details
+    response.data = {"status": "error", "error": error}
+
+    if isinstance(exc, InsufficientScope):
+        scope = f', scope="{exc.required}"' if exc.required else ""
+        response["WWW-Authenticate"] = f'Bearer realm="api", error="insufficient_scope"{scope}'
+    return response
