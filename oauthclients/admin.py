@@ -1,0 +1,395 @@
+"""Admin for the service's administrators: review clients, manage their secrets, read the audit log.
+
+Every state change goes through `oauthclients.services`; the admin only loops over the selection
+and reports. Client fields are never edited here: the owner edits (and resubmits) a client in the
+developer settings, and scopes of a legacy client are set with `manage.py oauthclient set-scopes`.
+"""
+
+from functools import partial
+
+# DOT's admin module registers its own classes for our swapped models when it is imported.
+# Import it first so that it has run, whatever the order of INSTALLED_APPS, before we replace them.
+import oauth2_provider.admin  # noqa: F401
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.contrib.admin.widgets import ForeignKeyRawIdWidget
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
+from django.utils.translation import ngettext
+
+from oauthclients import selectors, services
+from oauthclients.exceptions import ApplicationError
+from oauthclients.models import (
+    AccessToken,
+    ClientAuditEvent,
+    ClientKind,
+    ClientSecret,
+    Grant,
+    IDToken,
+    OAuthClient,
+    RefreshToken,
+)
+from scopes.catalog import LEVEL_LABELS, SCOPES, ScopeLevel
+
+for _model in (OAuthClient, AccessToken, RefreshToken, Grant, IDToken):
+    if admin.site.is_registered(_model):
+        admin.site.unregister(_model)
+
+
+def _error_text(exc: ValidationError | ApplicationError) -> str:
+    return exc.message if isinstance(exc, ApplicationError) else " ".join(exc.messages)
+
+
+class ClientAddForm(forms.Form):
+    """What an administrator fills in to register a client; `services.client_create` validates it."""
+
+    # Field names match the keys of the service's ValidationError so its errors land on the field.
+    owner = forms.ModelChoiceField(queryset=get_user_model().objects.filter(is_active=True))
+    name = forms.CharField()
+    client_type = forms.ChoiceField(
+        label="Kind", choices=ClientKind.choices, initial=ClientKind.CONFIDENTIAL, widget=forms.RadioSelect
+    )
+    redirect_uris = forms.CharField(
+        label="Redirect URIs", widget=forms.Textarea(attrs={"rows": 4}), help_text="One per line, up to 10."
+    )
+    scopes = forms.MultipleChoiceField(
+        choices=[
+            (LEVEL_LABELS[level], [(s.name, s.name) for s in SCOPES.values() if s.level is level])
+            for level in ScopeLevel
+        ],
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        help_text="At least one, unless the client is legacy.",
+    )
+    website_url = forms.CharField(label="Website URL")
+    purpose = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
+    is_legacy = forms.BooleanField(
+        label="Legacy",
+        required=False,
+        help_text="Only to register a client that predates scopes: no scopes, tokens unrestricted (spec §2.1).",
+    )
+    approve = forms.BooleanField(label="Approve at once", required=False)
+
+    def __init__(self, *args, admin_site, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["owner"].widget = ForeignKeyRawIdWidget(OAuthClient._meta.get_field("user").remote_field, admin_site)
+
+    def add_service_error(self, exc: ValidationError) -> None:
+        if not hasattr(exc, "error_dict"):
+            self.add_error(None, exc)
+            return
+        for field, errors in exc.error_dict.items():
+            self.add_error(field if field in self.fields else None, errors)
+
+
+class RejectForm(forms.Form):
+    reason = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4, "cols": 60}),
+        help_text="Shown to the owner, who can edit the client and send it back to review.",
+        error_messages={"required": "Give the owner a reason for the rejection."},
+    )
+
+
+class RevokeSecretForm(forms.Form):
+    secret = forms.MultipleChoiceField(error_messages={"required": "Choose the secret to revoke."})
+
+    def __init__(self, *args, secret_ids, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Only the active secrets of the selected clients can be chosen; the page renders the table.
+        self.fields["secret"].choices = [(str(pk), str(pk)) for pk in secret_ids]
+
+
+class ClientSecretInline(admin.TabularInline):
+    """The client's secrets by hint; digests are never shown and nothing here can be changed."""
+
+    model = ClientSecret
+    fields = ("id", "hint_display", "created", "created_by", "last_used_at", "revoked_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="hint")
+    def hint_display(self, secret):
+        return f"{secret.hint}…"
+
+
+@admin.register(OAuthClient)
+class OAuthClientAdmin(admin.ModelAdmin):
+    list_display = ("name", "client_id", "user", "status", "client_type", "is_legacy", "created")
+    list_filter = ("status", "client_type", "is_legacy")
+    search_fields = ("name", "client_id", "user__username", "user__email")
+    list_select_related = ("user",)
+    date_hierarchy = "created"
+    fieldsets = (
+        (None, {"fields": ("name", "client_id", "user", "client_type", "is_legacy", "website_url", "purpose")}),
+        ("Access", {"fields": ("scope_names", "redirect_uri_lines")}),
+        ("Review", {"fields": ("status", "rejection_reason", "reviewed_by", "reviewed_at")}),
+        ("History", {"fields": ("created", "updated", "audit_events_link")}),
+    )
+    # All of it: review state moves only through the actions, the rest through the owner's edit.
+    readonly_fields = (
+        "name",
+        "client_id",
+        "user",
+        "client_type",
+        "is_legacy",
+        "website_url",
+        "purpose",
+        "scope_names",
+        "redirect_uri_lines",
+        "status",
+        "rejection_reason",
+        "reviewed_by",
+        "reviewed_at",
+        "created",
+        "updated",
+        "audit_events_link",
+    )
+    inlines = (ClientSecretInline,)
+    # DOT's get_absolute_url names its own developer pages, which this project does not mount.
+    view_on_site = False
+    actions = ("approve_clients", "reject_clients", "create_secret", "revoke_secret")
+
+    def has_change_permission(self, request, obj=None):
+        # The change page of a client is view-only (see the module docstring); the changelist
+        # (obj is None) still needs change permission for the actions.
+        return obj is None and super().has_change_permission(request)
+
+    def has_delete_permission(self, request, obj=None):
+        # Deleting would take the audit trail with it; rejecting stops the client and its tokens.
+        return False
+
+    @admin.display(description="scopes")
+    def scope_names(self, client):
+        if client.is_legacy:
+            return "None: legacy client, tokens are not restricted by scope."
+        return format_html_join(mark_safe("<br>"), "{}", ((name,) for name in client.scope_list))
+
+    @admin.display(description="redirect URIs")
+    def redirect_uri_lines(self, client):
+        return format_html_join(mark_safe("<br>"), "{}", ((uri,) for uri in client.redirect_uri_list))
+
+    @admin.display(description="audit events")
+    def audit_events_link(self, client):
+        url = reverse("admin:oauthclients_clientauditevent_changelist")
+        return format_html('<a href="{}?client__id__exact={}">All events of this client</a>', url, client.pk)
+
+    # --- adding goes through services.client_create, and shows the first secret once ---
+
+    def add_view(self, request, form_url="", extra_context=None):
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        form = ClientAddForm(request.POST or None, admin_site=self.admin_site)
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            try:
+                created = services.client_create(
+                    owner=data["owner"],
+                    name=data["name"],
+                    website_url=data["website_url"],
+                    kind=data["client_type"],
+                    redirect_uris=data["redirect_uris"].split(),
+                    scopes=data["scopes"],
+                    purpose=data["purpose"],
+                    is_legacy=data["is_legacy"],
+                    approve=data["approve"],
+                    actor=request.user,
+                )
+            except ValidationError as exc:
+                form.add_service_error(exc)
+            else:
+                self.log_addition(request, created.client, [{"added": {}}])
+                issued = [(created.client, created.secret)] if created.secret else []
+                return self._one_time_secrets_page(
+                    request, title="OAuth client created", client=created.client, issued=issued
+                )
+        admin_form = helpers.AdminForm(form, [(None, {"fields": list(form.fields)})], {}, model_admin=self)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Add OAuth client",
+            "subtitle": None,
+            "adminform": admin_form,
+            "object_id": None,
+            "original": None,
+            "is_popup": False,
+            "to_field": None,
+            "media": self.media + admin_form.media,
+            "inline_admin_formsets": [],
+            "errors": helpers.AdminErrorList(form, []),
+            "preserved_filters": self.get_preserved_filters(request),
+            # Every way out of this form is the one-time result page.
+            "show_save_and_add_another": False,
+            "show_save_and_continue": False,
+            **(extra_context or {}),
+        }
+        return self.render_change_form(request, context, add=True, form_url=form_url)
+
+    # --- actions: thin loops over the services ---
+
+    def _action_page(self, request, template: str, *, title: str, queryset, action: str, **context):
+        return TemplateResponse(
+            request,
+            f"admin/oauthclients/{template}",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.opts,
+                "title": title,
+                "queryset": queryset,
+                "action": action,
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+                **context,
+            },
+        )
+
+    def _one_time_secrets_page(self, request, *, title: str, issued, client=None):
+        # A rendered page, never `messages`: those are stored in the session or a cookie.
+        # (Every admin view is already never_cache.)
+        return TemplateResponse(
+            request,
+            "admin/oauthclients/one_time_secrets.html",
+            {**self.admin_site.each_context(request), "opts": self.opts, "title": title, "client": client, "issued": issued},
+        )
+
+    def _each(self, request, calls, *, done: tuple[str, str]) -> list:
+        """Run each (client, service call); report every refusal with its client, then the count done."""
+        results = []
+        for client, call in calls:
+            try:
+                results.append((client, call()))
+            except (ApplicationError, ValidationError) as exc:
+                self.message_user(request, f"{client} ({client.client_id}): {_error_text(exc)}", messages.ERROR)
+        if results:
+            self.message_user(request, ngettext(*done, len(results)) % len(results))
+        return results
+
+    @admin.action(description="Approve selected clients", permissions=["change"])
+    def approve_clients(self, request, queryset):
+        calls = [(client, partial(services.client_approve, client=client, actor=request.user)) for client in queryset]
+        self._each(request, calls, done=("Approved %d client.", "Approved %d clients."))
+
+    @admin.action(description="Reject selected clients", permissions=["change"])
+    def reject_clients(self, request, queryset):
+        form = RejectForm(request.POST if "post" in request.POST else None)
+        if not form.is_valid():
+            return self._action_page(
+                request, "reject_clients.html", title="Reject clients", queryset=queryset, action="reject_clients", form=form
+            )
+        reason = form.cleaned_data["reason"]
+        calls = [
+            (client, partial(services.client_reject, client=client, actor=request.user, reason=reason))
+            for client in queryset
+        ]
+        self._each(request, calls, done=("Rejected %d client.", "Rejected %d clients."))
+        return None
+
+    @admin.action(description="Create a new secret", permissions=["change"])
+    def create_secret(self, request, queryset):
+        calls = [(client, partial(services.client_secret_create, client=client, actor=request.user)) for client in queryset]
+        issued = self._each(request, calls, done=("Created %d secret.", "Created %d secrets."))
+        if not issued:
+            return None
+        return self._one_time_secrets_page(request, title="New client secrets", issued=issued)
+
+    @admin.action(description="Revoke a secret", permissions=["change"])
+    def revoke_secret(self, request, queryset):
+        clients = [(client, list(selectors.client_secret_list_active(client=client))) for client in queryset]
+        client_of = {secret.pk: client for client, secrets in clients for secret in secrets}
+        if not client_of:
+            self.message_user(request, "None of the selected clients has an active secret.", messages.WARNING)
+            return None
+        form = RevokeSecretForm(request.POST if "post" in request.POST else None, secret_ids=list(client_of))
+        if not form.is_valid():
+            return self._action_page(
+                request,
+                "revoke_secret.html",
+                title="Revoke a secret",
+                queryset=queryset,
+                action="revoke_secret",
+                form=form,
+                clients=clients,
+            )
+        calls = [
+            (
+                client_of[secret_id],
+                partial(services.client_secret_revoke, client=client_of[secret_id], secret_id=secret_id, actor=request.user),
+            )
+            for secret_id in map(int, form.cleaned_data["secret"])
+        ]
+        self._each(request, calls, done=("Revoked %d secret.", "Revoked %d secrets."))
+        return None
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows written only by the services or the OAuth flows: listed and viewed, never edited here."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ClientAuditEvent)
+class ClientAuditEventAdmin(ReadOnlyAdmin):
+    list_display = ("created", "client", "actor", "action")
+    list_filter = ("action",)
+    search_fields = ("client__client_id", "client__name")
+    list_select_related = ("client", "actor")
+    fields = ("created", "client", "actor", "action", "detail")
+    date_hierarchy = "created"
+
+
+# Token rows: no token, code or checksum column, on the list or on the detail page.
+_TOKEN_SEARCH_FIELDS = ("application__client_id", "application__name", "user__username")
+
+
+@admin.register(AccessToken)
+class AccessTokenAdmin(ReadOnlyAdmin):
+    list_display = ("id", "application", "user", "scope", "expires", "created")
+    list_select_related = ("application", "user")
+    search_fields = _TOKEN_SEARCH_FIELDS
+    fields = ("application", "user", "scope", "expires", "source_refresh_token", "created", "updated")
+
+
+@admin.register(RefreshToken)
+class RefreshTokenAdmin(ReadOnlyAdmin):
+    list_display = ("id", "application", "user", "created", "revoked")
+    list_select_related = ("application", "user")
+    search_fields = _TOKEN_SEARCH_FIELDS
+    fields = ("application", "user", "access_token", "token_family", "created", "updated", "revoked")
+
+
+@admin.register(Grant)
+class GrantAdmin(ReadOnlyAdmin):
+    list_display = ("id", "application", "user", "expires", "used_at", "created")
+    list_select_related = ("application", "user")
+    search_fields = _TOKEN_SEARCH_FIELDS
+    fields = (
+        "application",
+        "user",
+        "redirect_uri",
+        "scope",
+        "code_challenge_method",
+        "expires",
+        "used_at",
+        "token_family",
+        "created",
+    )
