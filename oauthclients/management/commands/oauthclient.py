@@ -1,0 +1,232 @@
+"""`manage.py oauthclient`: the client registry for administrators and automation, as JSON.
+
+Every change goes through `oauthclients.services`. Failures raise CommandError, which Django
+prints on stderr with a non-zero exit status (no traceback unless --traceback is given).
+"""
+
+import json
+import re
+from urllib.parse import urlsplit
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from oauthclients import selectors, services
+from oauthclients.exceptions import ApplicationError
+from oauthclients.models import ClientKind, ClientStatus, OAuthClient
+
+_SCOPE_SEPARATORS = re.compile(r"[\s,]+")
+
+
+def split_scopes(values: list[str]) -> list[str]:
+    """`--scope "A B" --scope C,D` -> [A, B, C, D]; the service checks the names."""
+    return [name for value in values for name in _SCOPE_SEPARATORS.split(value) if name]
+
+
+def origin_of(uri: str) -> str:
+    """`https://app.example.com:8443/cb?x` -> `https://app.example.com:8443/`; "" if it has none."""
+    parts = urlsplit(uri)
+    return f"{parts.scheme}://{parts.netloc}/" if parts.scheme and parts.netloc else ""
+
+
+def _iso(moment):
+    return moment.isoformat() if moment else None
+
+
+def client_json(client: OAuthClient) -> dict:
+    """Everything about a client except credentials: secrets appear by id and hint only."""
+    return {
+        "client_id": client.client_id,
+        "name": client.name,
+        "owner": client.owner.get_username(),
+        "kind": client.client_type,
+        "status": client.status,
+        "rejection_reason": client.rejection_reason,
+        "reviewed_by": client.reviewed_by.get_username() if client.reviewed_by else None,
+        "reviewed_at": _iso(client.reviewed_at),
+        "legacy": client.is_legacy,
+        "scopes": client.scope_list,
+        "redirect_uris": client.redirect_uri_list,
+        "website_url": client.website_url,
+        "purpose": client.purpose,
+        "secrets": [
+            {
+                "id": secret.pk,
+                "hint": secret.hint,
+                "created": _iso(secret.created),
+                "last_used": _iso(secret.last_used_at),
+                "revoked": _iso(secret.revoked_at),
+            }
+            # .all() (Meta ordering: created, id) so that `list` can prefetch them.
+            for secret in client.secrets.all()
+        ],
+        "created": _iso(client.created),
+        "updated": _iso(client.updated),
+    }
+
+
+def _validation_text(exc: ValidationError) -> str:
+    if hasattr(exc, "error_dict"):
+        return "\n".join(f"{field}: {message}" for field, messages in exc.message_dict.items() for message in messages)
+    return "\n".join(exc.messages)
+
+
+class Command(BaseCommand):
+    help = (
+        "Register, review and inspect OAuth clients and manage their secrets. Every subcommand "
+        "prints JSON on stdout; errors go to stderr with a non-zero exit status. "
+        "Run `manage.py oauthclient SUBCOMMAND --help` for each one."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--actor",
+            metavar="USERNAME",
+            help="The user the audit log records for the change (give it before the subcommand). "
+            "Without it the change is recorded as made by the system, except that `create` "
+            "records the owner as the one who registered the client (services.client_create).",
+        )
+        commands = parser.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
+
+        create = commands.add_parser(
+            "create",
+            help="Register a client.",
+            description="Register a client (pending unless --approve). Prints "
+            '{"client_id", "client_secret", "secret_id", "status"}. A confidential client gets its '
+            "first secret, printed only this once (it is stored as a digest); for a public client "
+            "client_secret and secret_id are null.",
+        )
+        create.add_argument("--owner", required=True, metavar="USERNAME", help="The developer who owns the client.")
+        create.add_argument("--name", required=True)
+        create.add_argument(
+            "--redirect-uri",
+            dest="redirect_uris",
+            action="append",
+            required=True,
+            metavar="URI",
+            help="Repeat for each URI (1 to 10). https, or http on localhost/127.0.0.1/[::1] only.",
+        )
+        create.add_argument(
+            "--scope",
+            dest="scopes",
+            action="append",
+            default=[],
+            metavar="SCOPE",
+            help="Repeatable; each value may hold several names separated by spaces or commas. "
+            "At least one unless --legacy.",
+        )
+        create.add_argument("--website", metavar="URL", help="Defaults to the origin of the first redirect URI.")
+        create.add_argument("--purpose", default="", metavar="TEXT")
+        create.add_argument("--public", action="store_true", help="A public client (PKCE, no secret).")
+        create.add_argument("--legacy", action="store_true", help="A legacy client: no scopes, tokens unrestricted.")
+        create.add_argument("--approve", action="store_true", help="Approve it at once.")
+
+        approve = commands.add_parser("approve", help="Approve a pending client.")
+        approve.add_argument("client_id")
+
+        reject = commands.add_parser("reject", help="Reject a pending or approved client; its tokens stop working.")
+        reject.add_argument("client_id")
+        reject.add_argument("--reason", required=True, metavar="TEXT", help="Shown to the owner.")
+
+        show = commands.add_parser("show", help="Print one client (secrets by id and hint only).")
+        show.add_argument("client_id")
+
+        listing = commands.add_parser("list", help="Print every client, newest first, as a JSON array.")
+        listing.add_argument("--status", choices=ClientStatus.values)
+
+        add_secret = commands.add_parser(
+            "add-secret",
+            help="Create a secret (at most 2 active).",
+            description='Prints {"client_id", "secret_id", "client_secret"}; the secret is shown only this once.',
+        )
+        add_secret.add_argument("client_id")
+
+        revoke_secret = commands.add_parser(
+            "revoke-secret", help="Revoke a secret at once (never the last active one)."
+        )
+        revoke_secret.add_argument("client_id")
+        revoke_secret.add_argument("secret_id", type=int)
+
+        set_scopes = commands.add_parser(
+            "set-scopes",
+            help="Replace a client's scopes; on a legacy client, migrate it (spec §5.8 step b).",
+            description="Replace the client's scopes. For a legacy client this is the migration of spec "
+            "§5.8 step b: do it only after the application sends the scope parameter in its "
+            "authorization URL (step a), or users following an old URL will fail to authorize.",
+        )
+        set_scopes.add_argument("client_id")
+        set_scopes.add_argument("scopes", nargs="+", metavar="SCOPE")
+
+    def handle(self, *args, subcommand, actor=None, **options):
+        actor = self._user(actor, role="actor") if actor else None
+        handler = getattr(self, "do_" + subcommand.replace("-", "_"))
+        try:
+            result = handler(actor=actor, **options)
+        except ValidationError as exc:
+            raise CommandError(_validation_text(exc)) from None
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from None
+        self.stdout.write(json.dumps(result, indent=2))
+
+    def _user(self, username: str, *, role: str):
+        try:
+            return get_user_model().objects.get_by_natural_key(username)
+        except get_user_model().DoesNotExist:
+            raise CommandError(f"Unknown {role}: no user named {username!r}.") from None
+
+    def _client(self, client_id: str) -> OAuthClient:
+        client = selectors.client_get(client_id=client_id)
+        if client is None:
+            raise CommandError(f"Unknown client: no OAuth client with client_id {client_id!r}.")
+        return client
+
+    def do_create(self, *, actor, owner, name, redirect_uris, scopes, website, purpose, public, legacy, approve, **_):
+        owner = self._user(owner, role="owner")
+        with transaction.atomic():
+            created = services.client_create(
+                owner=owner,
+                name=name,
+                website_url=website if website is not None else origin_of(redirect_uris[0]),
+                kind=ClientKind.PUBLIC if public else ClientKind.CONFIDENTIAL,
+                redirect_uris=redirect_uris,
+                scopes=split_scopes(scopes),
+                purpose=purpose,
+                is_legacy=legacy,
+                actor=actor,
+            )
+            client = created.client
+            # Approved as a separate step: client_create(approve=True) would record the owner as
+            # the reviewer when no --actor is given (it falls back to the owner as actor).
+            if approve:
+                client = services.client_approve(client=client, actor=actor)
+        return {
+            "client_id": client.client_id,
+            "client_secret": created.secret.plaintext if created.secret else None,
+            "secret_id": created.secret.secret.pk if created.secret else None,
+            "status": client.status,
+        }
+
+    def do_approve(self, *, actor, client_id, **_):
+        return client_json(services.client_approve(client=self._client(client_id), actor=actor))
+
+    def do_reject(self, *, actor, client_id, reason, **_):
+        return client_json(services.client_reject(client=self._client(client_id), actor=actor, reason=reason))
+
+    def do_show(self, *, client_id, **_):
+        return client_json(self._client(client_id))
+
+    def do_list(self, *, status, **_):
+        return [client_json(client) for client in selectors.client_list(status=status).prefetch_related("secrets")]
+
+    def do_add_secret(self, *, actor, client_id, **_):
+        issued = services.client_secret_create(client=self._client(client_id), actor=actor)
+        return {"client_id": client_id, "secret_id": issued.secret.pk, "client_secret": issued.plaintext}
+
+    def do_revoke_secret(self, *, actor, client_id, secret_id, **_):
+        secret = services.client_secret_revoke(client=self._client(client_id), secret_id=secret_id, actor=actor)
+        return {"client_id": client_id, "secret_id": secret.pk, "hint": secret.hint, "revoked": _iso(secret.revoked_at)}
+
+    def do_set_scopes(self, *, actor, client_id, scopes, **_):
+        return client_json(services.client_set_scopes(client=self._client(client_id), scopes=split_scopes(scopes), actor=actor))
