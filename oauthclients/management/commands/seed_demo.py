@@ -1,0 +1,91 @@
+"""`manage.py seed_demo`: the demo cast for `make run`. Creates only what is missing."""
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from oauthclients import selectors, services
+from oauthclients.models import ClientKind
+
+BASE_URL = "http://127.0.0.1:8000"
+# Well-known passwords: this is why the command refuses to run unless DEBUG is on.
+DEMO_USERS = (
+    # (username, password, is administrator)
+    ("admin", "admin-demo-password", True),
+    ("developer", "developer-demo-password", False),
+    ("enduser", "enduser-demo-password", False),
+)
+DEMO_CLIENT = {
+    "name": "Demo Calendar App",
+    "kind": ClientKind.CONFIDENTIAL,
+    "scopes": ["PROFILE_READ", "PROFILE_WRITE", "BOOKING_READ", "SCHEDULE_READ"],
+    "redirect_uris": ["http://localhost:8765/callback", "http://127.0.0.1:8765/callback"],
+    "website_url": "http://localhost:8765/",
+    "purpose": "Demo client for trying the authorization-code flow locally.",
+}
+
+
+class Command(BaseCommand):
+    help = (
+        "Create the demo administrator, developer (with an approved demo client) and end user, "
+        "whichever are missing. Runs only with DEBUG on, since the passwords are public."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--force", action="store_true", help="Run even with DEBUG off (never on a real deployment)."
+        )
+
+    def handle(self, *args, force=False, **options):
+        if not settings.DEBUG and not force:
+            raise CommandError(
+                "seed_demo creates users with publicly known passwords, so it runs only with DEBUG on "
+                "(DJANGO_DEBUG=1). Use --force to run it anyway."
+            )
+        self.existing_users = []
+        with transaction.atomic():
+            users = {username: self._user(username, password, admin) for username, password, admin in DEMO_USERS}
+            client, secret = self._client(developer=users["developer"], admin=users["admin"])
+
+        self.stdout.write("")
+        self.stdout.write("Logins:")
+        for username, password, _ in DEMO_USERS:
+            self.stdout.write(f"  {username} / {password}")
+        if self.existing_users:
+            self.stdout.write(f"  ({', '.join(self.existing_users)} already existed and kept their own passwords.)")
+        self.stdout.write(f"Admin:              {BASE_URL}/admin/")
+        self.stdout.write(f"Developer settings: {BASE_URL}/settings/developer/")
+        self.stdout.write(f"Demo client_id:     {client.client_id} ({client.get_status_display().lower()})")
+        if secret is not None:
+            # Printed this once only: the database keeps a digest.
+            self.stdout.write(f"Demo client_secret: {secret.plaintext}")
+            self.stdout.write("  It is stored only as a digest and will not be shown again.")
+        else:
+            self.stdout.write("Demo client_secret: not shown (it was printed when the client was created).")
+        self.stdout.write(f"  For another one: .venv/bin/python manage.py oauthclient add-secret {client.client_id}")
+
+    def _user(self, username: str, password: str, admin: bool):
+        User = get_user_model()
+        user = User.objects.filter(username=username).first()
+        if user is not None:
+            self.existing_users.append(username)
+            self.stdout.write(f"User {username} already exists; left as it is.")
+            return user
+        if admin:
+            user = User.objects.create_superuser(username=username, email=f"{username}@example.com", password=password)
+        else:
+            user = User.objects.create_user(username=username, email=f"{username}@example.com", password=password)
+        self.stdout.write(f"Created user {username}.")
+        return user
+
+    def _client(self, *, developer, admin):
+        client = selectors.client_list_for_owner(owner=developer).filter(name=DEMO_CLIENT["name"]).first()
+        if client is not None:
+            self.stdout.write(f"Client {client.name} already exists; left as it is.")
+            return client, None
+        # The developer registers it, the administrator approves it, as in the real flow.
+        created = services.client_create(owner=developer, actor=developer, **DEMO_CLIENT)
+        client = services.client_approve(client=created.client, actor=admin)
+        self.stdout.write(f"Created and approved client {client.name}.")
+        return client, created.secret
