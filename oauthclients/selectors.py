@@ -1,5 +1,8 @@
 """Reads of the client registry. Developer pages go through the owner-scoped ones (404 otherwise)."""
 
+from dataclasses import dataclass
+
+from django.conf import settings
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
@@ -38,3 +41,22 @@ def client_secret_list(*, client: OAuthClient) -> QuerySet[ClientSecret]:
 
 
 STATUS_VALUES = ClientStatus.values
+
+
+@dataclass(frozen=True)
+class OAuthEndpoints:
+    authorization_url: str
+    access_token_url: str
+    refresh_token_url: str
+
+
+def oauth_endpoints() -> OAuthEndpoints:
+    """The three URLs a client needs (spec §1), under the issuer: §4.1 authorize, §4.2/§4.3 token."""
+    issuer = settings.OAUTH_ISSUER
+    # Exchange and refresh share one path (spec §4.3).
+    token_url = f"{issuer}/v2/auth/oauth2/token"
+    return OAuthEndpoints(
+        authorization_url=f"{issuer}/auth/oauth2/authorize",
+        access_token_url=token_url,
+        refresh_token_url=token_url,
+    )
