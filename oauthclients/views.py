@@ -1,11 +1,152 @@
-"""Developer settings pages (HTML). Every lookup goes through an owner-scoped selector."""
+"""Developer settings pages (HTML).
 
+Every lookup goes through an owner-scoped selector, so another developer's client is a 404.
+Every state change is a POST to its own URL and goes through one service. A new secret's
+plaintext is rendered in the response to the POST that made it and nowhere else.
+"""
+
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.urls import reverse
+from django.utils.cache import add_never_cache_headers
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from oauthclients.selectors import client_list_for_owner
+from oauthclients import services
+from oauthclients.exceptions import ApplicationError, SecretNotFound
+from oauthclients.forms import ClientCreateForm, ClientUpdateForm
+from oauthclients.models import ClientStatus, OAuthClient
+from oauthclients.selectors import (
+    client_get_for_owner,
+    client_list_for_owner,
+    client_secret_list,
+    oauth_endpoints,
+)
+from scopes.catalog import group_by_level
 
 
+def _see_other(client: OAuthClient) -> HttpResponseRedirect:
+    """303 to the client page: the browser follows with a GET, so a reload cannot re-POST."""
+    response = HttpResponseRedirect(reverse("developer:client_detail", args=[client.client_id]))
+    response.status_code = 303
+    return response
+
+
+def _client_page(
+    request,
+    client: OAuthClient,
+    *,
+    new_secret: services.IssuedSecret | None = None,
+    error: ApplicationError | None = None,
+) -> HttpResponse:
+    context = {
+        "client": client,
+        "endpoints": oauth_endpoints(),
+        "scope_groups": group_by_level(client.scope_list),
+        "secrets": client_secret_list(client=client) if client.is_confidential else None,
+        "new_secret": new_secret,
+        "error": error,
+    }
+    # A refused action is a conflict with the client's state; an unknown secret is not found.
+    status = 200 if error is None else 404 if isinstance(error, SecretNotFound) else 409
+    response = render(request, "developer/client_detail.html", context, status=status)
+    if new_secret is not None:
+        # The plaintext must not outlive this response in any cache (STYLE 7).
+        add_never_cache_headers(response)
+    return response
+
+
+def _update_message(*, before: OAuthClient, after: OAuthClient) -> str:
+    parts = ["Saved."]
+    if before.is_legacy and not after.is_legacy:
+        parts.append("The client is no longer legacy: scopes are enforced for every new authorization request.")
+    if after.status == ClientStatus.PENDING and before.status == ClientStatus.APPROVED:
+        parts.append(
+            "Your change needs a new review, so the client is pending again: until an administrator "
+            "approves it, only you can use it, for testing."
+        )
+    elif after.status == ClientStatus.PENDING and before.status == ClientStatus.REJECTED:
+        parts.append("The client is resubmitted for review.")
+    elif after.status == ClientStatus.APPROVED:
+        parts.append("The client stays approved; it did not need a new review.")
+    else:
+        parts.append("The client is still pending review.")
+    return " ".join(parts)
+
+
+@require_safe
 @login_required
 def client_list(request):
     return render(request, "developer/client_list.html", {"clients": client_list_for_owner(owner=request.user)})
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def client_create(request):
+    if request.method != "POST":
+        return render(request, "developer/client_create.html", {"form": ClientCreateForm()})
+    form = ClientCreateForm(request.POST)
+    if form.is_valid():
+        try:
+            created = services.client_create(
+                owner=request.user, actor=request.user, kind=form.cleaned_data["kind"], **form.service_arguments()
+            )
+        except (ValidationError, ApplicationError) as exc:
+            form.add_service_errors(exc)
+        else:
+            messages.success(request, f"{created.client.name} is registered and pending review.")
+            if created.secret is None:
+                return _see_other(created.client)
+            return _client_page(request, created.client, new_secret=created.secret)
+    return render(request, "developer/client_create.html", {"form": form})
+
+
+@require_safe
+@login_required
+def client_detail(request, client_id: str):
+    return _client_page(request, client_get_for_owner(owner=request.user, client_id=client_id))
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def client_update(request, client_id: str):
+    client = client_get_for_owner(owner=request.user, client_id=client_id)
+    if request.method != "POST":
+        form = ClientUpdateForm(initial=ClientUpdateForm.initial_for(client))
+        return render(request, "developer/client_update.html", {"form": form, "client": client})
+    form = ClientUpdateForm(request.POST)
+    if form.is_valid():
+        try:
+            updated = services.client_update(client=client, actor=request.user, **form.service_arguments())
+        except (ValidationError, ApplicationError) as exc:
+            form.add_service_errors(exc)
+        else:
+            messages.success(request, _update_message(before=client, after=updated))
+            return _see_other(updated)
+    return render(request, "developer/client_update.html", {"form": form, "client": client})
+
+
+@require_POST
+@login_required
+def client_secret_create(request, client_id: str):
+    client = client_get_for_owner(owner=request.user, client_id=client_id)
+    try:
+        issued = services.client_secret_create(client=client, actor=request.user)
+    except ApplicationError as exc:
+        return _client_page(request, client, error=exc)
+    messages.success(request, "New secret created. Both active secrets work until you revoke one.")
+    return _client_page(request, client, new_secret=issued)
+
+
+@require_POST
+@login_required
+def client_secret_revoke(request, client_id: str, secret_id: int):
+    client = client_get_for_owner(owner=request.user, client_id=client_id)
+    try:
+        secret = services.client_secret_revoke(client=client, secret_id=secret_id, actor=request.user)
+    except ApplicationError as exc:
+        return _client_page(request, client, error=exc)
+    messages.success(request, f"Secret {secret.hint}… is revoked. Existing access and refresh tokens stay valid.")
+    return _see_other(client)

@@ -1,0 +1,106 @@
+"""Forms of the developer pages. They only collect input; the rules live in the services."""
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from oauthclients.exceptions import ApplicationError
+from oauthclients.models import ClientKind, OAuthClient
+from oauthclients.services import MAX_NAME_LENGTH, MAX_PURPOSE_LENGTH
+from oauthclients.validators import MAX_REDIRECT_URIS
+from scopes.catalog import SCOPE_NAMES, Scope, group_by_level
+
+# The services key their errors by model field; a form may call the same thing something else.
+_SERVICE_FIELD_NAMES = {"client_type": "kind"}
+
+
+class _ScopeNamesField(forms.MultipleChoiceField):
+    """Checkboxes over the catalog; posted names reach the service unchecked.
+
+    `validators.validate_scope_names` refuses unknown names, so an unknown scope is reported in
+    the same pass as every other field's problem instead of hiding them.
+    """
+
+    def valid_value(self, value) -> bool:
+        return True
+
+
+class ClientForm(forms.Form):
+    """Name, purpose, website, redirect URIs and scopes: what an owner registers and edits.
+
+    Fields are deliberately lenient (not required, no URL parsing): `services.client_create` and
+    `services.client_update` run the validators and report every field at once, which
+    `add_service_errors` attaches here.
+    """
+
+    name = forms.CharField(required=False, widget=forms.TextInput(attrs={"maxlength": MAX_NAME_LENGTH}))
+    purpose = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "maxlength": MAX_PURPOSE_LENGTH}),
+        help_text="What the application does with the access it asks for. Reviewers read this.",
+    )
+    website_url = forms.CharField(
+        label="Website", required=False, widget=forms.URLInput(attrs={"placeholder": "https://example.com"})
+    )
+    redirect_uris = forms.CharField(
+        label="Redirect URIs",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "autocapitalize": "off"}),
+        help_text=(
+            f"One per line, 1 to {MAX_REDIRECT_URIS}. https only (plain http only for localhost, 127.0.0.1 "
+            "and [::1]); no fragment (#). Matched exactly."
+        ),
+    )
+    scopes = _ScopeNamesField(required=False, choices=[(name, name) for name in SCOPE_NAMES])
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("label_suffix", "")
+        super().__init__(*args, **kwargs)
+
+    def service_arguments(self) -> dict:
+        """The cleaned values the services take, by name; a posted extra such as is_legacy never passes."""
+        fields = ("name", "purpose", "website_url", "redirect_uris", "scopes")
+        return {field: self.cleaned_data[field] for field in fields}
+
+    def clean_redirect_uris(self) -> list[str]:
+        return [line.strip() for line in self.cleaned_data["redirect_uris"].splitlines() if line.strip()]
+
+    def scope_groups(self) -> list[tuple[str, list[tuple[Scope, bool]]]]:
+        """[(level label, [(Scope, checked), ...]), ...] for the grouped checkboxes."""
+        selected = set(self["scopes"].value() or [])
+        return [
+            (label, [(scope, scope.name in selected) for scope in members])
+            for _level, label, members in group_by_level(SCOPE_NAMES)
+        ]
+
+    def add_service_errors(self, error: ValidationError | ApplicationError) -> None:
+        """Attach a service's error to the fields it names (the rest to the whole form)."""
+        if isinstance(error, ApplicationError):
+            self.add_error(None, error.message)
+            return
+        if not hasattr(error, "error_dict"):
+            self.add_error(None, error)
+            return
+        for key, messages in error.message_dict.items():
+            field = _SERVICE_FIELD_NAMES.get(key, key)
+            self.add_error(field if field in self.fields else None, messages)
+
+
+class ClientCreateForm(ClientForm):
+    # No legacy option: legacy clients come only from an administrator or the management command.
+    kind = forms.ChoiceField(choices=ClientKind.choices, widget=forms.RadioSelect, initial=ClientKind.CONFIDENTIAL)
+
+    field_order = ["name", "purpose", "website_url", "kind", "redirect_uris", "scopes"]
+
+
+class ClientUpdateForm(ClientForm):
+    """The kind cannot change after registration; it is shown on the page, not in the form."""
+
+    @classmethod
+    def initial_for(cls, client: OAuthClient) -> dict:
+        return {
+            "name": client.name,
+            "purpose": client.purpose,
+            "website_url": client.website_url,
+            "redirect_uris": "\n".join(client.redirect_uri_list),
+            "scopes": client.scope_list,
+        }
