@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from oauthclients.exceptions import ApplicationError
 from oauthclients.models import ClientKind, OAuthClient
 from oauthclients.services import MAX_NAME_LENGTH, MAX_PURPOSE_LENGTH
-from oauthclients.validators import MAX_REDIRECT_URIS
+from oauthclients.validators import MAX_REDIRECT_URI_LENGTH, MAX_REDIRECT_URIS
 from scopes.catalog import SCOPE_NAMES, Scope, group_by_level
 
 # The services key their errors by model field; a form may call the same thing something else.
@@ -44,6 +44,9 @@ class ClientForm(forms.Form):
     redirect_uris = forms.CharField(
         label="Redirect URIs",
         required=False,
+        # Room for the most a valid list can hold. The validator reports every bad line, so an
+        # unbounded textarea would turn a 2 MB post into a 15 MB error page.
+        max_length=MAX_REDIRECT_URIS * (MAX_REDIRECT_URI_LENGTH + 2),
         widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "autocapitalize": "off"}),
         help_text=(
             f"One per line, 1 to {MAX_REDIRECT_URIS}. https only (plain http only for localhost, 127.0.0.1 "

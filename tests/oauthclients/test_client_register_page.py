@@ -123,6 +123,7 @@ ELEVEN_URIS = "\n".join(f"https://mirror.example.com/cb{n}" for n in range(11))
         ("redirect_uris", {"redirect_uris": ""}, "at least one redirect URI"),
         ("redirect_uris", {"redirect_uris": "https://mirror.example.com/\x00"}, "Null characters"),
         ("redirect_uris", {"redirect_uris": "https://mirror.example.com/" + "a" * 5000}, "at most 2000 characters"),
+        ("redirect_uris", {"redirect_uris": "http://x.io/\n" * 100_000}, "Ensure this value has at most 20020"),
         ("scopes", {"scopes": []}, "Select at least one scope."),
         ("scopes", {"scopes": ["PROFILE_READ", "ADMIN_EVERYTHING"]}, "Unknown scope: ADMIN_EVERYTHING"),
         ("scopes", {"scopes": ["X" * 5000]}, "Unknown scope"),
