@@ -10,6 +10,7 @@ import hmac
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.urls import reverse
 from django.utils import timezone
 from oauth2_provider.models import (
     AbstractAccessToken,
@@ -110,6 +111,10 @@ class OAuthClient(AbstractApplication):
     def natural_key(self):
         return (self.client_id,)
 
+    def get_absolute_url(self):
+        # DOT's points at its own application pages, which this project does not mount.
+        return reverse("developer:client_detail", args=[self.client_id])
+
     @property
     def owner(self):
         return self.user
@@ -141,9 +146,20 @@ class OAuthClient(AbstractApplication):
         return ["https", "http"]
 
     def is_usable(self, request) -> bool:
-        # DOT asks this before issuing tokens and on every bearer check: only an approved client
-        # is usable, so rejecting a client stops its tokens at once.
-        return self.status == ClientStatus.APPROVED
+        """DOT asks this before issuing codes and tokens: only an approved client is usable...
+
+        ...except that the owner may try their own pending client at the authorization endpoint,
+        where the consent view marks the request (with the Python object True, which no request
+        parameter can be) after checking the logged-in user. Tokens always need approval.
+        """
+        if self.status == ClientStatus.APPROVED:
+            return True
+        user = getattr(request, "user", None)
+        return (
+            self.status == ClientStatus.PENDING
+            and getattr(request, "pending_owner_preview", None) is True
+            and getattr(user, "pk", None) == self.user_id
+        )
 
 
 class ClientSecret(models.Model):

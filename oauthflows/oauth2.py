@@ -187,8 +187,14 @@ class Validator(OAuth2Validator):
     def confirm_redirect_uri(self, client_id, code, redirect_uri, client, *args, **kwargs):
         request = args[0] if args else kwargs.get("request")
         grant = self._grant(code, request)
-        # RFC 6749 §4.1.3: identical to the redirect_uri of the authorization request.
-        return grant is not None and redirect_uri == grant.redirect_uri
+        # RFC 6749 §4.1.3 and §5.2: a redirect_uri that differs from the authorization request's
+        # is invalid_grant (oauthlib would answer invalid_request).
+        if grant is None or redirect_uri != grant.redirect_uri:
+            raise errors.InvalidGrantError(
+                description="redirect_uri does not match the one used in the authorization request.",
+                request=request,
+            )
+        return True
 
     def get_authorization_code_scopes(self, client_id, code, redirect_uri, request):
         grant = Grant.objects.filter(code=digest(code)).only("scope").first()

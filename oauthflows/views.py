@@ -18,6 +18,7 @@ from oauth2_provider.oauth2_backends import _add_iss_to_redirect
 from oauth2_provider.views.mixins import OAuthLibMixin
 from oauthlib.common import add_params_to_uri
 
+from oauthclients.models import ClientStatus
 from oauthflows.authorization import (
     AuthorizationPageError,
     AuthorizationRedirectError,
@@ -140,6 +141,8 @@ class AuthorizeAllowView(AuthorizationMixin, OAuthLibMixin, View):
             "response_type": "code",
             "state": authz.state,
         }
+        if authz.client.status == ClientStatus.PENDING:
+            credentials["pending_owner_preview"] = True  # validated above: the user is the owner
         if authz.code_challenge:
             credentials["code_challenge"] = authz.code_challenge
             credentials["code_challenge_method"] = "S256"

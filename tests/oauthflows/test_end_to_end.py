@@ -18,3 +18,8 @@ def test_confidential_client_full_flow(browser, api, confidential, end_user):
     assert renewed.status_code == 200, renewed.content
     assert renewed.json()["scope"] == "PROFILE_READ BOOKING_READ"
     assert me(api, renewed.json()["access_token"]).status_code == 200
+
+
+def test_get_absolute_url_is_the_owners_client_page(confidential):
+    client, _ = confidential
+    assert client.get_absolute_url() == f"/settings/developer/clients/{client.client_id}/"

@@ -1,0 +1,289 @@
+"""POST /v2/auth/oauth2/token with grant_type=authorization_code (spec §4.2, RFC 6749 §4.1.3, §5)."""
+
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from oauthclients import services
+from oauthclients.models import AccessToken, Grant, RefreshToken
+from tests.factories import make_client
+from tests.oauthflows.helpers import TOKEN, basic, exchange, get_code, me, pkce_pair, token_request
+
+ALLOWED_ERRORS = {"invalid_request", "invalid_client", "invalid_grant", "unauthorized_client",
+                  "unsupported_grant_type", "invalid_scope"}
+
+
+def assert_token_error(response, error, status=400):
+    assert response.status_code == status, response.content
+    body = response.json()
+    assert set(body) == {"error", "error_description"}
+    assert body["error"] == error and body["error"] in ALLOWED_ERRORS
+    description = body["error_description"]
+    assert description and all(0x20 <= ord(ch) <= 0x7E and ch not in '"\\' for ch in description)
+    assert response["Cache-Control"] == "no-store"
+    return body
+
+
+def assert_tokens(response, scope):
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert set(body) == {"access_token", "refresh_token", "token_type", "expires_in", "scope"}
+    assert body["token_type"] == "bearer" and body["expires_in"] == 1800 and body["scope"] == scope
+    assert response["Cache-Control"] == "no-store" and response["Pragma"] == "no-cache"
+    assert response["Content-Type"].startswith("application/json")
+    return body
+
+
+def test_form_body_with_client_secret_post(browser, api, confidential):
+    client, secret = confidential
+    code = get_code(browser, client)
+    assert_tokens(exchange(api, client, code, secret=secret), "PROFILE_READ")
+
+
+def test_json_body(browser, api, confidential):
+    client, secret = confidential
+    code = get_code(browser, client)
+    assert_tokens(exchange(api, client, code, secret=secret, as_json=True), "PROFILE_READ")
+
+
+def test_http_basic_with_form_encoded_credentials(browser, api, confidential):
+    client, secret = confidential
+    code = get_code(browser, client)
+    data = {"grant_type": "authorization_code", "code": code, "redirect_uri": client.redirect_uri_list[0]}
+    assert_tokens(token_request(api, data, auth=basic(client.client_id, secret)), "PROFILE_READ")
+
+
+def test_basic_and_body_secret_together_is_invalid_request(browser, api, confidential):
+    client, secret = confidential
+    code = get_code(browser, client)
+    response = exchange(api, client, code, secret=secret, auth=basic(client.client_id, secret))
+    assert_token_error(response, "invalid_request")
+    assert AccessToken.objects.count() == 0
+
+
+def test_wrong_secret_and_unknown_client_look_the_same(browser, api, confidential):
+    client, secret = confidential
+    code = get_code(browser, client)
+    wrong = exchange(api, client, code, secret=secret + "x")
+    unknown = token_request(api, {"grant_type": "authorization_code", "code": code, "client_id": "nope",
+                                  "client_secret": secret, "redirect_uri": client.redirect_uri_list[0]})
+    assert_token_error(wrong, "invalid_client", 401)
+    assert_token_error(unknown, "invalid_client", 401)
+    assert wrong.content == unknown.content
+    assert wrong.status_code == unknown.status_code
+
+
+def test_invalid_client_with_basic_answers_www_authenticate_basic(browser, api, confidential):
+    client, secret = confidential
+    code = get_code(browser, client)
+    data = {"grant_type": "authorization_code", "code": code, "redirect_uri": client.redirect_uri_list[0]}
+    response = token_request(api, data, auth=basic(client.client_id, "wrong"))
+    assert_token_error(response, "invalid_client", 401)
+    assert response["WWW-Authenticate"].startswith("Basic")
+
+
+def test_missing_secret_for_a_confidential_client_is_invalid_client(browser, api, confidential):
+    client, _ = confidential
+    assert_token_error(exchange(api, client, get_code(browser, client)), "invalid_client", 401)
+
+
+def test_either_active_secret_works_and_a_revoked_one_fails_at_once(browser, api, confidential, owner):
+    client, first = confidential
+    second = services.client_secret_create(client=client, actor=owner)
+    assert_tokens(exchange(api, client, get_code(browser, client), secret=first), "PROFILE_READ")
+    assert_tokens(exchange(api, client, get_code(browser, client), secret=second.plaintext), "PROFILE_READ")
+    old = client.secrets.get(hint=first[:7])
+    services.client_secret_revoke(client=client, secret_id=old.pk, actor=owner)
+    assert_token_error(exchange(api, client, get_code(browser, client), secret=first), "invalid_client", 401)
+    assert_tokens(exchange(api, client, get_code(browser, client), secret=second.plaintext), "PROFILE_READ")
+
+
+def test_a_successful_authentication_records_last_use(browser, api, confidential):
+    client, secret = confidential
+    assert client.secrets.get().last_used_at is None
+    exchange(api, client, get_code(browser, client), secret=secret)
+    assert client.secrets.get().last_used_at is not None
+
+
+def test_the_code_is_single_use(browser, api, confidential):
+    client, secret = confidential
+    code = get_code(browser, client)
+    assert_tokens(exchange(api, client, code, secret=secret), "PROFILE_READ")
+    assert_token_error(exchange(api, client, code, secret=secret), "invalid_grant")
+
+
+def test_replaying_a_code_revokes_the_tokens_it_produced(browser, api, confidential):
+    client, secret = confidential
+    code = get_code(browser, client)
+    tokens = assert_tokens(exchange(api, client, code, secret=secret), "PROFILE_READ")
+    other = assert_tokens(exchange(api, client, get_code(browser, client), secret=secret), "PROFILE_READ")
+    assert me(api, tokens["access_token"]).status_code == 200
+    assert_token_error(exchange(api, client, code, secret=secret), "invalid_grant")
+    assert me(api, tokens["access_token"]).status_code == 401
+    refreshed = token_request(api, {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"],
+                                    "client_id": client.client_id, "client_secret": secret})
+    assert_token_error(refreshed, "invalid_grant")
+    # Another authorization (another install of the same app) is untouched.
+    assert me(api, other["access_token"]).status_code == 200
+
+
+def test_an_expired_code_is_invalid_grant(browser, api, confidential):
+    client, secret = confidential
+    code = get_code(browser, client)
+    Grant.objects.update(expires=timezone.now() - timedelta(seconds=1))
+    assert_token_error(exchange(api, client, code, secret=secret), "invalid_grant")
+
+
+def test_the_code_is_bound_to_its_client(browser, api, confidential, owner):
+    client, _ = confidential
+    other = make_client(owner, name="Other", redirect_uris=client.redirect_uri_list, approve=True)
+    code = get_code(browser, client)
+    response = exchange(api, other.client, code, secret=other.secret.plaintext)
+    assert_token_error(response, "invalid_grant")
+
+
+def test_the_redirect_uri_must_equal_the_authorization_requests(browser, api, confidential):
+    client, secret = confidential
+    code = get_code(browser, client, redirect_uri="http://localhost:8765/cb")
+    # Another registered URI is still a mismatch.
+    assert_token_error(exchange(api, client, code, secret=secret, redirect_uri=client.redirect_uri_list[0]), "invalid_grant")
+    assert_tokens(exchange(api, client, code, secret=secret, redirect_uri="http://localhost:8765/cb"), "PROFILE_READ")
+
+
+def test_a_missing_redirect_uri_is_invalid_request(browser, api, confidential):
+    client, secret = confidential
+    code = get_code(browser, client)
+    data = {"grant_type": "authorization_code", "code": code, "client_id": client.client_id, "client_secret": secret}
+    assert_token_error(token_request(api, data), "invalid_request")
+
+
+def test_a_pending_client_cannot_get_tokens_even_for_its_owner(api, owner):
+    created = make_client(owner)
+    browser = Client()
+    browser.force_login(owner)
+    code = get_code(browser, created.client)
+    assert_token_error(exchange(api, created.client, code, secret=created.secret.plaintext), "invalid_client", 401)
+
+
+def test_a_rejected_client_cannot_get_tokens(browser, api, confidential, reviewer):
+    client, secret = confidential
+    code = get_code(browser, client)
+    services.client_reject(client=client, actor=reviewer, reason="Abuse")
+    assert_token_error(exchange(api, client, code, secret=secret), "invalid_client", 401)
+
+
+@pytest.mark.parametrize("grant_type", ["password", "client_credentials", "implicit", "urn:ietf:params:oauth:grant-type:device_code"])
+def test_other_grant_types_are_unsupported(api, confidential, grant_type):
+    client, secret = confidential
+    response = token_request(api, {"grant_type": grant_type, "client_id": client.client_id, "client_secret": secret,
+                                   "username": "enduser", "password": "x"})
+    assert_token_error(response, "unsupported_grant_type")
+
+
+def test_missing_grant_type_is_invalid_request(api, confidential):
+    client, secret = confidential
+    assert_token_error(token_request(api, {"client_id": client.client_id, "client_secret": secret}), "invalid_request")
+
+
+def test_missing_code_is_invalid_request(api, confidential):
+    client, secret = confidential
+    data = {"grant_type": "authorization_code", "client_id": client.client_id, "client_secret": secret,
+            "redirect_uri": client.redirect_uri_list[0]}
+    assert_token_error(token_request(api, data), "invalid_request")
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "multipart/form-data; boundary=x", "application/xml", ""])
+def test_other_content_types_are_invalid_request(api, content_type):
+    response = api.post(TOKEN, data="grant_type=authorization_code", content_type=content_type)
+    assert_token_error(response, "invalid_request")
+
+
+@pytest.mark.parametrize("body", [b"[]", b'"x"', b"{", b"\xff\xfe", b'{"grant_type": ["authorization_code"]}', b"null"])
+def test_json_that_is_not_an_object_of_strings_is_invalid_request(api, body):
+    response = api.post(TOKEN, data=body, content_type="application/json")
+    assert_token_error(response, "invalid_request")
+
+
+def test_credentials_in_the_query_string_are_refused(browser, api, confidential):
+    client, secret = confidential
+    code = get_code(browser, client)
+    response = api.post(f"{TOKEN}?client_secret={secret}", data=f"grant_type=authorization_code&code={code}",
+                        content_type="application/x-www-form-urlencoded")
+    assert_token_error(response, "invalid_request")
+
+
+def test_duplicated_parameters_are_refused(browser, api, confidential):
+    client, secret = confidential
+    code = get_code(browser, client)
+    body = (f"grant_type=authorization_code&code={code}&code={code}&client_id={client.client_id}"
+            f"&client_secret={secret}&redirect_uri={client.redirect_uri_list[0]}")
+    response = api.post(TOKEN, data=body, content_type="application/x-www-form-urlencoded")
+    assert_token_error(response, "invalid_request")
+
+
+def test_get_is_not_allowed(api):
+    assert api.get(TOKEN).status_code == 405
+
+
+# --- PKCE at the token endpoint ---
+
+
+def test_public_client_exchanges_with_its_verifier_and_no_secret(browser, api, public):
+    verifier, challenge = pkce_pair()
+    code = get_code(browser, public, code_challenge=challenge)
+    assert_tokens(exchange(api, public, code, verifier=verifier), "PROFILE_READ")
+    assert RefreshToken.objects.count() == 1
+
+
+def test_a_wrong_verifier_is_invalid_grant(browser, api, public):
+    verifier, challenge = pkce_pair()
+    code = get_code(browser, public, code_challenge=challenge)
+    other, _ = pkce_pair()
+    assert_token_error(exchange(api, public, code, verifier=other), "invalid_grant")
+
+
+def test_a_missing_verifier_when_a_challenge_was_sent_is_refused(browser, api, public, confidential):
+    _, challenge = pkce_pair()
+    assert_token_error(exchange(api, public, get_code(browser, public, code_challenge=challenge)), "invalid_request")
+    client, secret = confidential
+    code = get_code(browser, client, code_challenge=challenge)
+    assert_token_error(exchange(api, client, code, secret=secret), "invalid_request")
+
+
+def test_a_confidential_client_may_use_pkce(browser, api, confidential):
+    client, secret = confidential
+    verifier, challenge = pkce_pair()
+    code = get_code(browser, client, code_challenge=challenge)
+    assert_tokens(exchange(api, client, code, secret=secret, verifier=verifier), "PROFILE_READ")
+
+
+def test_a_verifier_for_a_code_issued_without_challenge_is_refused(browser, api, confidential):
+    client, secret = confidential
+    verifier, _ = pkce_pair()
+    code = get_code(browser, client)
+    assert_token_error(exchange(api, client, code, secret=secret, verifier=verifier), "invalid_grant")
+
+
+@pytest.mark.parametrize("verifier", ["short", "a" * 42, "a" * 129, "a" * 42 + "!", "é" * 50])
+def test_a_malformed_verifier_is_invalid_request(browser, api, public, verifier):
+    _, challenge = pkce_pair()
+    code = get_code(browser, public, code_challenge=challenge)
+    assert_token_error(exchange(api, public, code, verifier=verifier), "invalid_request")
+
+
+def test_a_public_client_sending_a_secret_is_invalid_client(browser, api, public):
+    verifier, challenge = pkce_pair()
+    code = get_code(browser, public, code_challenge=challenge)
+    assert_token_error(exchange(api, public, code, verifier=verifier, secret="made-up"), "invalid_client", 401)
+
+
+def test_tokens_are_stored_only_as_digests(browser, api, confidential):
+    client, secret = confidential
+    tokens = assert_tokens(exchange(api, client, get_code(browser, client), secret=secret), "PROFILE_READ")
+    access = AccessToken.objects.get()
+    refresh = RefreshToken.objects.get()
+    assert access.token == "" and refresh.token == ""
+    assert tokens["access_token"] not in access.token_checksum
+    assert len(tokens["access_token"]) >= 43 and len(tokens["refresh_token"]) >= 43
