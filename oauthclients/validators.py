@@ -1,5 +1,6 @@
 """Rules for what may be registered on a client (spec §2.1, §8; SECURITY.md)."""
 
+import re
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
@@ -9,6 +10,9 @@ from scopes.catalog import UnknownScopeError, parse_scopes
 MAX_REDIRECT_URIS = 10
 MAX_REDIRECT_URI_LENGTH = 2000
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1"}
+# RFC 3986 §2: the only characters a URI may contain. Browsers read others (a backslash above all)
+# differently from urlsplit, so the host a reviewer sees would not be where the codes go.
+URI_CHARACTERS = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*")
 
 
 def validate_redirect_uri(uri: str) -> str:
@@ -21,6 +25,11 @@ def validate_redirect_uri(uri: str) -> str:
         )
     if not uri.isascii() or not uri.isprintable():
         raise ValidationError(f"{uri!r}: use percent-encoding for non-ASCII characters.", code="redirect_uri_ascii")
+    if not URI_CHARACTERS.fullmatch(uri):
+        raise ValidationError(
+            f"{uri!r} contains characters a URI cannot hold (such as \\ < > \" {{ }}); percent-encode them.",
+            code="redirect_uri_invalid",
+        )
     try:
         parts = urlsplit(uri)
         host = parts.hostname
@@ -29,7 +38,7 @@ def validate_redirect_uri(uri: str) -> str:
         raise ValidationError(f"{uri} is not a valid URL.", code="redirect_uri_invalid") from None
     if "#" in uri:
         raise ValidationError(f"{uri}: a redirect URI cannot contain a fragment (#).", code="redirect_uri_fragment")
-    if parts.scheme not in ("http", "https") or not host:
+    if parts.scheme not in ("http", "https") or not host or "%" in host:
         raise ValidationError(f"{uri} must be an absolute http(s) URL with a host.", code="redirect_uri_invalid")
     if parts.username is not None or parts.password is not None:
         raise ValidationError(f"{uri}: a redirect URI cannot contain user information.", code="redirect_uri_userinfo")

@@ -87,6 +87,22 @@ def test_it_refuses_what_is_not_an_absolute_http_url(uri, code):
     assert refusal(validate_redirect_uri, uri) == [code]
 
 
+@pytest.mark.parametrize(
+    "uri",
+    [
+        # A browser reads a backslash as "/": this one sends codes to evil.example.net.
+        "https://evil.example.net\\.app.example.com/cb",
+        "https://app.example.com\\@evil.example.net/cb",
+        "https://app.example.com/cb?next=<script>",
+        'https://app.example.com/"cb"',
+        # Percent-encoding in the host hides its name from the reviewer ("%65" is "e").
+        "https://%65vil.example.net/cb",
+    ],
+)
+def test_it_refuses_what_a_browser_would_read_differently(uri):
+    assert refusal(validate_redirect_uri, uri) == ["redirect_uri_invalid"]
+
+
 def ten_uris() -> list[str]:
     return [f"https://app.example.com/cb/{n}" for n in range(MAX_REDIRECT_URIS)]
 
