@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 
 from django.core.exceptions import ValidationError
-from django.core.validators import URLValidator
+from django.core.validators import ProhibitNullCharactersValidator, URLValidator
 from django.db import transaction
 from django.utils import timezone
 
@@ -86,6 +86,8 @@ def _clean_fields(*, name, purpose, website_url, redirect_uris, scopes, is_legac
             errors.update(exc.message_dict)
     try:
         website_url = (website_url or "").strip()
+        # PostgreSQL cannot store NUL in text; refuse it here rather than fail on save.
+        ProhibitNullCharactersValidator()(website_url)
         URLValidator(schemes=["http", "https"])(website_url)
         if len(website_url) > 500:
             raise ValidationError("The website URL can be at most 500 characters.")
@@ -315,8 +317,9 @@ def client_reject(*, client: OAuthClient, actor, reason: str) -> OAuthClient:
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": "Give the owner a reason for the rejection."})
-    if len(reason) > MAX_REJECTION_REASON_LENGTH:
-        raise ValidationError({"reason": f"The reason can be at most {MAX_REJECTION_REASON_LENGTH} characters."})
+    reason = _clean_text(
+        reason, field="reason", label="The reason", max_length=MAX_REJECTION_REASON_LENGTH, required=False
+    )
     client = _lock(client)
     if client.status == ClientStatus.REJECTED:
         raise InvalidTransition("This client is already rejected.")

@@ -140,7 +140,17 @@ def test_it_refuses_an_invalid_redirect_uri(owner, uri):
 
 @pytest.mark.parametrize(
     "field, value",
-    [("name", ""), ("name", "   "), ("name", "n" * 101), ("purpose", "p" * 2001), ("website_url", "not a url")],
+    [
+        ("name", ""),
+        ("name", "   "),
+        ("name", "n" * 101),
+        ("name", "Calendar\x00Sync"),
+        ("purpose", "p" * 2001),
+        ("purpose", "Syncs\x00"),
+        ("website_url", "not a url"),
+        # PostgreSQL cannot store NUL in text: a ValidationError, not a DataError on save.
+        ("website_url", "https://calendar-sync.example.com/\x00"),
+    ],
 )
 def test_it_refuses_a_bad_text_field(owner, field, value):
     assert list(refused_fields(owner, **{field: value})) == [field]

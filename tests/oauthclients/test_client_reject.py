@@ -40,9 +40,12 @@ def test_it_refuses_to_reject_without_a_reason(approved, reviewer, reason):
     assert stored(approved.client).status == ClientStatus.APPROVED
 
 
-def test_it_refuses_an_overlong_reason(client_obj, reviewer):
-    with pytest.raises(ValidationError):
-        services.client_reject(client=client_obj, actor=reviewer, reason="x" * 2001)
+@pytest.mark.parametrize("reason", ["x" * 2001, "Spam\x00"])
+def test_it_refuses_an_overlong_or_nul_reason(client_obj, reviewer, reason):
+    # PostgreSQL cannot store NUL in text: a ValidationError, not a DataError on save.
+    with pytest.raises(ValidationError) as exc_info:
+        services.client_reject(client=client_obj, actor=reviewer, reason=reason)
+    assert list(exc_info.value.message_dict) == ["reason"]
     assert stored(client_obj).status == ClientStatus.PENDING
 
 
