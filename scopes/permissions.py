@@ -18,6 +18,7 @@ satisfies the matching TEAM_ requirement. A legacy client's unrestricted token p
 """
 
 import logging
+import re
 
 from rest_framework import exceptions
 from rest_framework.permissions import SAFE_METHODS, BasePermission
@@ -28,6 +29,10 @@ log = logging.getLogger(__name__)
 
 TEAM_KWARG = "teamId"
 ORG_KWARG = "orgId"
+# Spec §2.4-2.5 define the levels by path. The URL kwargs name the ids by convention; the path is
+# read as well, so that a route naming them differently cannot fall back to a personal scope.
+TEAM_PATH = re.compile(r"^/v2/(?:organizations/[^/]+/)?teams/[^/]+(?:/|$)")
+ORG_PATH = re.compile(r"^/v2/organizations/[^/]+(?:/|$)")
 
 
 class InsufficientScope(exceptions.PermissionDenied):
@@ -66,19 +71,23 @@ def required_scope(view, request) -> str | None:
     if not resource:
         return None
     access = "READ" if request.method in SAFE_METHODS else "WRITE"
-    kwargs = getattr(view, "kwargs", {}) or {}
-    if TEAM_KWARG in kwargs:
-        prefix = "TEAM_"
-    elif ORG_KWARG in kwargs:
-        prefix = "ORG_"
-    else:
-        prefix = ""
-    name = f"{prefix}{resource}_{access}"
+    name = f"{_level_prefix(view, request)}{resource}_{access}"
     if name not in SCOPES:
         # No such scope at this level: a declaration mistake. Refuse rather than guess.
         log.error("View %s derives unknown scope %s; refusing the request", type(view).__name__, name)
         return "INVALID_SCOPE_DECLARATION"
     return name
+
+
+def _level_prefix(view, request) -> str:
+    """TEAM_ on team routes, ORG_ on other organization routes, "" on personal ones."""
+    kwargs = getattr(view, "kwargs", None) or {}
+    path = request.path_info
+    if TEAM_KWARG in kwargs or TEAM_PATH.match(path):
+        return "TEAM_"
+    if ORG_KWARG in kwargs or ORG_PATH.match(path):
+        return "ORG_"
+    return ""
 
 
 class HasRequiredScope(BasePermission):

@@ -151,6 +151,20 @@ def test_a_resource_with_no_scope_at_the_route_level_is_refused_to_every_scoped_
 # --- the route decides the level, whatever its URL calls the ids -------------------------------
 
 
+def test_a_team_route_with_differently_named_ids_still_needs_the_team_scope(client, issue_token):
+    path = "/v2/teams/7/bookings-by-id"
+    response = call(client, "get", path, issue_token("BOOKING_READ"))
+    assert_insufficient_scope(response, required="TEAM_BOOKING_READ", granted="BOOKING_READ")
+    assert_success(call(client, "get", path, issue_token("TEAM_BOOKING_READ")), "BookingsApi")
+
+
+def test_an_org_route_with_differently_named_ids_still_needs_the_org_scope(client, issue_token):
+    path = "/v2/organizations/acme/bookings-by-slug"
+    response = call(client, "get", path, issue_token("BOOKING_READ TEAM_BOOKING_READ"))
+    assert_insufficient_scope(response, required="ORG_BOOKING_READ", granted="BOOKING_READ TEAM_BOOKING_READ")
+    assert_success(call(client, "get", path, issue_token("ORG_BOOKING_READ")), "BookingsApi")
+
+
 # --- explicit per-method declarations -----------------------------------------------------------
 
 
