@@ -90,6 +90,12 @@ def _level_prefix(view, request) -> str:
     return ""
 
 
+def _implements(view, method: str) -> bool:
+    """Whether DRF's dispatch would find a handler for `method` on this view."""
+    name = method.lower()
+    return name in view.http_method_names and hasattr(view, name)
+
+
 class HasRequiredScope(BasePermission):
     def has_permission(self, request, view):
         if getattr(view, "public_endpoint", False):
@@ -97,6 +103,10 @@ class HasRequiredScope(BasePermission):
         access_token = request.auth
         if access_token is None:
             raise exceptions.NotAuthenticated("An access token is required: Authorization: Bearer <token>.")
+        if not _implements(view, request.method):
+            # DRF answers 405 after this check; a scope error would send the client off to
+            # re-authorize for a method that no scope can make work.
+            return True
         granted = access_token.scope.split()
         if not granted:
             # A legacy client's unrestricted token (spec §2.1, §5.6).

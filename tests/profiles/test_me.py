@@ -220,6 +220,13 @@ def test_a_body_that_is_not_json_typed_is_a_415(client, writer, body, content_ty
     assert not Profile.objects.exists()
 
 
+@pytest.mark.parametrize("method", ["post", "put", "delete"])
+def test_other_methods_are_405(client, issue_token, method):
+    token = issue_token("PROFILE_READ PROFILE_WRITE")
+    response = me(client, token, method, data="{}", content_type="application/json")
+    assert error_of(response, 405)["code"] == "method_not_allowed"
+
+
 # --- legacy clients and the real flow ---------------------------------------------------------
 
 
