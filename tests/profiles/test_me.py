@@ -203,6 +203,12 @@ def test_a_body_that_is_not_json_is_a_400(client, writer, body):
     assert not Profile.objects.exists()
 
 
+@pytest.mark.parametrize("body", ["[" * 100_000 + "]" * 100_000, '{"name":' * 100_000 + "1" + "}" * 100_000])
+def test_a_body_nested_too_deeply_to_decode_is_a_400(client, writer, body):
+    error = error_of(patch(client, writer, body), 400)
+    assert error["code"] == "parse_error"
+
+
 @pytest.mark.parametrize(
     ("body", "content_type"),
     [
