@@ -1,6 +1,7 @@
 """One DRF exception handler: every /v2 error is {"status": "error", "error": {"code", "message"}}."""
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from rest_framework import exceptions
@@ -9,6 +10,12 @@ from rest_framework.views import exception_handler
 
 from oauthclients.exceptions import ApplicationError
 from scopes.permissions import InsufficientScope
+
+
+class RequestTooLarge(exceptions.APIException):
+    status_code = 413
+    default_detail = "The request body is larger than this server accepts."
+    default_code = "request_too_large"
 
 
 def _message(detail) -> str:
@@ -28,6 +35,9 @@ def api_exception_handler(exc, context):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
+    elif isinstance(exc, RequestDataTooBig):
+        # Raised by Django when the parser reads the body; left alone it becomes an HTML 400.
+        exc = RequestTooLarge()
 
     response = exception_handler(exc, context)
     if response is None:

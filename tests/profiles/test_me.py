@@ -209,6 +209,13 @@ def test_a_body_nested_too_deeply_to_decode_is_a_400(client, writer, body):
     assert error["code"] == "parse_error"
 
 
+def test_a_body_over_the_upload_limit_is_a_413_in_the_error_shape(client, writer, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000
+    error = error_of(patch(client, writer, {"name": "x" * 1_000}), 413)
+    assert error["code"] == "request_too_large"
+    assert not Profile.objects.exists()
+
+
 @pytest.mark.parametrize(
     ("body", "content_type"),
     [
