@@ -140,17 +140,25 @@ def client_create(
     actor=None,
 ) -> ClientCreated:
     """Register a client (pending); a confidential one gets its first secret, returned once."""
+    errors: dict[str, list] = {}
     if kind not in ClientKind.values:
-        raise ValidationError({"client_type": f"Kind must be one of: {', '.join(ClientKind.values)}."})
-    cleaned = _clean_fields(
-        name=name,
-        purpose=purpose,
-        website_url=website_url,
-        redirect_uris=redirect_uris,
-        scopes=scopes,
-        is_legacy=is_legacy,
-    )
-    actor = actor or owner
+        errors["client_type"] = [f"Kind must be one of: {', '.join(ClientKind.values)}."]
+    try:
+        cleaned = _clean_fields(
+            name=name,
+            purpose=purpose,
+            website_url=website_url,
+            redirect_uris=redirect_uris,
+            scopes=scopes,
+            is_legacy=is_legacy,
+        )
+    except ValidationError as exc:
+        errors.update(exc.message_dict)
+    if errors:
+        raise ValidationError(errors)
+    # The registration is the owner's doing unless someone else (an administrator) is named;
+    # an approval is only ever recorded against the actor actually given, never the owner.
+    creator = actor or owner
     client = OAuthClient(
         user=owner,
         name=cleaned["name"],
@@ -164,14 +172,14 @@ def client_create(
     client.save()
     _audit(
         client=client,
-        actor=actor,
+        actor=creator,
         action=AuditAction.CLIENT_CREATED,
         kind=kind,
         legacy=is_legacy,
         scopes=client.scope_list,
         redirect_uris=client.redirect_uri_list,
     )
-    issued = _new_secret(client=client, actor=actor) if kind == ClientKind.CONFIDENTIAL else None
+    issued = _new_secret(client=client, actor=creator) if kind == ClientKind.CONFIDENTIAL else None
     if approve:
         client = client_approve(client=client, actor=actor)
     return ClientCreated(client=client, secret=issued)

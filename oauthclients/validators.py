@@ -59,11 +59,10 @@ def validate_redirect_uris(uris: list[str]) -> list[str]:
     if not uris:
         errors.append(ValidationError("Register at least one redirect URI.", code="redirect_uris_empty"))
     if len(uris) > MAX_REDIRECT_URIS:
-        errors.append(
-            ValidationError(
-                f"A client can have at most {MAX_REDIRECT_URIS} redirect URIs (got {len(uris)}).",
-                code="redirect_uris_too_many",
-            )
+        # Report the count alone: validating (and echoing) thousands of lines helps nobody.
+        raise ValidationError(
+            f"A client can have at most {MAX_REDIRECT_URIS} redirect URIs (got {len(uris)}).",
+            code="redirect_uris_too_many",
         )
     for uri in uris:
         try:

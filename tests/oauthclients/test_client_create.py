@@ -179,3 +179,17 @@ def test_it_creates_nothing_when_an_audit_write_fails(owner, monkeypatch, failin
     assert not OAuthClient.objects.exists()
     assert not ClientSecret.objects.exists()
     assert not ClientAuditEvent.objects.exists()
+
+
+def test_approving_at_creation_records_only_the_actor_given_as_reviewer(owner, reviewer):
+    unattended = create(owner, approve=True)
+    assert unattended.client.status == ClientStatus.APPROVED
+    assert unattended.client.reviewed_by is None  # never the owner approving their own client
+    assert ClientAuditEvent.objects.get(client=unattended.client, action=AuditAction.CLIENT_CREATED).actor == owner
+    by_admin = create(owner, approve=True, actor=reviewer)
+    assert by_admin.client.reviewed_by == reviewer
+
+
+def test_a_bad_kind_is_reported_together_with_the_other_fields(owner):
+    errors = refused_fields(owner, kind="hybrid", name="", scopes=[])
+    assert {"client_type", "name", "scopes"} <= set(errors)

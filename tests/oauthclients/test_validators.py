@@ -144,3 +144,11 @@ def test_it_refuses_an_unknown_scope(names):
         validate_scope_names(names)
     (error,) = exc_info.value.error_list
     assert (error.code, error.message) == ("scope_unknown", f"Unknown scope: {names[-1]}")
+
+
+def test_too_many_uris_are_reported_by_count_alone_without_echoing_them():
+    uris = [f"ftp://bad{i}.example.com/{'x' * 50}" for i in range(5000)]
+    with pytest.raises(ValidationError) as exc_info:
+        validate_redirect_uris(uris)
+    assert len(exc_info.value.messages) == 1
+    assert "at most 10" in exc_info.value.messages[0] and "bad1" not in exc_info.value.messages[0]
