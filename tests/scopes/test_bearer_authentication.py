@@ -75,7 +75,9 @@ def test_a_query_string_token_does_not_block_a_valid_header_token(client, token,
     assert assert_success(response, "BookingsApi")["user"] == end_user.pk
 
 
-def test_a_query_string_token_of_another_user_does_not_change_who_is_calling(client, issue_token, end_user, other_developer):
+def test_a_query_string_token_of_another_user_does_not_change_who_is_calling(
+    client, issue_token, end_user, other_developer
+):
     theirs = issue_token("BOOKING_READ", user=other_developer)
     response = client.get(BOOKINGS, {"access_token": theirs}, **bearer(issue_token("BOOKING_READ")))
     assert assert_success(response, "BookingsApi")["user"] == end_user.pk

@@ -190,7 +190,9 @@ def test_a_method_the_declaration_leaves_out_is_refused_to_scoped_tokens(client,
     assert_insufficient_scope(response, required=None, granted=ALL_SCOPES)
 
 
-@pytest.mark.parametrize(("path", "granted"), [("/v2/schedules", "SCHEDULE_READ SCHEDULE_WRITE"), ("/v2/bookings", "BOOKING_WRITE")])
+@pytest.mark.parametrize(
+    ("path", "granted"), [("/v2/schedules", "SCHEDULE_READ SCHEDULE_WRITE"), ("/v2/bookings", "BOOKING_WRITE")]
+)
 def test_a_method_the_view_does_not_implement_is_405_not_a_scope_error(client, issue_token, path, granted):
     response = call(client, "put", path, issue_token(granted))
     assert response.status_code == 405, response.content
