@@ -12,3 +12,7 @@ urlpatterns = [
     path("", include("oauthflows.urls")),
     path("v2/", include("profiles.urls")),
 ]
+
+handler400 = "config.errors.bad_request"
+handler404 = "config.errors.page_not_found"
+handler500 = "config.errors.server_error"

@@ -333,7 +333,7 @@ def json_body_pairs(raw: bytes) -> list[tuple[str, str]]:
     """A JSON object of string (or number) values, as form-like pairs."""
     try:
         data = json.loads(raw.decode("utf-8") or "null")
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise BodyError("The request body is not valid JSON.") from None
     if not isinstance(data, dict):
         raise BodyError("The JSON request body must be an object.")

@@ -200,7 +200,9 @@ def test_other_content_types_are_invalid_request(api, content_type):
     assert_token_error(response, "invalid_request")
 
 
-@pytest.mark.parametrize("body", [b"[]", b'"x"', b"{", b"\xff\xfe", b'{"grant_type": ["authorization_code"]}', b"null"])
+@pytest.mark.parametrize(
+    "body", [b"[]", b'"x"', b"{", b"\xff\xfe", b'{"grant_type": ["authorization_code"]}', b"null", b"[" * 100000]
+)
 def test_json_that_is_not_an_object_of_strings_is_invalid_request(api, body):
     response = api.post(TOKEN, data=body, content_type="application/json")
     assert_token_error(response, "invalid_request")
