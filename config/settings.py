@@ -141,6 +141,8 @@ OAUTH_REFRESH_TOKEN_LIFETIME = env_int("OAUTH_REFRESH_TOKEN_LIFETIME", 60 * 60 *
 
 OAUTH_AUTHORIZE_PATH = "/auth/oauth2/authorize"
 OAUTH_TOKEN_PATH = "/v2/auth/oauth2/token"
+OAUTH_REVOKE_PATH = "/v2/auth/oauth2/revoke"
+OAUTH_INTROSPECT_PATH = "/v2/auth/oauth2/introspect"
 
 OAUTH2_PROVIDER = {
     "SCOPES_BACKEND_CLASS": "scopes.backends.CatalogScopes",

@@ -19,8 +19,10 @@ import secrets
 from datetime import datetime, timedelta
 from urllib.parse import unquote_plus
 
+from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
+from oauth2_provider.models import revoke_access_token
 from oauth2_provider.oauth2_backends import OAuthLibCore
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.settings import oauth2_settings
@@ -260,6 +262,72 @@ class Validator(OAuth2Validator):
         request.refresh_token = refresh_token
         request.refresh_token_instance = rt
         return True
+
+    # --- revocation (RFC 7009) and introspection (RFC 7662) ------------------------------------
+
+    def _own_token(self, token, token_type_hint, request):
+        """The presenting client's access or refresh token with this value, or None.
+
+        Scoped to request.client, so another client's token is treated as unknown (RFC 7009 §2.1).
+        """
+        client_pk = getattr(request.client, "pk", None)
+        if client_pk is None or not isinstance(token, str) or not token or len(token) > 512:
+            return None
+        checksum = digest(token)
+        models = (RefreshToken, AccessToken) if token_type_hint == "refresh_token" else (AccessToken, RefreshToken)
+        for model in models:
+            found = (
+                model.objects.filter(token_checksum=checksum, application_id=client_pk)
+                .select_related("user", "application")
+                .first()
+            )
+            if found is not None:
+                return found
+        return None
+
+    def revoke_token(self, token, token_type_hint, request, *args, **kwargs):
+        found = self._own_token(token, token_type_hint, request)
+        if isinstance(found, AccessToken):
+            revoke_access_token(found)  # and its refresh token, so it cannot mint a new one
+        elif isinstance(found, RefreshToken):
+            # A refresh token stands for the whole authorization: its family goes, access tokens too.
+            if found.token_family:
+                RefreshToken.revoke_family(found.token_family)
+            else:
+                found.revoke()
+
+    def introspect_token(self, token, token_type_hint, request, *args, **kwargs):
+        client = request.client
+        if client is None or client.client_type != ClientKind.CONFIDENTIAL:
+            return None  # only an authenticated client learns anything (public clients cannot)
+        found = self._own_token(token, token_type_hint, request)
+        if isinstance(found, AccessToken):
+            live = access_token_get_valid(token)
+            if live is None or live.pk != found.pk:
+                return None
+            return self._claims(found, "access_token", found.scope, found.expires)
+        if isinstance(found, RefreshToken) and found.revoked is None and found.access_token_id:
+            access = AccessToken.objects.filter(pk=found.access_token_id).only("scope", "expires").first()
+            if access is None or not found.user.is_active or client.status == ClientStatus.REJECTED:
+                return None
+            expires = access.expires + timedelta(seconds=oauth2_settings.REFRESH_TOKEN_EXPIRE_SECONDS)
+            if expires <= timezone.now():
+                return None
+            return self._claims(found, "refresh_token", access.scope, expires)
+        return None
+
+    @staticmethod
+    def _claims(token, token_type: str, scope: str, expires) -> dict:
+        return {
+            "scope": scope,
+            "client_id": token.application.client_id,
+            "username": token.user.get_username(),
+            "sub": str(token.user.pk),
+            "token_type": token_type,
+            "exp": int(expires.timestamp()),
+            "iat": int(token.created.timestamp()),
+            "iss": settings.OAUTH_ISSUER,
+        }
 
     def validate_bearer_token(self, token, scopes, request):
         # The resource side uses scopes.authentication instead (one query, our own errors).

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from oauthflows import views
+from oauthflows import endpoints, views
 
 app_name = "oauth"
 
@@ -8,5 +8,8 @@ urlpatterns = [
     path("auth/oauth2/authorize", views.AuthorizeView.as_view(), name="authorize"),
     path("auth/oauth2/authorize/allow", views.AuthorizeAllowView.as_view(), name="authorize_allow"),
     path("auth/oauth2/authorize/deny", views.AuthorizeDenyView.as_view(), name="authorize_deny"),
-    path("v2/auth/oauth2/token", views.TokenView.as_view(), name="token"),
+    path("v2/auth/oauth2/token", endpoints.TokenView.as_view(), name="token"),
+    path("v2/auth/oauth2/revoke", endpoints.RevokeView.as_view(), name="revoke"),
+    path("v2/auth/oauth2/introspect", endpoints.IntrospectView.as_view(), name="introspect"),
+    path(".well-known/oauth-authorization-server", endpoints.MetadataView.as_view(), name="metadata"),
 ]

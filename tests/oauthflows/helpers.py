@@ -83,3 +83,19 @@ def refresh(api, client, refresh_token, *, secret=None, **extra):
 
 def me(api, access_token, method="get", **kw):
     return getattr(api, method)(ME, HTTP_AUTHORIZATION=f"Bearer {access_token}", **kw)
+
+REVOKE = "/v2/auth/oauth2/revoke"
+INTROSPECT = "/v2/auth/oauth2/introspect"
+
+
+def client_post(api, path, client, data: dict, *, secret=None, auth=None, as_json=False):
+    """POST to revoke/introspect as `client`: secret in the body unless `auth` (Basic) is given."""
+    body = dict(data)
+    if auth is None:
+        body["client_id"] = client.client_id
+        if secret is not None:
+            body["client_secret"] = secret
+    headers = {"HTTP_AUTHORIZATION": auth} if auth else {}
+    if as_json:
+        return api.post(path, data=body, content_type="application/json", **headers)
+    return api.post(path, data=urlencode(body), content_type="application/x-www-form-urlencoded", **headers)

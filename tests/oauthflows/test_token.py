@@ -15,11 +15,11 @@ ALLOWED_ERRORS = {"invalid_request", "invalid_client", "invalid_grant", "unautho
                   "unsupported_grant_type", "invalid_scope"}
 
 
-def assert_token_error(response, error, status=400):
+def assert_token_error(response, error, status=400, allowed=ALLOWED_ERRORS):
     assert response.status_code == status, response.content
     body = response.json()
     assert set(body) == {"error", "error_description"}
-    assert body["error"] == error and body["error"] in ALLOWED_ERRORS
+    assert body["error"] == error and body["error"] in allowed
     description = body["error_description"]
     assert description and all(0x20 <= ord(ch) <= 0x7E and ch not in '"\\' for ch in description)
     assert response["Cache-Control"] == "no-store"

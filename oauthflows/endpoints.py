@@ -1,0 +1,236 @@
+"""The endpoints apps call directly: token (RFC 6749), revocation (RFC 7009), introspection
+(RFC 7662) and authorization server metadata (RFC 8414). All on django-oauth-toolkit's mixin and
+oauthlib's endpoints, with our request checks in front and our response shapes behind.
+"""
+
+import json
+
+from django.conf import settings
+from django.db import transaction
+from django.http import HttpResponse, JsonResponse
+from django.utils import timezone
+from django.utils.decorators import method_decorator
+from django.views import View
+from django.views.decorators.csrf import csrf_exempt
+from oauth2_provider.views.mixins import OAuthLibMixin
+
+from oauthflows.oauth2 import BodyError, json_body_pairs, request_started_at
+from scopes.catalog import SCOPE_NAMES
+
+FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
+JSON_CONTENT_TYPE = "application/json"
+CREDENTIAL_PARAMS = ("client_secret", "code", "refresh_token", "code_verifier", "password", "token")
+GRANT_TYPES = ("authorization_code", "refresh_token")
+TOKEN_TYPE_HINTS = ("access_token", "refresh_token")
+NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+
+DEFAULT_DESCRIPTIONS = {
+    "invalid_grant": "The authorization code or refresh token is invalid, expired, revoked or was issued to another client.",
+    "unsupported_grant_type": "grant_type must be authorization_code or refresh_token.",
+    "invalid_scope": "The requested scope is invalid or wider than the original grant.",
+    "unauthorized_client": "This client may not use this grant type.",
+    "unsupported_token_type": "token_type_hint must be access_token or refresh_token.",
+}
+
+
+def ascii_description(text: str) -> str:
+    """RFC 6749 §5.2: error_description is printable ASCII (%x20-21 / %x23-5B / %x5D-7E)."""
+    text = str(text).replace("“", "'").replace("”", "'").replace("’", "'")
+    return "".join(ch for ch in text if 0x20 <= ord(ch) <= 0x7E and ch not in '"\\')
+
+
+def _json(payload: dict, status: int = 200) -> JsonResponse:
+    response = JsonResponse(payload, status=status)
+    for header, value in NO_STORE.items():
+        response[header] = value
+    return response
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class ClientEndpoint(OAuthLibMixin, View):
+    """POST endpoints where a client authenticates (Basic or body) and sends form or JSON."""
+
+    http_method_names = ["post"]
+    # The error codes this endpoint may answer with; anything else oauthlib says is invalid_request.
+    errors: frozenset[str] = frozenset({"invalid_request", "invalid_client"})
+
+    def post(self, request, *args, **kwargs):
+        self.basic_used = request.META.get("HTTP_AUTHORIZATION", "").lower().startswith("basic ")
+        params, problem = self.read_params(request)
+        if problem is None:
+            problem = self.check(params)
+        if problem:
+            return self.error(*problem)
+        try:
+            status, body = self.respond(request)
+        except BodyError as exc:
+            return self.error("invalid_request", str(exc))
+        try:
+            data = json.loads(body or "{}")
+        except ValueError:
+            data = {}
+        if status != 200:
+            error = data.get("error", "invalid_request")
+            return self.error(error, data.get("error_description") or DEFAULT_DESCRIPTIONS.get(error, "The request is invalid."))
+        return self.success(data)
+
+    def read_params(self, request) -> tuple[dict, tuple[str, str] | None]:
+        """Refuse malformed requests before any lookup or hashing."""
+        content_type = request.content_type
+        if content_type not in (FORM_CONTENT_TYPE, JSON_CONTENT_TYPE):
+            return {}, ("invalid_request", "Send the request body as application/x-www-form-urlencoded or application/json.")
+        if any(name in request.GET for name in CREDENTIAL_PARAMS):
+            return {}, ("invalid_request", "Credentials and tokens belong in the request body, never in the URL.")
+        if content_type == FORM_CONTENT_TYPE:
+            repeated = sorted(key for key, values in request.POST.lists() if len(values) > 1)
+            if repeated:
+                return {}, ("invalid_request", "Each parameter may be sent only once: " + ", ".join(repeated) + ".")
+            params = request.POST.dict()
+        else:
+            try:
+                params = dict(json_body_pairs(request.body))
+            except BodyError as exc:
+                return {}, ("invalid_request", str(exc))
+        if self.basic_used and "client_secret" in params:
+            return params, ("invalid_request", "Use one client authentication method: HTTP Basic or client_secret in the body, not both.")
+        return params, None
+
+    def check(self, params: dict) -> tuple[str, str] | None:
+        return None
+
+    def respond(self, request) -> tuple[int, str]:
+        raise NotImplementedError
+
+    def success(self, data: dict) -> HttpResponse:
+        return _json(data)
+
+    def error(self, error: str, description: str) -> JsonResponse:
+        if error not in self.errors:
+            error = "invalid_request"
+        if error == "invalid_client":
+            # Unknown client, wrong or revoked secret, unapproved client: one answer for all.
+            description = "Client authentication failed."
+        response = _json({"error": error, "error_description": ascii_description(description)},
+                         status=401 if error == "invalid_client" else 400)
+        if error == "invalid_client":
+            response["WWW-Authenticate"] = 'Basic realm="oauth"' if self.basic_used else 'Bearer realm="oauth"'
+        return response
+
+
+class TokenView(ClientEndpoint):
+    """POST /v2/auth/oauth2/token: authorization_code and refresh_token grants (spec §4.2, §4.3)."""
+
+    errors = frozenset({"invalid_request", "invalid_client", "invalid_grant", "unauthorized_client",
+                        "unsupported_grant_type", "invalid_scope"})  # RFC 6749 §5.2, nothing else
+
+    def check(self, params):
+        grant_type = params.get("grant_type")
+        if not grant_type:
+            return "invalid_request", "The grant_type parameter is required."
+        if grant_type not in GRANT_TYPES:
+            return "unsupported_grant_type", DEFAULT_DESCRIPTIONS["unsupported_grant_type"]
+        if grant_type == "authorization_code" and not params.get("redirect_uri"):
+            # RFC 6749 §4.1.3: required because the authorization request always carries one.
+            return "invalid_request", "The redirect_uri parameter is required and must equal the authorization request's."
+        return None
+
+    def respond(self, request):
+        started = request_started_at.set(timezone.now())
+        try:
+            # One transaction per exchange: the code or refresh-token row lock is held until the
+            # new tokens are committed, so concurrent duplicates have exactly one winner.
+            with transaction.atomic():
+                _url, _headers, body, status = self.create_token_response(request)
+        finally:
+            request_started_at.reset(started)
+        return status, body
+
+    def success(self, data):
+        return _json({
+            "access_token": data["access_token"],
+            "refresh_token": data["refresh_token"],
+            "token_type": "bearer",
+            "expires_in": int(data.get("expires_in", settings.OAUTH_ACCESS_TOKEN_LIFETIME)),
+            "scope": data.get("scope", "") or "",
+        })
+
+
+def _check_token_param(params) -> tuple[str, str] | None:
+    if not params.get("token"):
+        return "invalid_request", "The token parameter is required."
+    hint = params.get("token_type_hint")
+    if hint is not None and hint not in TOKEN_TYPE_HINTS:
+        return "unsupported_token_type", DEFAULT_DESCRIPTIONS["unsupported_token_type"]
+    return None
+
+
+class RevokeView(ClientEndpoint):
+    """POST /v2/auth/oauth2/revoke (RFC 7009): a client revokes its own access or refresh token.
+
+    Unknown or foreign tokens answer 200 and nothing happens (RFC 7009 §2.2).
+    """
+
+    errors = frozenset({"invalid_request", "invalid_client", "unsupported_token_type"})
+
+    def check(self, params):
+        return _check_token_param(params)
+
+    def respond(self, request):
+        with transaction.atomic():
+            _url, _headers, body, status = self.create_revocation_response(request)
+        return status, body
+
+    def success(self, data):
+        response = HttpResponse(status=200)
+        for header, value in NO_STORE.items():
+            response[header] = value
+        return response
+
+
+class IntrospectView(ClientEndpoint):
+    """POST /v2/auth/oauth2/introspect (RFC 7662): an authenticated client asks about its own tokens.
+
+    Anything else — another client's token, an unknown, expired or revoked one, a public client
+    asking — is `{"active": false}` and nothing more.
+    """
+
+    errors = frozenset({"invalid_request", "invalid_client", "unsupported_token_type"})
+
+    def check(self, params):
+        return _check_token_param(params)
+
+    def respond(self, request):
+        core = self.get_oauthlib_core()
+        uri, http_method, body, headers = core._extract_params(request)
+        _headers, body, status = core.server.create_introspect_response(uri, http_method, body, headers)
+        return status, body
+
+    def success(self, data):
+        return _json(data if data.get("active") else {"active": False})
+
+
+class MetadataView(View):
+    """GET /.well-known/oauth-authorization-server (RFC 8414)."""
+
+    http_method_names = ["get", "head"]
+
+    def get(self, request, *args, **kwargs):
+        issuer = settings.OAUTH_ISSUER
+        response = JsonResponse({
+            "issuer": issuer,
+            "authorization_endpoint": issuer + settings.OAUTH_AUTHORIZE_PATH,
+            "token_endpoint": issuer + settings.OAUTH_TOKEN_PATH,
+            "revocation_endpoint": issuer + settings.OAUTH_REVOKE_PATH,
+            "introspection_endpoint": issuer + settings.OAUTH_INTROSPECT_PATH,
+            "scopes_supported": list(SCOPE_NAMES),
+            "response_types_supported": ["code"],
+            "response_modes_supported": ["query"],
+            "grant_types_supported": list(GRANT_TYPES),
+            "code_challenge_methods_supported": ["S256"],
+            "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
+            "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
+            "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+            "authorization_response_iss_parameter_supported": True,
+        })
+        response["Cache-Control"] = "public, max-age=3600"
+        return response

@@ -1,0 +1,110 @@
+"""POST /v2/auth/oauth2/introspect (RFC 7662)."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from oauthclients import services
+from oauthclients.models import AccessToken
+from tests.factories import make_client
+from tests.oauthflows.helpers import INTROSPECT, basic, client_post, exchange, get_code, pkce_pair, refresh
+from tests.oauthflows.test_token import assert_token_error, assert_tokens
+
+
+@pytest.fixture
+def tokens(browser, api, confidential):
+    client, secret = confidential
+    return assert_tokens(exchange(api, client, get_code(browser, client, scope="PROFILE_READ BOOKING_READ"), secret=secret),
+                         "PROFILE_READ BOOKING_READ")
+
+
+def introspect(api, client, token, *, secret=None, hint=None, **kw):
+    data = {"token": token}
+    if hint:
+        data["token_type_hint"] = hint
+    response = client_post(api, INTROSPECT, client, data, secret=secret, **kw)
+    return response
+
+
+def inactive(response):
+    assert response.status_code == 200, response.content
+    assert response.json() == {"active": False}
+    return True
+
+
+def test_an_active_access_token_is_described(api, confidential, tokens, end_user):
+    client, secret = confidential
+    response = introspect(api, client, tokens["access_token"], secret=secret)
+    assert response.status_code == 200 and response["Cache-Control"] == "no-store"
+    body = response.json()
+    assert body["active"] is True
+    assert body["scope"] == "PROFILE_READ BOOKING_READ"
+    assert (body["client_id"], body["username"], body["sub"], body["token_type"]) == (
+        client.client_id, end_user.username, str(end_user.pk), "access_token")
+    assert 1700 <= body["exp"] - int(timezone.now().timestamp()) <= 1800
+    assert body["iss"] == "http://testserver"
+
+
+def test_an_active_refresh_token_is_described(api, confidential, tokens):
+    client, secret = confidential
+    body = introspect(api, client, tokens["refresh_token"], secret=secret, hint="refresh_token").json()
+    assert body["active"] is True and body["token_type"] == "refresh_token"
+    assert body["scope"] == "PROFILE_READ BOOKING_READ"
+
+
+def test_the_hint_is_only_a_hint(api, confidential, tokens):
+    client, secret = confidential
+    assert introspect(api, client, tokens["refresh_token"], secret=secret, hint="access_token").json()["active"] is True
+    assert introspect(api, client, tokens["access_token"], secret=secret, hint="refresh_token").json()["active"] is True
+
+
+def test_basic_authentication_and_json_work(api, confidential, tokens):
+    client, secret = confidential
+    response = introspect(api, client, tokens["access_token"], auth=basic(client.client_id, secret), as_json=True)
+    assert response.json()["active"] is True
+
+
+def test_another_clients_token_is_just_inactive(api, tokens, owner):
+    other = make_client(owner, name="Other", approve=True)
+    assert inactive(introspect(api, other.client, tokens["access_token"], secret=other.secret.plaintext))
+    assert inactive(introspect(api, other.client, tokens["refresh_token"], secret=other.secret.plaintext))
+
+
+def test_unknown_expired_rotated_and_revoked_tokens_are_inactive(api, confidential, tokens):
+    client, secret = confidential
+    assert inactive(introspect(api, client, "nope", secret=secret))
+    rotated = assert_tokens(refresh(api, client, tokens["refresh_token"], secret=secret), "PROFILE_READ BOOKING_READ")
+    assert inactive(introspect(api, client, tokens["refresh_token"], secret=secret))
+    assert inactive(introspect(api, client, tokens["access_token"], secret=secret))
+    AccessToken.objects.update(expires=timezone.now() - timedelta(seconds=1))
+    assert inactive(introspect(api, client, rotated["access_token"], secret=secret))
+
+
+def test_tokens_of_a_rejected_client_are_inactive_and_it_cannot_ask(api, confidential, tokens, reviewer):
+    client, secret = confidential
+    services.client_reject(client=client, actor=reviewer, reason="Abuse")
+    assert_token_error(introspect(api, client, tokens["access_token"], secret=secret), "invalid_client", 401)
+
+
+def test_a_public_client_learns_nothing(browser, api, public):
+    verifier, challenge = pkce_pair()
+    tokens = assert_tokens(exchange(api, public, get_code(browser, public, code_challenge=challenge), verifier=verifier),
+                           "PROFILE_READ")
+    assert inactive(introspect(api, public, tokens["access_token"]))
+
+
+def test_unauthenticated_or_wrong_secret_is_invalid_client(api, confidential, tokens):
+    client, _ = confidential
+    assert_token_error(introspect(api, client, tokens["access_token"], secret="wrong"), "invalid_client", 401)
+    assert_token_error(introspect(api, client, tokens["access_token"]), "invalid_client", 401)
+
+
+def test_a_missing_token_is_invalid_request(api, confidential):
+    client, secret = confidential
+    assert_token_error(client_post(api, INTROSPECT, client, {}, secret=secret), "invalid_request")
+
+
+def test_an_unsupported_hint_is_refused(api, confidential, tokens):
+    client, secret = confidential
+    assert_token_error(introspect(api, client, tokens["access_token"], secret=secret, hint="saml"), "unsupported_token_type", allowed={"unsupported_token_type"})
