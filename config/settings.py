@@ -180,11 +180,18 @@ REST_FRAMEWORK = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"redact_credentials": {"()": "config.logfilters.RedactCredentials"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "filters": ["redact_credentials"]},
+        # oauthlib logs codes and tokens in plaintext at DEBUG (config/logfilters.py). This handler
+        # writes nothing: on each library's top logger it redacts the records of all its modules
+        # before they propagate to any other handler.
+        "redact_in_place": {"class": "config.logfilters.RedactInPlaceHandler"},
+    },
     "root": {"handlers": ["console"], "level": env_str("DJANGO_LOG_LEVEL", "INFO")},
     "loggers": {
         # DOT logs request details at DEBUG; keep it quiet unless asked for explicitly.
-        "oauth2_provider": {"level": env_str("OAUTH_LOG_LEVEL", "WARNING")},
-        "oauthlib": {"level": env_str("OAUTH_LOG_LEVEL", "WARNING")},
+        "oauth2_provider": {"level": env_str("OAUTH_LOG_LEVEL", "WARNING"), "handlers": ["redact_in_place"]},
+        "oauthlib": {"level": env_str("OAUTH_LOG_LEVEL", "WARNING"), "handlers": ["redact_in_place"]},
     },
 }

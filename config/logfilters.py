@@ -1,0 +1,107 @@
+"""Keep credentials out of log records (SECURITY.md, "Storage and logs"; STYLE.md 8).
+
+oauthlib logs plaintext credentials at DEBUG: the new authorization code ("Created authorization
+code grant {'code': ...}", "Saving grant {'code': ...}"), the presented refresh token ("Validating
+refresh token %s", "Invalid refresh token, %s"), and the new token pair ("Issuing new token to
+client id %r (%r), {'access_token': ..., 'refresh_token': ...}"). `OAUTH_LOG_LEVEL=DEBUG` would
+write them out. RedactCredentials rewrites such records; RedactInPlaceHandler carries it on a
+library's top logger, where it sees the records of all the library's modules before they
+propagate to the real handlers (a filter on a logger would see only that logger's own records).
+"""
+
+import logging
+import re
+from collections.abc import Mapping
+
+REDACTED = "[redacted]"
+
+# Parameter and field names that carry a credential (RFC 6749, 7636, 7009; OIDC).
+CREDENTIAL_KEYS = frozenset(
+    {
+        "code", "access_token", "refresh_token", "id_token", "token", "client_secret",
+        "code_verifier", "password", "device_code", "assertion", "sessionid", "csrftoken",
+    }
+)
+# A placeholder right after one of these words is a credential: "refresh token %s", "token, %s".
+_CREDENTIAL_BEFORE = re.compile(r"(?:token|code|secret|verifier|password)[\s,:=]{0,3}$", re.IGNORECASE)
+_PLACEHOLDER = re.compile(r"%(?:\((?P<name>[^)]*)\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?(?P<type>[diouxXeEfFgGcrsa%])")
+# The net for what slips through inside a repr: code=..., 'refresh_token': '...', "client_secret": "...".
+_KEY_VALUE = re.compile(
+    r"""(?P<key>\b(?:%s)\b\\?['"]?\s*[:=]\s*\\?['"]?)(?!%s)(?P<value>[^'"\\\s&,;)}\]]+)"""
+    % ("|".join(sorted(CREDENTIAL_KEYS, key=len, reverse=True)), re.escape(REDACTED)),
+    re.IGNORECASE,
+)
+# Whole header values, scheme included: oauthlib's debug repr of a request shows request.META.
+# (Quotes may come escaped, as in the repr of an exception that holds such a repr.)
+_HEADER_VALUE = re.compile(
+    r"""(?P<key>\b(?:HTTP_)?(?:AUTHORIZATION|COOKIE)\b\\?['"]?\s*[:=]\s*\\?['"]?)(?!%s)(?P<value>[^'"\\\n]+)"""
+    % re.escape(REDACTED),
+    re.IGNORECASE,
+)
+
+
+def _scrub(value, depth: int = 0):
+    """A copy of `value` with the values of credential keys replaced (the original is untouched)."""
+    if depth > 5:
+        return value
+    if isinstance(value, Mapping):
+        return {
+            key: REDACTED if str(key).lower() in CREDENTIAL_KEYS else _scrub(item, depth + 1)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_scrub(item, depth + 1) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_scrub(item, depth + 1) for item in value)
+    return value
+
+
+def _positional_credentials(template: str) -> set[int]:
+    """Indexes of the %-placeholders that follow a credential word in the message template."""
+    found, index, start = set(), 0, 0
+    for match in _PLACEHOLDER.finditer(template):
+        if match.group("type") == "%":
+            continue
+        if _CREDENTIAL_BEFORE.search(template[start:match.start()]):
+            found.add(index)
+        index += 1
+        start = match.end()
+    return found
+
+
+class RedactCredentials(logging.Filter):
+    """Rewrites a record's arguments (and, as a last resort, its message); never drops it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            self._redact(record)
+        except Exception:  # a log line must never break the request that wrote it
+            record.msg, record.args = "(log message withheld: it could not be checked for credentials)", ()
+        return True
+
+    def _redact(self, record: logging.LogRecord) -> None:
+        template = str(record.msg)
+        if isinstance(record.args, Mapping):
+            record.args = _scrub(record.args)
+        elif record.args:
+            positions = _positional_credentials(template)
+            record.args = tuple(
+                REDACTED if index in positions else _scrub(arg) for index, arg in enumerate(record.args)
+            )
+        message = record.getMessage()
+        cleaned = message
+        for pattern in (_HEADER_VALUE, _KEY_VALUE):
+            cleaned = pattern.sub(lambda match: match.group("key") + REDACTED, cleaned)
+        if cleaned != message:
+            record.msg, record.args = cleaned, ()
+
+
+class RedactInPlaceHandler(logging.Handler):
+    """Writes nothing: its filters rewrite the records that pass through it, before they go on up."""
+
+    def __init__(self, level=logging.NOTSET):
+        super().__init__(level)
+        self.addFilter(RedactCredentials())
+
+    def emit(self, record: logging.LogRecord) -> None:
+        pass

@@ -1,0 +1,164 @@
+"""SECURITY.md, "Storage and logs": no secret, code, token or verifier appears in any log line.
+
+Every logger — the root, Django's (SQL included), oauthlib's, django-oauth-toolkit's, DRF's and
+ours — is turned up to DEBUG while full flows run: registration and a second secret on the
+developer page, consent, exchanges (form, JSON, Basic), /v2/me, refreshes, failures with a
+wrong secret, verifier or code, replays, and secrets printed by `manage.py oauthclient`. What
+the records say and what the configured handlers write is searched for every value handed out
+or presented. Positive controls prove that the capture saw those loggers at DEBUG.
+
+oauthlib logs codes and tokens at DEBUG; config/logfilters.py redacts them (LOGGING).
+"""
+
+import logging
+from io import StringIO
+
+import oauthlib
+import pytest
+
+from config.logfilters import REDACTED, RedactCredentials, RedactInPlaceHandler
+from oauthclients.models import digest
+from tests.security.credentials import fail_in_every_way, issue_everything, secrets_from_the_command
+
+NAMED = (
+    "django", "django.request", "django.server", "django.security", "django.db.backends", "django.template",
+    "oauthlib", "oauth2_provider", "rest_framework", "oauthclients", "oauthflows", "scopes", "profiles",
+)
+
+
+@pytest.fixture
+def log_output(caplog, settings, monkeypatch):
+    """Everything logged at DEBUG: caplog's records plus what the configured handlers write."""
+    settings.DEBUG = True  # django.db.backends logs SQL only under DEBUG
+    written = StringIO()
+    for name in sorted({"", *NAMED, *logging.root.manager.loggerDict}):
+        logger = logging.getLogger(name)
+        caplog.set_level(logging.DEBUG, logger=name)
+        if not logger.propagate:
+            monkeypatch.setattr(logger, "propagate", True)
+        for handler in logger.handlers:
+            if isinstance(handler, logging.StreamHandler) and handler is not caplog.handler:
+                monkeypatch.setattr(handler, "stream", written)
+
+    def text() -> str:
+        records = "\n".join(f"{record.name} {record.getMessage()}" for record in caplog.records)
+        return "\n".join([caplog.text, records, written.getvalue()])
+
+    return text
+
+
+@pytest.fixture(params=[False, True], ids=["oauthlib-debug-off", "oauthlib-debug-on"])
+def oauthlib_debug(request):
+    """oauthlib.set_debug(True) makes its request reprs show the URL, body and headers."""
+    oauthlib.set_debug(request.param)
+    yield request.param
+    oauthlib.set_debug(False)
+
+
+def leaks_by_logger(caplog, ledger) -> list[tuple[str, str, str]]:
+    """(what leaked, logger, message) for every record that carries a credential."""
+    return [
+        (label, record.name, record.getMessage()[:300])
+        for record in caplog.records
+        for label in ledger.leaks_in(record.getMessage() + (record.exc_text or ""))
+    ]
+
+
+def test_no_log_line_carries_a_secret_code_token_or_verifier(cast, caplog, log_output, oauthlib_debug):
+    issued = issue_everything(cast)
+    fail_in_every_way(cast, issued)
+    secrets_from_the_command(issued.ledger)
+
+    output = log_output()
+
+    assert leaks_by_logger(caplog, issued.ledger) == []
+    assert issued.ledger.leaks_in(output) == []
+    # Positive controls: SQL (with digests), oauthlib, DOT and request warnings were all captured,
+    # and oauthlib did try to log a code (redacted).
+    names = {record.name for record in caplog.records}
+    assert {"django.db.backends", "django.request", "oauth2_provider"} <= names
+    assert any(name.startswith("oauthlib.") for name in names)
+    assert digest(issued.ledger.values["second secret"]) in output
+    assert "Created authorization code grant {'code': '[redacted]'" in output
+    assert "Validating refresh token [redacted] for client" in output
+
+
+# --- the filter itself -----------------------------------------------------------------------
+
+
+def redacted(msg, *args) -> str:
+    record = logging.LogRecord("oauthlib.test", logging.DEBUG, __file__, 1, msg, args or None, None)
+    assert RedactCredentials().filter(record) is True
+    return record.getMessage()
+
+
+def test_it_redacts_a_placeholder_that_follows_a_credential_word():
+    assert redacted("Validating refresh token %s for client %r.", "tok123", "app") == (
+        f"Validating refresh token {REDACTED} for client 'app'."
+    )
+    assert redacted("Invalid refresh token, %s, for client %r.", "tok123", "app") == (
+        f"Invalid refresh token, {REDACTED}, for client 'app'."
+    )
+    assert redacted("Failed basic auth: wrong client secret %s", "cs_abc") == (
+        f"Failed basic auth: wrong client secret {REDACTED}"
+    )
+
+
+def test_it_keeps_client_ids_redirect_uris_and_grant_types():
+    assert redacted("Validating redirection uri %s for client %s.", "https://a.example/cb", "cid") == (
+        "Validating redirection uri https://a.example/cb for client cid."
+    )
+    assert redacted("Dispatching grant_type %s request to %r.", "refresh_token", "x") == (
+        "Dispatching grant_type refresh_token request to 'x'."
+    )
+    assert redacted("Dispatching token_type %s request", "Bearer") == "Dispatching token_type Bearer request"
+
+
+def test_it_redacts_credential_keys_in_dict_arguments_without_touching_the_original():
+    grant = {"code": "c0de", "state": "xyz"}
+    token = {"access_token": "at", "refresh_token": "rt", "expires_in": 1800, "nested": [{"id_token": "i"}]}
+
+    message = redacted("Saving grant %r; issuing %r", grant, token)
+
+    assert "c0de" not in message and "'at'" not in message and "'rt'" not in message and "'i'" not in message
+    assert "'state': 'xyz'" in message and "'expires_in': 1800" in message
+    assert grant == {"code": "c0de", "state": "xyz"}
+    assert token["access_token"] == "at"
+
+
+def test_it_redacts_key_value_pairs_and_headers_left_inside_a_repr():
+    class Request:
+        def __repr__(self):
+            return (
+                "<Request body=\"grant_type=authorization_code&code=c0de&client_secret=cs_s3cret&code_verifier=v3r\""
+                " headers={'HTTP_AUTHORIZATION': 'Basic YTpi', 'HTTP_COOKIE': 'csrftoken=x; sessionid=s3ss'}>"
+            )
+
+    message = redacted("Token request validation ok for %r.", Request())
+
+    for value in ("c0de", "cs_s3cret", "v3r", "YTpi", "s3ss"):
+        assert value not in message
+    assert "grant_type=authorization_code" in message
+
+
+def test_it_redacts_inside_the_escaped_repr_of_an_exception():
+    error = ValueError("<Request headers=\"{'HTTP_AUTHORIZATION': 'Basic YTpi'}\" body=\"code=c0de\">")
+
+    message = redacted("Client error during validation of %r. %r.", "request", error)
+
+    assert "YTpi" not in message and "c0de" not in message
+
+
+def test_a_mapping_argument_is_redacted_by_key():
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "%(client_secret)s for %(client_id)s", (), None)
+    record.args = {"client_secret": "cs_s3cret", "client_id": "cid"}
+    RedactCredentials().filter(record)
+    assert record.getMessage() == f"{REDACTED} for cid"
+
+
+def test_the_settings_put_the_redaction_on_both_libraries_and_on_the_console():
+    for name in ("oauthlib", "oauth2_provider"):
+        assert any(isinstance(handler, RedactInPlaceHandler) for handler in logging.getLogger(name).handlers), name
+    console = [handler for handler in logging.getLogger().handlers if handler.name == "console"]
+    assert len(console) == 1
+    assert any(isinstance(f, RedactCredentials) for f in console[0].filters)
