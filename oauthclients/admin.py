@@ -349,11 +349,11 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(ClientAuditEvent)
 class ClientAuditEventAdmin(ReadOnlyAdmin):
-    list_display = ("created", "client", "actor", "action")
-    list_filter = ("action",)
-    search_fields = ("client__client_id", "client__name")
-    list_select_related = ("client", "actor")
-    fields = ("created", "client", "actor", "action", "detail")
+    list_display = ("created", "client", "action", "actor", "user")
+    list_filter = ("action", "created")
+    search_fields = ("client__client_id", "client__name", "actor__username", "user__username")
+    list_select_related = ("client", "actor", "user")
+    fields = ("created", "client", "action", "actor", "user", "detail")
     date_hierarchy = "created"
 
 

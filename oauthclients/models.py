@@ -199,6 +199,10 @@ class AuditAction(models.TextChoices):
     CLIENT_SCOPES_SET = "client.scopes_set", "Client scopes set"
     SECRET_CREATED = "secret.created", "Secret created"
     SECRET_REVOKED = "secret.revoked", "Secret revoked"
+    GRANT_AUTHORIZED = "grant.authorized", "User authorized the app"
+    GRANT_DENIED = "grant.denied", "User denied the app"
+    ACCESS_REVOKED = "grant.access_revoked", "User revoked the app's access"
+    FAMILY_REVOKED = "grant.family_revoked", "Token family revoked on replay"
 
 
 class ClientAuditEvent(models.Model):
@@ -206,6 +210,10 @@ class ClientAuditEvent(models.Model):
 
     client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="audit_events")
     actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # The end user a grant event concerns (the actor may be someone else, or nobody).
+    user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     action = models.CharField(max_length=32, choices=AuditAction.choices)
@@ -220,6 +228,21 @@ class ClientAuditEvent(models.Model):
 
     def __str__(self):
         return f"{self.get_action_display()} · {self.client_id}"
+
+
+class Consent(models.Model):
+    """A user's standing authorization of a client: shown under Connected apps."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="consents")
+    client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="consents")
+    first_authorized_at = models.DateTimeField(default=timezone.now)
+    last_authorized_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "client"], name="consent_one_per_user_and_client")]
+
+    def __str__(self):
+        return f"Consent of user {self.user_id} for {self.client_id}"
 
 
 # --- django-oauth-toolkit's token models, swapped in (see settings.OAUTH2_PROVIDER_*_MODEL) ---

@@ -2,6 +2,7 @@
 
 import secrets
 from dataclasses import dataclass
+from functools import partial
 from dataclasses import field as dataclass_field
 
 from django.core.exceptions import ValidationError
@@ -9,6 +10,8 @@ from django.core.validators import ProhibitNullCharactersValidator, URLValidator
 from django.db import transaction
 from django.utils import timezone
 
+from oauthclients.audit import audit_record
+from oauthclients.emails import review_email_send
 from oauthclients.exceptions import (
     ClientKindError,
     InvalidTransition,
@@ -18,7 +21,6 @@ from oauthclients.exceptions import (
 )
 from oauthclients.models import (
     AuditAction,
-    ClientAuditEvent,
     ClientKind,
     ClientSecret,
     ClientStatus,
@@ -50,10 +52,7 @@ class ClientCreated:
     secret: IssuedSecret | None
 
 
-def _audit(*, client: OAuthClient, actor, action: AuditAction, **detail) -> ClientAuditEvent:
-    return ClientAuditEvent.objects.create(
-        client=client, actor=actor if getattr(actor, "pk", None) else None, action=action, detail=detail
-    )
+_audit = audit_record
 
 
 def _lock(client: OAuthClient) -> OAuthClient:
@@ -316,6 +315,7 @@ def client_approve(*, client: OAuthClient, actor) -> OAuthClient:
     client.reviewed_at = timezone.now()
     client.save(update_fields=["status", "rejection_reason", "reviewed_by", "reviewed_at", "updated"])
     _audit(client=client, actor=actor, action=AuditAction.CLIENT_APPROVED)
+    transaction.on_commit(partial(review_email_send, client_pk=client.pk))
     return client
 
 
@@ -338,6 +338,7 @@ def client_reject(*, client: OAuthClient, actor, reason: str) -> OAuthClient:
     client.reviewed_at = timezone.now()
     client.save(update_fields=["status", "rejection_reason", "reviewed_by", "reviewed_at", "updated"])
     _audit(client=client, actor=actor, action=AuditAction.CLIENT_REJECTED, reason=reason, previous=previous)
+    transaction.on_commit(partial(review_email_send, client_pk=client.pk))
     return client
 
 

@@ -31,8 +31,10 @@ from oauth2_provider.settings import oauth2_settings
 from oauthlib.common import urlencode
 from oauthlib.oauth2.rfc6749 import errors
 
+from oauthclients.audit import audit_record
 from oauthclients.models import (
     AccessToken,
+    AuditAction,
     ClientKind,
     ClientSecret,
     ClientStatus,
@@ -155,10 +157,11 @@ class Validator(OAuth2Validator):
         if grant is None:
             return False
         if grant.used_at is not None:
-            if not _is_concurrent_duplicate(grant.used_at):
+            if not _is_concurrent_duplicate(grant.used_at) and grant.token_family:
                 # RFC 6749 §4.1.2 / RFC 9700 §4.14: a replayed code revokes what it produced.
-                if grant.token_family:
-                    RefreshToken.revoke_family(grant.token_family)
+                RefreshToken.revoke_family(grant.token_family)
+                audit_record(client=grant.application, actor=None, user=grant.user,
+                             action=AuditAction.FAMILY_REVOKED, reason="authorization code replayed")
                 grant.token_family = None
                 grant.save(update_fields=["token_family", "updated"])
             raise errors.InvalidGrantError(description="The authorization code has already been used.", request=request)
@@ -278,6 +281,9 @@ class Validator(OAuth2Validator):
             # RFC 9700 §4.14.2: replay of a rotated refresh token revokes the whole family,
             # but only if it belongs to the presenting client (a foreign token is just invalid).
             if rt.application_id == getattr(client, "pk", None) and rt.token_family:
+                if RefreshToken.objects.filter(token_family=rt.token_family, revoked__isnull=True).exists():
+                    audit_record(client=client, actor=None, user=rt.user,
+                                 action=AuditAction.FAMILY_REVOKED, reason="rotated refresh token replayed")
                 RefreshToken.revoke_family(rt.token_family)
             return False
         # A live token always has its access token (rotation mints the pair together); an orphan

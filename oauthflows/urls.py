@@ -11,5 +11,7 @@ urlpatterns = [
     path("v2/auth/oauth2/token", endpoints.TokenView.as_view(), name="token"),
     path("v2/auth/oauth2/revoke", endpoints.RevokeView.as_view(), name="revoke"),
     path("v2/auth/oauth2/introspect", endpoints.IntrospectView.as_view(), name="introspect"),
+    path("settings/apps/", views.ConnectedAppsView.as_view(), name="connected_apps"),
+    path("settings/apps/<str:client_id>/revoke/", views.ConnectedAppRevokeView.as_view(), name="connected_app_revoke"),
     path(".well-known/oauth-authorization-server", endpoints.MetadataView.as_view(), name="metadata"),
 ]

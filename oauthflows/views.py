@@ -1,10 +1,12 @@
 """The authorization endpoint: consent page and the Allow/Deny answers (spec §4.1, RFC 6749 §4.1)."""
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.cache import never_cache
@@ -21,6 +23,8 @@ from oauthflows.authorization import (
     authorization_request_validate,
 )
 from oauthflows.endpoints import ascii_description
+from oauthflows.selectors import connected_app_get_for_user, connected_app_list_for_user
+from oauthflows.services import connected_app_revoke, consent_deny, consent_record
 from scopes.catalog import group_by_level
 
 
@@ -87,6 +91,7 @@ class AuthorizeDenyView(AuthorizationMixin, View):
             return _error_page(request, error)
         except AuthorizationRedirectError as error:
             return _error_redirect(error)
+        consent_deny(user=request.user, client=authz.client)
         return _error_redirect(
             AuthorizationRedirectError(
                 "access_denied",
@@ -135,4 +140,28 @@ class AuthorizeAllowView(AuthorizationMixin, OAuthLibMixin, View):
                     state=authz.state,
                 )
             )
+        consent_record(user=request.user, client=authz.client, scopes=authz.scopes)
         return HttpResponseRedirect(uri)  # 302, never 307 (SECURITY.md)
+
+
+@method_decorator(never_cache, name="dispatch")
+class ConnectedAppsView(LoginRequiredMixin, View):
+    """GET /settings/apps/: every app the user has authorized, and a way to cut each off."""
+
+    def get(self, request):
+        return render(request, "oauth/connected_apps.html", {"apps": connected_app_list_for_user(user=request.user)})
+
+
+@method_decorator(never_cache, name="dispatch")
+class ConnectedAppRevokeView(LoginRequiredMixin, View):
+    """GET: confirm. POST: kill all of this app's tokens for this user at once."""
+
+    def get(self, request, client_id):
+        app = connected_app_get_for_user(user=request.user, client_id=client_id)
+        return render(request, "oauth/connected_app_revoke.html", {"app": app})
+
+    def post(self, request, client_id):
+        app = connected_app_get_for_user(user=request.user, client_id=client_id)
+        connected_app_revoke(user=request.user, client=app.client)
+        messages.success(request, f"{app.client.name} no longer has access to your account.")
+        return HttpResponseRedirect(reverse("oauth:connected_apps"), status=303)

@@ -1,0 +1,73 @@
+"""Reads about a user's grants."""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import Max, Min
+from django.http import Http404
+from django.utils import timezone
+from oauth2_provider.settings import oauth2_settings
+
+from oauthclients.models import AccessToken, ClientStatus, Consent, OAuthClient, RefreshToken
+from scopes.catalog import group_by_level
+
+
+@dataclass(frozen=True)
+class ConnectedApp:
+    client: OAuthClient
+    scope_groups: list
+    unrestricted: bool
+    authorized_at: datetime
+    last_used_at: datetime | None
+
+
+def _live_refresh_tokens(user):
+    # A refresh token is live while not revoked and within its lifetime after its access token.
+    horizon = timezone.now() - timedelta(seconds=oauth2_settings.REFRESH_TOKEN_EXPIRE_SECONDS)
+    return RefreshToken.objects.filter(
+        user=user, revoked__isnull=True, access_token__isnull=False, access_token__expires__gt=horizon
+    ).exclude(application__status=ClientStatus.REJECTED)
+
+
+def connected_app_list_for_user(*, user) -> list[ConnectedApp]:
+    """Every app holding live tokens for this user, newest authorization first."""
+    live = _live_refresh_tokens(user)
+    client_ids = set(live.values_list("application_id", flat=True))
+    if not client_ids:
+        return []
+    scopes_by_client: dict[int, set[str]] = {}
+    unrestricted: set[int] = set()
+    for client_id, scope in live.values_list("application_id", "access_token__scope"):
+        if not scope:
+            unrestricted.add(client_id)
+        scopes_by_client.setdefault(client_id, set()).update(scope.split())
+    consents = {c.client_id: c for c in Consent.objects.filter(user=user, client_id__in=client_ids)}
+    # "Last used": the last time the app obtained a token for this user (exchange or refresh).
+    usage = {
+        row["application_id"]: row
+        for row in AccessToken.objects.filter(user=user, application_id__in=client_ids)
+        .values("application_id")
+        .annotate(last=Max("created"), first=Min("created"))
+    }
+    apps = []
+    for client in OAuthClient.objects.filter(pk__in=client_ids).select_related("user"):
+        consent = consents.get(client.pk)
+        used = usage.get(client.pk, {})
+        apps.append(
+            ConnectedApp(
+                client=client,
+                scope_groups=group_by_level(scopes_by_client.get(client.pk, ())),
+                unrestricted=client.pk in unrestricted,
+                authorized_at=consent.first_authorized_at if consent else used.get("first"),
+                last_used_at=used.get("last"),
+            )
+        )
+    return sorted(apps, key=lambda app: app.authorized_at or timezone.now(), reverse=True)
+
+
+def connected_app_get_for_user(*, user, client_id: str) -> ConnectedApp:
+    """The user's connected app with this client_id, or Http404."""
+    for app in connected_app_list_for_user(user=user):
+        if app.client.client_id == client_id:
+            return app
+    raise Http404("No such connected app.")
