@@ -18,6 +18,7 @@ from django.urls import reverse
 from tests.factories import PASSWORD, make_client
 from tests.oauthclients.pages import url
 from tests.oauthflows.helpers import authorize_url
+from tests.security.credentials import logged_in
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 ORIGIN = "http://testserver"
@@ -95,12 +96,6 @@ def assert_hardened_html(response, *, status=200, allowed_links=()):
 @pytest.fixture
 def confidential(owner):
     return make_client(owner, scopes=["PROFILE_READ", "BOOKING_READ", "ORG_PROFILE_READ"], approve=True).client
-
-
-def logged_in(user) -> Client:
-    http = Client()
-    assert http.login(username=user.username, password=PASSWORD)
-    return http
 
 
 def test_the_login_page(client, db):
