@@ -122,6 +122,12 @@ class Validator(OAuth2Validator):
 
     # --- authorization codes: stored as digests, single use ---------------------------------
 
+    def save_authorization_code(self, client_id, code, request, *args, **kwargs):
+        # oauthlib drew the code from SystemRandom (~178 bits); replace it with 256 bits from
+        # `secrets` (SECURITY.md). The same dict goes into the redirect, so the client gets this one.
+        code["code"] = secrets.token_urlsafe(32)
+        self._create_authorization_code(request, code)
+
     def _create_authorization_code(self, request, code, expires=None):
         if not expires:
             expires = timezone.now() + timedelta(seconds=oauth2_settings.AUTHORIZATION_CODE_EXPIRE_SECONDS)

@@ -288,3 +288,32 @@ def test_the_code_is_stored_only_as_a_digest_bound_to_everything(browser, public
         public.pk, end_user.pk, "http://127.0.0.1:9000/cb", "PROFILE_READ", challenge, "S256")
     lifetime = (grant.expires - grant.created).total_seconds()
     assert 55 <= lifetime <= 61
+
+
+def test_codes_carry_256_bits_and_never_repeat(browser, confidential):
+    client, _ = confidential
+    codes = {query_of(consent(browser, authorize_url(client))["Location"])["code"] for _ in range(5)}
+    assert len(codes) == 5
+    assert all(len(code) == 43 and code.replace("-", "").replace("_", "").isalnum() for code in codes)
+
+
+def test_the_code_lifetime_follows_the_setting(browser, confidential, settings):
+    client, _ = confidential
+    settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "AUTHORIZATION_CODE_EXPIRE_SECONDS": 5}
+    consent(browser, authorize_url(client))
+    grant = Grant.objects.get()
+    assert 4 <= (grant.expires - grant.created).total_seconds() <= 6
+
+
+def test_the_code_lifetime_setting_is_read_from_the_environment():
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "OAUTH_AUTHORIZATION_CODE_LIFETIME": "17", "DJANGO_SETTINGS_MODULE": "config.settings_test"}
+    out = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); from django.conf import settings; "
+         "print(settings.OAUTH2_PROVIDER['AUTHORIZATION_CODE_EXPIRE_SECONDS'])"],
+        env=env, capture_output=True, text=True, check=True,
+    )
+    assert out.stdout.strip() == "17"

@@ -289,3 +289,37 @@ def test_tokens_are_stored_only_as_digests(browser, api, confidential):
     assert access.token == "" and refresh.token == ""
     assert tokens["access_token"] not in access.token_checksum
     assert len(tokens["access_token"]) >= 43 and len(tokens["refresh_token"]) >= 43
+
+
+def test_basic_credentials_are_form_url_decoded(browser, api, confidential):
+    # RFC 6749 §2.3.1: each part is application/x-www-form-urlencoded before base64.
+    import base64
+
+    client, secret = confidential
+    code = get_code(browser, client)
+    encode_all = lambda text: "".join(f"%{byte:02X}" for byte in text.encode())  # noqa: E731
+    raw = f"{encode_all(client.client_id)}:{encode_all(secret)}".encode()
+    data = {"grant_type": "authorization_code", "code": code, "redirect_uri": client.redirect_uri_list[0]}
+    response = token_request(api, data, auth="Basic " + base64.b64encode(raw).decode())
+    assert_tokens(response, "PROFILE_READ")
+
+
+@pytest.mark.parametrize("header", ["Basic", "Basic !!!notbase64", "Basic " + "bm9jb2xvbg==", "Basic " + "w7w6w7w="])
+def test_malformed_basic_credentials_are_invalid_client(db, api, header):
+    response = token_request(api, {"grant_type": "refresh_token", "refresh_token": "x"}, auth=header)
+    assert_token_error(response, "invalid_client", 401)
+
+
+def test_unknown_client_and_wrong_secret_do_the_same_work(browser, api, confidential):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client, secret = confidential
+    shapes = []
+    for client_id, client_secret in ((client.client_id, secret + "x"), ("no-such-client", secret)):
+        data = {"grant_type": "refresh_token", "refresh_token": "x", "client_id": client_id, "client_secret": client_secret}
+        with CaptureQueriesContext(connection) as captured:
+            response = token_request(api, data)
+        assert response.status_code == 401
+        shapes.append([q["sql"].split(" WHERE ")[0] for q in captured.captured_queries if "SAVEPOINT" not in q["sql"]])
+    assert shapes[0] == shapes[1] and len(shapes[0]) == 1
