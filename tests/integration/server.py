@@ -1,0 +1,180 @@
+"""A real multi-process server for the integration tests: gunicorn, sync workers, debug off.
+
+`running_server()` starts gunicorn on a port the kernel picks (no race for a free port), waits
+until it answers, yields a `LiveServer`, and always stops the whole process group afterwards.
+Everything the server writes (gunicorn and Django logs) goes to a temporary file that the caller
+can print when a test fails; nothing in it is a credential (the server never logs one).
+"""
+
+import contextlib
+import ctypes
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import requests
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+STARTUP_TIMEOUT = 30
+STOP_TIMEOUT = 10
+LISTENING_RE = re.compile(r"Listening at: http://127\.0\.0\.1:(\d+)")
+PR_SET_PDEATHSIG = 1
+
+
+@dataclass
+class LiveServer:
+    url: str
+    process: subprocess.Popen
+    log_path: Path
+
+    def worker_pids(self) -> list[int]:
+        """The gunicorn workers alive right now (children of the master)."""
+        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        try:
+            return [int(pid) for pid in children.read_text().split()]
+        except OSError:
+            return []
+
+    def log_tail(self, lines: int = 200) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no server log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def database_url(db: dict) -> str:
+    """A DATABASE_URL for the server naming the same PostgreSQL database as Django's `db` settings."""
+    user = quote(db.get("USER") or "", safe="")
+    password = db.get("PASSWORD") or ""
+    credentials = user + (":" + quote(password, safe="") if password else "")
+    host = quote(db.get("HOST") or "127.0.0.1", safe="")
+    port = db.get("PORT") or 5432
+    return f"postgres://{credentials}@{host}:{port}/{quote(db['NAME'], safe='')}"
+
+
+def server_environment(database_url: str, **extra: str) -> dict[str, str]:
+    """Production settings (not the test settings), debug off, plain HTTP on loopback."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DJANGO_", "OAUTH_", "DATABASE_", "RATELIMIT_", "REDIS_", "REQUIRE_POSTGRES"))
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="config.settings",
+        DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY="integration-" + secrets.token_urlsafe(32),
+        DJANGO_REQUIRE_HTTPS="0",
+        DJANGO_ALLOWED_HOSTS="127.0.0.1",
+        DATABASE_URL=database_url,
+        # These tests send many failing token requests from one address on purpose; the rate
+        # limiter has its own tests and would only add 429s here.
+        RATELIMIT_ENABLED="0",
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+def _die_with_parent() -> None:
+    # If the test process dies without cleaning up (SIGKILL, crash), the kernel sends the gunicorn
+    # master SIGTERM, and the master stops its workers: no server outlives the test run.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _wait_until_listening(process: subprocess.Popen, log_path: Path, deadline: float) -> str:
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"gunicorn exited with status {process.returncode}")
+        match = LISTENING_RE.search(log_path.read_text(errors="replace"))
+        if match:
+            return f"http://127.0.0.1:{match.group(1)}"
+        time.sleep(0.05)
+    raise RuntimeError("gunicorn did not start listening in time")
+
+
+def wait_until_answering(url: str, deadline: float, process: subprocess.Popen | None = None) -> None:
+    """Poll an endpoint that needs no database until Django answers (any HTTP status)."""
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"gunicorn exited with status {process.returncode}")
+        try:
+            requests.get(url + "/v2/me", timeout=2)
+            return
+        except requests.RequestException:
+            time.sleep(0.05)
+    raise RuntimeError("the server did not answer in time")
+
+
+def stop(process: subprocess.Popen) -> None:
+    """SIGINT the process group (gunicorn's quick shutdown), then SIGKILL what is left."""
+    for sig, wait in ((signal.SIGINT, STOP_TIMEOUT), (signal.SIGKILL, STOP_TIMEOUT)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    # A worker orphaned by a killed master is still in the group: make sure it is gone too.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def running_server(
+    database_url: str, *, workers: int = 4, timeout: int = 20, env: dict[str, str] | None = None
+) -> Iterator[LiveServer]:
+    """gunicorn with `workers` sync workers on 127.0.0.1, stopped (process group) on exit."""
+    log_file = tempfile.NamedTemporaryFile(prefix="gunicorn-", suffix=".log", delete=False)
+    log_path = Path(log_file.name)
+    command = [
+        sys.executable, "-m", "gunicorn", "config.wsgi",
+        "--workers", str(workers),
+        "--worker-class", "sync",
+        "--bind", "127.0.0.1:0",
+        # Workers load the app in the master and fork: a worker killed by a test is back at once.
+        "--preload",
+        "--timeout", str(timeout),
+        # Workers stop at once on SIGINT; gunicorn 27's master still waits this long before it exits.
+        "--graceful-timeout", "1",
+        "--no-control-socket",
+        "--log-level", "info",
+    ]
+    process = subprocess.Popen(
+        command,
+        cwd=PROJECT_ROOT,
+        env=server_environment(database_url, **(env or {})),
+        stdin=subprocess.DEVNULL,
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group, so that stop() reaches every worker
+        preexec_fn=_die_with_parent,
+    )
+    log_file.close()
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        url = _wait_until_listening(process, log_path, deadline)
+        wait_until_answering(url, deadline, process)
+        yield LiveServer(url=url, process=process, log_path=log_path)
+    except BaseException:
+        stop(process)
+        print_log(LiveServer(url="", process=process, log_path=log_path))
+        raise
+    stop(process)
+    log_path.unlink(missing_ok=True)
+
+
+def print_log(server: LiveServer) -> None:
+    """Shown by pytest only for a failing test (captured output)."""
+    sys.stdout.write(f"\n--- server log ({server.log_path}) ---\n{server.log_tail()}\n")

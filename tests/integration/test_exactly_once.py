@@ -1,0 +1,88 @@
+"""Exactly once across processes: a real gunicorn with four sync workers, twenty requests at once.
+
+PostgreSQL only: on SQLite every writer waits its turn, so a race through the server would prove
+nothing (the sequential second redemption is tested in tests/oauthflows/test_token.py).
+"""
+
+import pytest
+
+from oauthclients.models import AccessToken, Grant, RefreshToken, digest
+from tests.integration.flows import (
+    all_at_once,
+    authorize,
+    error_codes,
+    exchange,
+    form_post,
+    login,
+    refresh,
+    statuses,
+    winner,
+)
+
+pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db(transaction=True)]
+
+RACERS = 20
+
+
+def race_code(server, app, browser):
+    """One code redeemed by RACERS requests at once; (code, responses)."""
+    client, secret = app
+    code = authorize(browser, server.url, client)
+    return code, all_at_once(RACERS, lambda index: exchange(server.url, client, secret, code))
+
+
+def race_refresh(server, app, browser):
+    """One refresh token presented by RACERS requests at once; (first tokens, family, responses)."""
+    client, secret = app
+    first = exchange(server.url, client, secret, authorize(browser, server.url, client)).json()
+    family = RefreshToken.objects.get().token_family
+    responses = all_at_once(RACERS, lambda index: refresh(server.url, client.client_id, secret, first["refresh_token"]))
+    return first, family, responses
+
+
+def assert_no_orphan() -> None:
+    """Every live refresh token has its access token, and every access token its refresh token."""
+    assert not RefreshToken.objects.filter(revoked__isnull=True, access_token__isnull=True).exists()
+    assert not AccessToken.objects.filter(refresh_token__isnull=True).exists()
+
+
+def test_twenty_concurrent_redemptions_of_one_code_have_exactly_one_winner(server, app, browser):
+    code, responses = race_code(server, app, browser)
+
+    assert statuses(responses) == [200] + [400] * (RACERS - 1)
+    assert error_codes(responses) == {"invalid_grant"}
+    # One pair was minted, the winner's, and nothing else: no duplicate, no orphan.
+    tokens = winner(responses)
+    assert Grant.objects.get(code=digest(code)).used_at is not None
+    assert RefreshToken.objects.get().token_checksum == digest(tokens["refresh_token"])
+    assert AccessToken.objects.exclude(token_checksum=digest(tokens["access_token"])).count() == 0
+    assert_no_orphan()
+
+
+def test_twenty_concurrent_refreshes_of_one_token_have_exactly_one_winner(server, app, browser):
+    first, family, responses = race_refresh(server, app, browser)
+
+    assert statuses(responses) == [200] + [400] * (RACERS - 1)
+    assert error_codes(responses) == {"invalid_grant"}
+    # One rotation happened: the family holds the first token (rotated) and the winner's, no other.
+    tokens = winner(responses)
+    members = RefreshToken.objects.filter(token_family=family)
+    assert sorted(members.values_list("token_checksum", flat=True)) == sorted(
+        [digest(first["refresh_token"]), digest(tokens["refresh_token"])]
+    )
+    assert members.get(token_checksum=digest(first["refresh_token"])).revoked is not None
+    assert AccessToken.objects.exclude(token_checksum=digest(tokens["access_token"])).count() == 0
+    assert_no_orphan()
+
+
+def test_two_concurrent_generate_secret_posts_stop_at_two_active_secrets(server, app, app_owner):
+    client, _secret = app
+    developer = login(server.url, app_owner.username)
+    path = f"/settings/developer/clients/{client.client_id}/secrets/generate/"
+    token = developer.cookies["csrftoken"]
+
+    responses = all_at_once(2, lambda index: form_post(developer, server.url, path, token))
+
+    # One new secret shown (200), the other request refused by the two-secret limit (409).
+    assert statuses(responses) == [200, 409]
+    assert client.secrets.filter(revoked_at__isnull=True).count() == 2
