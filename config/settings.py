@@ -46,6 +46,7 @@ MIDDLEWARE = [
     "config.dbfailure.DatabaseUnavailableMiddleware",
     "config.securityheaders.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "config.ratelimit.RateLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "config.csrf.FetchMetadataCsrfViewMiddleware",
@@ -209,4 +210,47 @@ LOGGING = {
         "oauth2_provider": {"level": env_str("OAUTH_LOG_LEVEL", "WARNING"), "handlers": ["redact_in_place"]},
         "oauthlib": {"level": env_str("OAUTH_LOG_LEVEL", "WARNING"), "handlers": ["redact_in_place"]},
     },
+}
+
+
+# --- Rate limiting and cache ---
+# README "Rate limits". Counts live in the cache: per process by default, shared by every server
+# process when REDIS_URL names a Redis server (which production with several workers needs).
+from config.env import env_networks, env_rate  # noqa: E402
+
+REDIS_URL = env_str("REDIS_URL")
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            # A hung Redis must not hang every login and token request (the limiter fails open).
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
+    }
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            # Culling at the default 300 entries would let a flood of addresses erase counters.
+            "OPTIONS": {"MAX_ENTRIES": 100_000},
+        }
+    }
+RATELIMIT_CACHE = "default"
+RATELIMIT_ENABLED = env_bool("RATELIMIT_ENABLED", True)
+# Proxies whose X-Forwarded-For is believed (config/clientip.py). Empty: REMOTE_ADDR only.
+TRUSTED_PROXIES = env_networks("DJANGO_TRUSTED_PROXIES")
+# (count, seconds) per limit name in config/ratelimit.py ROUTES.
+RATELIMITS = {
+    "token_failures_per_address": env_rate("RATELIMIT_TOKEN_FAILURES_PER_ADDRESS", "60/m"),
+    "token_failures_per_client": env_rate("RATELIMIT_TOKEN_FAILURES_PER_CLIENT", "20/m"),
+    "token_requests_per_address": env_rate("RATELIMIT_TOKEN_REQUESTS_PER_ADDRESS", "600/m"),
+    "revoke_requests_per_address": env_rate("RATELIMIT_REVOKE_REQUESTS_PER_ADDRESS", "300/m"),
+    "revoke_requests_per_client": env_rate("RATELIMIT_REVOKE_REQUESTS_PER_CLIENT", "300/m"),
+    "introspect_requests_per_address": env_rate("RATELIMIT_INTROSPECT_REQUESTS_PER_ADDRESS", "300/m"),
+    "introspect_requests_per_client": env_rate("RATELIMIT_INTROSPECT_REQUESTS_PER_CLIENT", "300/m"),
+    "login_failures_per_address": env_rate("RATELIMIT_LOGIN_FAILURES_PER_ADDRESS", "10/5m"),
+    "login_failures_per_username": env_rate("RATELIMIT_LOGIN_FAILURES_PER_USERNAME", "10/5m"),
+    "consent_failures_per_address": env_rate("RATELIMIT_CONSENT_FAILURES_PER_ADDRESS", "20/m"),
+    "consent_failures_per_user": env_rate("RATELIMIT_CONSENT_FAILURES_PER_USER", "20/m"),
 }

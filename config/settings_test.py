@@ -11,3 +11,10 @@ from config.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}  # noqa: F405
+
+# --- Rate limiting and cache ---
+# The suite makes many failing token and login requests from one address in a few seconds:
+# every limit is generous here, and tests/ratelimit tightens the one it tests. Always the
+# in-process cache, so that no test run reads or clears anyone's Redis (REDIS_URL).
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "OPTIONS": {"MAX_ENTRIES": 100_000}}}
+RATELIMITS = {name: (1_000_000, period) for name, (_count, period) in RATELIMITS.items()}  # noqa: F405

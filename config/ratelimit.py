@@ -1,0 +1,295 @@
+"""Rate limits on the OAuth endpoints and on the login and consent forms (SECURITY.md, token endpoint).
+
+`ROUTES` maps each path to its limits. A limit counts POSTs per one thing (the client's address,
+the client_id, the username typed, the logged-in user) in fixed windows kept in Django's cache
+(`cache.add` + `cache.incr`, both atomic), so server processes share counts when the cache is
+Redis (REDIS_URL). There are two kinds:
+
+- request limits count every POST, before the view runs;
+- failure limits count a POST once its response shows that it failed, and refuse the next ones
+  while the window's count is at the limit. Successful requests are never counted.
+
+Over a limit the answer is 429 with Retry-After, given in `process_view`: after the session and
+user middleware (the consent limit is per user), before CSRF and before the view, so a refused
+request costs no password hash, no secret digest and no token-table query.
+
+If the cache cannot be reached, requests are let through and the failure is logged: an outage of
+the cache must not become an outage of login and of every app's token refresh.
+"""
+
+import hashlib
+import ipaddress
+import json
+import logging
+import math
+import time
+import unicodedata
+from base64 import b64decode
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import unquote_plus
+
+from django.conf import settings
+from django.core.cache import BaseCache, caches
+from django.core.exceptions import BadRequest, SuspiciousOperation
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.multipartparser import MultiPartParserError
+from django.template.loader import render_to_string
+
+from config.clientip import client_address, parse_address
+
+logger = logging.getLogger(__name__)
+
+# Longer values are not real client_ids or usernames (both stop at 255); they share one counter
+# instead of being hashed one by one.
+MAX_VALUE_LENGTH = 255
+OVERSIZED = "\x00oversized"
+# One IPv6 customer usually holds a whole /64: count it as one address.
+IPV6_PREFIX = 64
+_BODY_ERRORS = (SuspiciousOperation, BadRequest, MultiPartParserError, ValueError, RecursionError)
+
+
+# --- what a limit counts per -------------------------------------------------------------------
+
+
+def _bounded(value: str | None) -> str | None:
+    if not value:
+        return None
+    return value if len(value) <= MAX_VALUE_LENGTH else OVERSIZED
+
+
+def per_address(request: HttpRequest) -> str | None:
+    address = client_address(request)
+    parsed = parse_address(address)
+    if isinstance(parsed, ipaddress.IPv6Address):
+        return str(ipaddress.ip_network(f"{parsed}/{IPV6_PREFIX}", strict=False))
+    return address or None
+
+
+def _basic_client_id(request: HttpRequest) -> str | None:
+    # RFC 6749 §2.3.1: base64 of form-urlencoded client_id ":" client_secret.
+    scheme, _, credentials = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        decoded = b64decode(credentials.strip(), validate=True).decode("utf-8")
+    except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
+        return None
+    client_id, colon, _secret = decoded.partition(":")
+    return unquote_plus(client_id) if colon else None
+
+
+def _body_client_id(request: HttpRequest) -> str | None:
+    # Read the body the way the endpoints do (form or JSON object); anything they refuse
+    # unread counts per address only. An unreadable body is the view's to report.
+    try:
+        if request.content_type == "application/json":
+            data = json.loads(request.body.decode("utf-8") or "null")
+            value = data.get("client_id") if isinstance(data, dict) else None
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                value = str(value)  # the endpoints read numbers as strings
+            return value if isinstance(value, str) else None
+        if request.content_type == "application/x-www-form-urlencoded":
+            return request.POST.get("client_id")
+    except _BODY_ERRORS:
+        return None
+    return None
+
+
+def per_client(request: HttpRequest) -> str | None:
+    """The client_id the request authenticates as: HTTP Basic first (as DOT does), then the body."""
+    return _bounded(_basic_client_id(request) or _body_client_id(request))
+
+
+def per_username(request: HttpRequest) -> str | None:
+    try:
+        username = request.POST.get("username", "")
+    except _BODY_ERRORS:
+        return None
+    # Django normalises usernames with NFKC; case variants do not get a fresh budget either.
+    return _bounded(unicodedata.normalize("NFKC", username).casefold())
+
+
+def per_user(request: HttpRequest) -> str | None:
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return None
+    return str(user.pk)
+
+
+# --- which responses are failures --------------------------------------------------------------
+
+
+def client_error(response: HttpResponse) -> bool:
+    return 400 <= response.status_code < 500
+
+
+def client_authentication_failed(response: HttpResponse) -> bool:
+    # Only invalid_client (401). An app with many users sees invalid_grant in normal operation
+    # (expired or revoked refresh tokens); counting those per client would lock all its users out.
+    return response.status_code == 401
+
+
+def not_logged_in(response: HttpResponse) -> bool:
+    # The login views redirect on success and render the form again (200) on a wrong password.
+    return not 300 <= response.status_code < 400
+
+
+# --- the table ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Limit:
+    name: str  # the key in settings.RATELIMITS and part of the cache key
+    per: Callable[[HttpRequest], str | None]  # None: the limit does not apply to this request
+    failed: Callable[[HttpResponse], bool] | None = None  # None: every request counts
+
+
+def _json_refusal(retry_after: int) -> HttpResponse:
+    # RFC 6749 §5.2 has no code for this, and SECURITY.md allows only the §5.2 set.
+    return JsonResponse(
+        {
+            "error": "invalid_request",
+            "error_description": f"Too many requests. Slow down and retry after {retry_after} seconds.",
+        },
+        status=429,
+    )
+
+
+def _html_refusal(retry_after: int) -> HttpResponse:
+    # Rendered without the request: no context processor, so no session or user lookup.
+    return HttpResponse(render_to_string("ratelimited.html", {"retry_after": retry_after}), status=429)
+
+
+@dataclass(frozen=True)
+class Route:
+    limits: tuple[Limit, ...]  # checked in order: address first, so a refusal loads no session
+    refusal: Callable[[int], HttpResponse]
+
+
+def _endpoint(name: str) -> Route:
+    return Route(
+        (Limit(f"{name}_requests_per_address", per_address), Limit(f"{name}_requests_per_client", per_client)),
+        _json_refusal,
+    )
+
+
+_LOGIN = Route(
+    (
+        Limit("login_failures_per_address", per_address, not_logged_in),
+        Limit("login_failures_per_username", per_username, not_logged_in),
+    ),
+    _html_refusal,
+)
+_CONSENT = Route(
+    (
+        Limit("consent_failures_per_address", per_address, client_error),
+        Limit("consent_failures_per_user", per_user, client_error),
+    ),
+    _html_refusal,
+)
+
+ROUTES: dict[str, Route] = {
+    settings.OAUTH_TOKEN_PATH: Route(
+        (
+            Limit("token_failures_per_address", per_address, client_error),
+            Limit("token_failures_per_client", per_client, client_authentication_failed),
+            Limit("token_requests_per_address", per_address),
+        ),
+        _json_refusal,
+    ),
+    settings.OAUTH_REVOKE_PATH: _endpoint("revoke"),
+    settings.OAUTH_INTROSPECT_PATH: _endpoint("introspect"),
+    # The admin's login form checks the same passwords: one budget for both forms.
+    settings.LOGIN_URL: _LOGIN,
+    "/admin/login/": _LOGIN,
+    f"{settings.OAUTH_AUTHORIZE_PATH}/allow": _CONSENT,
+    f"{settings.OAUTH_AUTHORIZE_PATH}/deny": _CONSENT,
+}
+
+
+# --- counting ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Window:
+    """One fixed window of one limit for one value: its cache key and the seconds it has left."""
+
+    key: str
+    retry_after: int
+
+    @classmethod
+    def current(cls, name: str, value: str, period: int, now: float) -> "Window":
+        digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        # Each value's windows are shifted by a fixed offset so that counters do not all reset
+        # (and every locked-out client retry) at the same second.
+        offset = int(digest[:8], 16) % period
+        index, elapsed = divmod(now + offset, period)
+        return cls(f"ratelimit:{name}:{period}:{int(index)}:{digest}", max(1, math.ceil(period - elapsed)))
+
+    def count(self, cache: BaseCache) -> int:
+        """Add one to this window's counter and return the new count."""
+        if cache.add(self.key, 1, timeout=self.retry_after):
+            return 1
+        try:
+            return cache.incr(self.key)
+        except ValueError:  # the counter expired between add and incr: this is a new window
+            cache.add(self.key, 1, timeout=self.retry_after)
+            return 1
+
+    def used(self, cache: BaseCache) -> int:
+        return cache.get(self.key, 0)
+
+
+class RateLimitMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        pending: list[tuple[Limit, Window]] = getattr(request, "_ratelimit_failure_windows", [])
+        failed = [window for limit, window in pending if limit.failed(response)]
+        if failed:
+            try:
+                cache = caches[settings.RATELIMIT_CACHE]
+                for window in failed:
+                    window.count(cache)
+            except Exception as exc:  # any cache backend's error: see the module docstring
+                _log_cache_failure(exc)
+        return response
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        route = ROUTES.get(request.path_info)
+        if route is None or request.method != "POST" or not settings.RATELIMIT_ENABLED:
+            return None
+        now = time.time()
+        pending = []
+        for limit in route.limits:
+            value = limit.per(request)
+            if value is None:
+                continue
+            allowed, period = settings.RATELIMITS[limit.name]
+            window = Window.current(limit.name, value, period, now)
+            try:
+                cache = caches[settings.RATELIMIT_CACHE]
+                over = window.used(cache) >= allowed if limit.failed else window.count(cache) > allowed
+            except Exception as exc:  # any cache backend's error: see the module docstring
+                _log_cache_failure(exc)
+                return None
+            if over:
+                logger.warning("Rate limit %s reached: %s from %s", limit.name, request.path_info, client_address(request))
+                response = route.refusal(window.retry_after)
+                response["Retry-After"] = str(window.retry_after)
+                response["Cache-Control"] = "no-store"
+                return response
+            if limit.failed:
+                pending.append((limit, window))
+        # Counted in __call__ once the response says whether the request failed. Requests in
+        # flight at the same moment all pass the check, so a burst can overshoot a failure limit
+        # by at most the number of requests the server handles at once.
+        request._ratelimit_failure_windows = pending
+        return None
+
+
+def _log_cache_failure(exc: Exception) -> None:
+    logger.error("Rate limiting skipped: the cache is unavailable (%s)", type(exc).__name__)
