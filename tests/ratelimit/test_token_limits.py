@@ -1,0 +1,206 @@
+"""Token endpoint: failures per client and per address, every request per address (SECURITY.md)."""
+
+from urllib.parse import urlencode
+
+import pytest
+from django.test import Client
+
+from tests.oauthflows.helpers import TOKEN, basic, get_code
+
+HERE, ELSEWHERE, THIRD = "198.51.100.1", "198.51.100.2", "198.51.100.3"
+
+
+def post(api, data: dict, *, address=HERE, as_json=False, **headers):
+    if as_json:
+        return api.post(TOKEN, data=data, content_type="application/json", REMOTE_ADDR=address, **headers)
+    return api.post(
+        TOKEN, data=urlencode(data), content_type="application/x-www-form-urlencoded", REMOTE_ADDR=address, **headers
+    )
+
+
+def exchange(api, client, code, secret, *, address=HERE):
+    data = {"grant_type": "authorization_code", "code": code, "redirect_uri": client.redirect_uri_list[0]}
+    return post(api, {**data, "client_id": client.client_id, "client_secret": secret}, address=address)
+
+
+def wrong_secret(api, client, *, address=HERE, **kw):
+    data = {"grant_type": "refresh_token", "refresh_token": "x" * 43, "client_id": client.client_id, "client_secret": "cs_wrong"}
+    return post(api, data, address=address, **kw)
+
+
+def unknown_client(api, name, *, address=HERE):
+    data = {"grant_type": "refresh_token", "refresh_token": "x" * 43, "client_id": name, "client_secret": "cs_wrong"}
+    return post(api, data, address=address)
+
+
+def bad_grant(api, client, secret, *, address=HERE):
+    data = {"grant_type": "refresh_token", "refresh_token": "y" * 43, "client_id": client.client_id, "client_secret": secret}
+    return post(api, data, address=address)
+
+
+def assert_refused(response):
+    assert response.status_code == 429, response.content[:300]
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {
+        "error": "invalid_request",
+        "error_description": f"Too many requests. Slow down and retry after {response['Retry-After']} seconds.",
+    }
+    assert 1 <= int(response["Retry-After"]) <= 60
+    assert response["Cache-Control"] == "no-store"
+
+
+@pytest.fixture
+def api(db):
+    return Client(enforce_csrf_checks=True)
+
+
+def test_failures_under_the_client_limit_leave_the_client_working(api, browser, confidential, limits):
+    client, secret = confidential
+    limits(token_failures_per_client=(3, 60))
+    for _ in range(2):
+        assert wrong_secret(api, client).status_code == 401
+    code = get_code(browser, client)
+    assert exchange(api, client, code, secret).status_code == 200
+
+
+def test_a_client_over_its_failure_limit_is_refused_before_the_view(
+    api, browser, confidential, limits, django_assert_num_queries
+):
+    client, secret = confidential
+    limits(token_failures_per_client=(3, 60))
+    code = get_code(browser, client)
+    for _ in range(3):
+        assert wrong_secret(api, client).status_code == 401
+    with django_assert_num_queries(0):  # no client lookup, no secret digest, no code lookup
+        refused = exchange(api, client, code, secret)
+    assert_refused(refused)
+
+
+def test_client_failures_count_from_every_address(api, confidential, other_confidential, limits):
+    client, _secret = confidential
+    other, _other_secret = other_confidential
+    limits(token_failures_per_client=(3, 60))
+    for address in (HERE, ELSEWHERE, THIRD):
+        assert wrong_secret(api, client, address=address).status_code == 401
+    assert_refused(wrong_secret(api, client, address="198.51.100.4"))
+    # Another client at the same address is not affected: the per-address limit is separate.
+    assert wrong_secret(api, other, address="198.51.100.4").status_code == 401
+
+
+def test_basic_json_and_form_credentials_count_against_the_same_client(api, confidential, limits):
+    client, _secret = confidential
+    limits(token_failures_per_client=(2, 60))
+    data = {"grant_type": "refresh_token", "refresh_token": "x" * 43}
+    assert post(api, data, HTTP_AUTHORIZATION=basic(client.client_id, "cs_wrong")).status_code == 401
+    json_body = {**data, "client_id": client.client_id, "client_secret": "cs_wrong"}
+    assert post(api, json_body, as_json=True, address=ELSEWHERE).status_code == 401
+    assert_refused(wrong_secret(api, client, address=THIRD))
+    assert_refused(post(api, data, address=THIRD, HTTP_AUTHORIZATION=basic(client.client_id, "cs_wrong")))
+
+
+def test_an_invalid_grant_counts_per_address_but_not_against_the_client(api, confidential, limits):
+    # An app with many users meets expired refresh tokens every day; only failed client
+    # authentication counts against the client.
+    client, secret = confidential
+    limits(token_failures_per_client=(1, 60), token_failures_per_address=(3, 60))
+    for _ in range(3):
+        assert bad_grant(api, client, secret).status_code == 400
+    assert_refused(bad_grant(api, client, secret))
+    assert bad_grant(api, client, secret, address=ELSEWHERE).status_code == 400
+
+
+def test_an_address_over_its_failure_limit_is_refused_whatever_the_client(api, confidential, limits):
+    client, secret = confidential
+    limits(token_failures_per_address=(3, 60))
+    for name in ("guess-1", "guess-2", "guess-3"):
+        assert unknown_client(api, name).status_code == 401
+    assert_refused(unknown_client(api, "guess-4"))
+    assert_refused(bad_grant(api, client, secret))
+    assert unknown_client(api, "guess-4", address=ELSEWHERE).status_code == 401
+
+
+def test_successful_exchanges_do_not_count_as_failures(api, browser, confidential, limits):
+    client, secret = confidential
+    limits(token_failures_per_client=(1, 60), token_failures_per_address=(1, 60))
+    for _ in range(3):
+        code = get_code(browser, client)
+        assert exchange(api, client, code, secret).status_code == 200
+    assert wrong_secret(api, client).status_code == 401
+    assert_refused(wrong_secret(api, client))
+
+
+def test_every_request_counts_towards_the_address_request_limit(api, browser, confidential, limits):
+    client, secret = confidential
+    limits(token_requests_per_address=(3, 60))
+    for _ in range(3):
+        code = get_code(browser, client)
+        assert exchange(api, client, code, secret).status_code == 200
+    code = get_code(browser, client)
+    assert_refused(exchange(api, client, code, secret))
+    assert exchange(api, client, code, secret, address=ELSEWHERE).status_code == 200
+
+
+def test_only_posts_are_counted(api, limits):
+    limits(token_requests_per_address=(1, 60), token_failures_per_address=(1, 60))
+    for _ in range(3):
+        assert api.get(TOKEN, REMOTE_ADDR=HERE).status_code == 405
+    assert unknown_client(api, "guess").status_code == 401
+
+
+def test_a_rotated_x_forwarded_for_gets_no_fresh_budget_by_default(api, confidential, limits):
+    client, _secret = confidential
+    limits(token_failures_per_address=(2, 60))
+    for fake in ("192.0.2.1", "192.0.2.2"):
+        assert unknown_client_from(api, HERE, forwarded=fake).status_code == 401
+    assert_refused(unknown_client_from(api, HERE, forwarded="192.0.2.3"))
+
+
+def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_budget(api, limits, settings):
+    settings.TRUSTED_PROXIES = ["10.0.0.0/24"]
+    limits(token_failures_per_address=(2, 60))
+    for _ in range(2):
+        assert unknown_client_from(api, "10.0.0.2", forwarded="203.0.113.9").status_code == 401
+    assert_refused(unknown_client_from(api, "10.0.0.3", forwarded="203.0.113.9"))
+    # A spoofed left-most entry changes nothing: the proxy's own entry names the client.
+    assert_refused(unknown_client_from(api, "10.0.0.2", forwarded="192.0.2.77, 203.0.113.9"))
+    assert unknown_client_from(api, "10.0.0.2", forwarded="203.0.113.10").status_code == 401
+
+
+def test_x_forwarded_for_from_an_untrusted_peer_is_ignored_even_with_proxies_configured(api, limits, settings):
+    settings.TRUSTED_PROXIES = ["10.0.0.0/24"]
+    limits(token_failures_per_address=(2, 60))
+    for fake in ("203.0.113.1", "203.0.113.2"):
+        assert unknown_client_from(api, HERE, forwarded=fake).status_code == 401
+    assert_refused(unknown_client_from(api, HERE, forwarded="203.0.113.3"))
+
+
+def test_one_ipv6_slash_64_is_one_address(api, limits):
+    limits(token_failures_per_address=(2, 60))
+    assert unknown_client(api, "g1", address="2001:db8:1:2::1").status_code == 401
+    assert unknown_client(api, "g2", address="2001:db8:1:2:ffff::9").status_code == 401
+    assert_refused(unknown_client(api, "g3", address="2001:db8:1:2::abcd"))
+    assert unknown_client(api, "g3", address="2001:db8:1:3::1").status_code == 401
+
+
+def test_an_oversized_body_is_still_refused_cleanly_and_counted(api, limits, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    limits(token_failures_per_address=(2, 60))
+    for _ in range(2):
+        response = api.post(
+            TOKEN, data="client_id=" + "x" * 5000, content_type="application/x-www-form-urlencoded", REMOTE_ADDR=HERE
+        )
+        assert response.status_code in (400, 413)
+        assert response["Content-Type"].startswith("application/json")
+    assert_refused(unknown_client(api, "guess"))
+
+
+def test_the_limiter_can_be_switched_off(api, limits, settings):
+    settings.RATELIMIT_ENABLED = False
+    limits(token_failures_per_address=(1, 60))
+    for _ in range(3):
+        assert unknown_client(api, "guess").status_code == 401
+
+
+def unknown_client_from(api, peer, *, forwarded):
+    data = {"grant_type": "refresh_token", "refresh_token": "x" * 43, "client_id": "guess", "client_secret": "cs_wrong"}
+    return post(api, data, address=peer, HTTP_X_FORWARDED_FOR=forwarded)
