@@ -17,13 +17,19 @@ def pytest_runtest_makereport(item, call):
 
 
 @pytest.fixture
-def server(request, _postgres_only_guard, transactional_db):
+def server_env() -> dict[str, str]:
+    """Extra environment for the `server` fixture; a test module overrides this fixture to set some."""
+    return {}
+
+
+@pytest.fixture
+def server(request, _postgres_only_guard, transactional_db, server_env):
     """gunicorn (4 sync workers, production settings, debug off) on the test's own database.
 
     The test database is shared with the server, so the test must commit what the server is to see:
     hence `transactional_db`. PostgreSQL only (the guard skips, or fails under REQUIRE_POSTGRES=1).
     """
-    with running_server(database_url(connection.settings_dict)) as live:
+    with running_server(database_url(connection.settings_dict), env=server_env) as live:
         yield live
         report = request.node.stash.get(REPORTS, {}).get("call")
         if report is None or report.failed:
