@@ -6,6 +6,8 @@ os.environ.setdefault("DJANGO_SECRET_KEY", "test-suite-only-not-a-production-key
 os.environ.setdefault("DJANGO_REQUIRE_HTTPS", "0")
 os.environ.setdefault("OAUTH_ISSUER", "http://testserver")
 os.environ.setdefault("DJANGO_ALLOWED_HOSTS", "testserver,127.0.0.1,localhost")
+# Replays in the unit tests come milliseconds after the first use; the grace window has its own tests.
+os.environ.setdefault("OAUTH_REPLAY_GRACE_SECONDS", "0")
 
 from config.settings import *  # noqa: E402,F403
 

@@ -47,8 +47,7 @@ from oauthclients.models import (
 CODE_VERIFIER_RE = re.compile(r"^[A-Za-z0-9\-._~]{43,128}$")
 CODE_CHALLENGE_RE = re.compile(r"^[A-Za-z0-9_-]{43}$")
 
-# When the current token request started. A code or refresh token consumed *after* this moment
-# was consumed by a request running at the same time (a duplicate), not replayed later.
+# When the current token request started (set by the token endpoint). See _is_concurrent_duplicate.
 request_started_at: contextvars.ContextVar[datetime | None] = contextvars.ContextVar(
     "request_started_at", default=None
 )
@@ -60,8 +59,18 @@ def generate_token(request=None) -> str:
 
 
 def _is_concurrent_duplicate(consumed_at: datetime | None) -> bool:
+    """A second presentation that raced the first one: refused, but not treated as theft.
+
+    A code or refresh token consumed while this request was already running, or less than
+    OAUTH_REPLAY_GRACE_SECONDS before it started, was sent twice at about the same time (a retry,
+    two workers, a double click): requests queued in front of busy server processes start late,
+    so "already running" alone misses them. Later presentations are replays and revoke the
+    family (RFC 9700 §4.14.2). The same trade-off as the "reuse interval" of other providers.
+    """
     started = request_started_at.get()
-    return consumed_at is not None and started is not None and consumed_at >= started
+    if consumed_at is None or started is None:
+        return False
+    return consumed_at >= started - timedelta(seconds=settings.OAUTH_REPLAY_GRACE_SECONDS)
 
 
 class Validator(OAuth2Validator):

@@ -149,3 +149,23 @@ def test_the_old_access_token_dies_with_rotation_and_nothing_is_orphaned(browser
     live = RefreshToken.objects.filter(revoked__isnull=True)
     assert live.count() == 1 and live.get().access_token is not None
     assert me(api, renewed["access_token"]).status_code == 200
+
+
+def test_a_duplicate_within_the_grace_window_is_refused_without_revoking(browser, api, confidential, settings):
+    settings.OAUTH_REPLAY_GRACE_SECONDS = 5
+    client, secret = confidential
+    tokens = first_tokens(browser, api, client, secret)
+    rotated = assert_tokens(refresh(api, client, tokens["refresh_token"], secret=secret), SCOPES)
+    assert_token_error(refresh(api, client, tokens["refresh_token"], secret=secret), "invalid_grant")
+    assert me(api, rotated["access_token"]).status_code == 200
+    assert_tokens(refresh(api, client, rotated["refresh_token"], secret=secret), SCOPES)
+
+
+def test_a_replay_after_the_grace_window_revokes_the_family(browser, api, confidential, settings):
+    settings.OAUTH_REPLAY_GRACE_SECONDS = 5
+    client, secret = confidential
+    tokens = first_tokens(browser, api, client, secret)
+    rotated = assert_tokens(refresh(api, client, tokens["refresh_token"], secret=secret), SCOPES)
+    RefreshToken.objects.filter(revoked__isnull=False).update(revoked=timezone.now() - timedelta(seconds=6))
+    assert_token_error(refresh(api, client, tokens["refresh_token"], secret=secret), "invalid_grant")
+    assert me(api, rotated["access_token"]).status_code == 401

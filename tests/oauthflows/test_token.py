@@ -323,3 +323,15 @@ def test_unknown_client_and_wrong_secret_do_the_same_work(browser, api, confiden
         assert response.status_code == 401
         shapes.append([q["sql"].split(" WHERE ")[0] for q in captured.captured_queries if "SAVEPOINT" not in q["sql"]])
     assert shapes[0] == shapes[1] and len(shapes[0]) == 1
+
+
+def test_a_code_sent_again_within_the_grace_window_revokes_nothing(browser, api, confidential, settings):
+    settings.OAUTH_REPLAY_GRACE_SECONDS = 5
+    client, secret = confidential
+    code = get_code(browser, client)
+    tokens = assert_tokens(exchange(api, client, code, secret=secret), "PROFILE_READ")
+    assert_token_error(exchange(api, client, code, secret=secret), "invalid_grant")
+    assert me(api, tokens["access_token"]).status_code == 200
+    Grant.objects.update(used_at=timezone.now() - timedelta(seconds=6))
+    assert_token_error(exchange(api, client, code, secret=secret), "invalid_grant")
+    assert me(api, tokens["access_token"]).status_code == 401
