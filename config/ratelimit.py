@@ -1,9 +1,9 @@
 """Rate limits on the OAuth endpoints and on the login and consent forms (SECURITY.md, token endpoint).
 
 `ROUTES` maps each path to its limits. A limit counts POSTs per one thing (the client's address,
-the client_id, the username typed, the logged-in user) in fixed windows kept in Django's cache
-(`cache.add` + `cache.incr`, both atomic), so server processes share counts when the cache is
-Redis (REDIS_URL). There are two kinds:
+the client_id, the username typed, the logged-in user) in fixed-length windows kept in Django's
+cache (`cache.add` + `cache.incr`, both atomic), so server processes share counts when the cache
+is Redis (REDIS_URL). There are two kinds:
 
 - request limits count every POST, before the view runs;
 - failure limits count a POST once its response shows that it failed, and refuse the next ones
@@ -213,32 +213,39 @@ ROUTES: dict[str, Route] = {
 
 @dataclass(frozen=True)
 class Window:
-    """One fixed window of one limit for one value: its cache key and the seconds it has left."""
+    """One limit's counter for one value. A window opens at the first counted request and closes
+    one period later, whatever happened in between; then the next counted request opens another.
+    """
 
     key: str
-    retry_after: int
+    period: int
 
     @classmethod
-    def current(cls, name: str, value: str, period: int, now: float) -> "Window":
+    def of(cls, name: str, value: str, period: int) -> "Window":
         digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-        # Each value's windows are shifted by a fixed offset so that counters do not all reset
-        # (and every locked-out client retry) at the same second.
-        offset = int(digest[:8], 16) % period
-        index, elapsed = divmod(now + offset, period)
-        return cls(f"ratelimit:{name}:{period}:{int(index)}:{digest}", max(1, math.ceil(period - elapsed)))
+        return cls(f"ratelimit:{name}:{period}:{digest}", period)
 
-    def count(self, cache: BaseCache) -> int:
-        """Add one to this window's counter and return the new count."""
-        if cache.add(self.key, 1, timeout=self.retry_after):
-            return 1
-        try:
-            return cache.incr(self.key)
-        except ValueError:  # the counter expired between add and incr: this is a new window
-            cache.add(self.key, 1, timeout=self.retry_after)
-            return 1
+    @property
+    def _closes_key(self) -> str:
+        return self.key + ":closes"
+
+    def count(self, cache: BaseCache, now: float) -> int:
+        """Add one to the counter (atomically) and return the new count."""
+        if not cache.add(self.key, 1, timeout=self.period):
+            try:
+                return cache.incr(self.key)  # keeps the expiry the window opened with
+            except ValueError:  # it closed between add and incr: open the next one
+                cache.set(self.key, 1, timeout=self.period)
+        cache.set(self._closes_key, now + self.period, timeout=self.period)
+        return 1
 
     def used(self, cache: BaseCache) -> int:
         return cache.get(self.key, 0)
+
+    def retry_after(self, cache: BaseCache, now: float) -> int:
+        """Whole seconds until the window closes (the whole period if that is unknown)."""
+        closes = cache.get(self._closes_key)
+        return max(1, math.ceil(closes - now)) if closes else self.period
 
 
 class RateLimitMiddleware:
@@ -253,7 +260,7 @@ class RateLimitMiddleware:
             try:
                 cache = caches[settings.RATELIMIT_CACHE]
                 for window in failed:
-                    window.count(cache)
+                    window.count(cache, time.time())
             except Exception as exc:  # any cache backend's error: see the module docstring
                 _log_cache_failure(exc)
         return response
@@ -269,17 +276,20 @@ class RateLimitMiddleware:
             if value is None:
                 continue
             allowed, period = settings.RATELIMITS[limit.name]
-            window = Window.current(limit.name, value, period, now)
+            window = Window.of(limit.name, value, period)
             try:
                 cache = caches[settings.RATELIMIT_CACHE]
-                over = window.used(cache) >= allowed if limit.failed else window.count(cache) > allowed
+                over = window.used(cache) >= allowed if limit.failed else window.count(cache, now) > allowed
+                retry_after = window.retry_after(cache, now) if over else 0
             except Exception as exc:  # any cache backend's error: see the module docstring
                 _log_cache_failure(exc)
                 return None
             if over:
-                logger.warning("Rate limit %s reached: %s from %s", limit.name, request.path_info, client_address(request))
-                response = route.refusal(window.retry_after)
-                response["Retry-After"] = str(window.retry_after)
+                logger.warning(
+                    "Rate limit %s reached: %s from %s", limit.name, request.path_info, client_address(request)
+                )
+                response = route.refusal(retry_after)
+                response["Retry-After"] = str(retry_after)
                 response["Cache-Control"] = "no-store"
                 return response
             if limit.failed:

@@ -1,6 +1,7 @@
 """Counts shared by server processes through Redis (REDIS_URL), and what happens without a cache."""
 
 import logging
+import pickle
 import threading
 import time
 import uuid
@@ -20,7 +21,9 @@ LOCMEM_BACKEND = "django.core.cache.backends.locmem.LocMemCache"
 
 def guess(name="guess"):
     data = {"grant_type": "refresh_token", "refresh_token": "x" * 43, "client_id": name, "client_secret": "cs_wrong"}
-    return Client().post(TOKEN, data=urlencode(data), content_type="application/x-www-form-urlencoded", REMOTE_ADDR="198.51.100.1")
+    return Client().post(
+        TOKEN, data=urlencode(data), content_type="application/x-www-form-urlencoded", REMOTE_ADDR="198.51.100.1"
+    )
 
 
 def two_processes(settings, backend, location, prefix=""):
@@ -63,11 +66,11 @@ def test_per_process_caches_do_not_share_counts(db, settings, limits):
 
 def test_concurrent_counting_on_redis_loses_no_hit(settings, redis_url, redis_prefix):
     first, _second = two_processes(settings, REDIS_BACKEND, redis_url, redis_prefix)
-    window = Window.current("concurrency", uuid.uuid4().hex, 60, time.time())
+    window = Window.of("concurrency", uuid.uuid4().hex, 60)
     seen, lock = [], threading.Lock()
 
     def worker():
-        counts = [window.count(caches[first]) for _ in range(25)]  # caches[] is per thread
+        counts = [window.count(caches[first], time.time()) for _ in range(25)]  # caches[] is per thread
         with lock:
             seen.extend(counts)
 
@@ -87,8 +90,8 @@ def test_redis_url_makes_every_process_count_in_redis(redis_url):
         "from django.core.cache import caches\n"
         "from config.ratelimit import Window\n"
         "import time\n"
-        f"window = Window.current('probe', {value!r}, 600, time.time())\n"
-        "counts = [window.count(caches[settings.RATELIMIT_CACHE]) for _ in range(3)]\n"
+        f"window = Window.of('probe', {value!r}, 600)\n"
+        "counts = [window.count(caches[settings.RATELIMIT_CACHE], time.time()) for _ in range(3)]\n"
         "print(json.dumps([settings.CACHES['default']['BACKEND'], window.key, counts]))",
         REDIS_URL=redis_url,
     )
@@ -99,8 +102,9 @@ def test_redis_url_makes_every_process_count_in_redis(redis_url):
     try:
         assert client.get(f":1:{key}") == b"3"  # Django's key format: KEY_PREFIX:VERSION:key
         assert 0 < client.ttl(f":1:{key}") <= 600
+        assert 500 < pickle.loads(client.get(f":1:{key}:closes")) - time.time() <= 600
     finally:
-        client.delete(f":1:{key}")
+        client.delete(f":1:{key}", f":1:{key}:closes")
         client.close()
 
 
