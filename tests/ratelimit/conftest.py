@@ -42,7 +42,9 @@ def confidential(owner):
 
 @pytest.fixture
 def other_confidential(other_developer):
-    created = make_client(other_developer, name="Other App", redirect_uris=["https://other.example.com/cb"], approve=True)
+    created = make_client(
+        other_developer, name="Other App", redirect_uris=["https://other.example.com/cb"], approve=True
+    )
     return created.client, created.secret.plaintext
 
 

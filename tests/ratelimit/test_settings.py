@@ -10,7 +10,14 @@ from tests.ratelimit.settings_probe import production_settings
 
 @pytest.mark.parametrize(
     "raw, expected",
-    [("20/m", (20, 60)), ("10/5m", (10, 300)), ("600/60s", (600, 60)), ("30/90", (30, 90)), ("1000/h", (1000, 3600)), (" 7/2M ", (7, 120))],
+    [
+        ("20/m", (20, 60)),
+        ("10/5m", (10, 300)),
+        ("600/60s", (600, 60)),
+        ("30/90", (30, 90)),
+        ("1000/h", (1000, 3600)),
+        (" 7/2M ", (7, 120)),
+    ],
 )
 def test_a_rate_is_read_from_the_environment(monkeypatch, raw, expected):
     monkeypatch.setenv("RATELIMIT_X", raw)
@@ -47,7 +54,8 @@ def test_a_trusted_proxy_that_is_no_address_is_a_startup_error(monkeypatch):
 def test_production_defaults_are_the_documented_ones():
     # README, configuration table. The test settings loosen them all (config/settings_test.py).
     seen = production_settings(
-        "print(json.dumps([settings.RATELIMITS, settings.TRUSTED_PROXIES, settings.CACHES['default']['BACKEND'], settings.RATELIMIT_ENABLED]))"
+        "print(json.dumps([settings.RATELIMITS, settings.TRUSTED_PROXIES,"
+        " settings.CACHES['default']['BACKEND'], settings.RATELIMIT_ENABLED]))"
     )
     assert seen == [
         {
@@ -88,8 +96,9 @@ def test_every_path_in_the_table_is_served(path):
     assert resolve(path).func is not None
 
 
-def test_the_limiter_runs_after_static_files_and_before_sessions(settings):
+def test_the_limiter_runs_after_static_files_and_before_sessions_and_csrf(settings):
     middleware = settings.MIDDLEWARE
     position = middleware.index("config.ratelimit.RateLimitMiddleware")
-    assert middleware[position - 1] == "whitenoise.middleware.WhiteNoiseMiddleware"
-    assert middleware[position + 1] == "django.contrib.sessions.middleware.SessionMiddleware"
+    assert middleware.index("whitenoise.middleware.WhiteNoiseMiddleware") < position
+    assert position < middleware.index("django.contrib.sessions.middleware.SessionMiddleware")
+    assert position < middleware.index("config.csrf.FetchMetadataCsrfViewMiddleware")
