@@ -47,6 +47,7 @@ MIDDLEWARE = [
     "config.securityheaders.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.ratelimit.RateLimitMiddleware",
+    "config.requestlimits.RequestLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "config.csrf.FetchMetadataCsrfViewMiddleware",
@@ -129,6 +130,11 @@ SECURE_HSTS_SECONDS = 31536000 if REQUIRE_HTTPS else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = REQUIRE_HTTPS
 if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Bounds for every form and /v2 JSON body. The OAuth endpoints and /v2 query strings have tighter
+# ones (8 KB query, 64 KB body) in config/requestlimits.py; no legitimate form here has 200 fields.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 200
 
 # django-oauth-toolkit: every model swapped for ours (oauthclients/models.py) from the first
 # migration, so the flows can store digests and carry our review state without a rewrite.

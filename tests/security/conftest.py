@@ -13,3 +13,7 @@ def cast(owner, reviewer, end_user):
         browser=logged_in(end_user),
         api=Client(enforce_csrf_checks=True),
     )
+
+
+# The token factory of tests/scopes (a live access token for the end user), imported, not copied.
+from tests.scopes.tokens import issue_token  # noqa: E402,F401
