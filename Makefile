@@ -32,5 +32,11 @@ migrate: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(ARGS)
 
+# Longer property-based fuzzing (tests/security/test_fuzz.py): FUZZ_EXAMPLES examples per test
+# (the normal suite runs 60).
+.PHONY: fuzz
+fuzz: $(STAMP)
+	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-2000} $(BIN)/python -m pytest tests/security/test_fuzz.py $(ARGS)
+
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache

@@ -1,0 +1,258 @@
+"""Property-based fuzzing of the token endpoint, the authorization endpoint and /v2/me.
+
+Arbitrary query strings, form, JSON and raw bodies, content types and Authorization headers
+(random schemes, Basic payloads of random bytes, near-valid bearer tokens), mixed with valid
+values so that the deeper checks are reached. Properties: never a 5xx; token errors are always
+{"error", "error_description"} from RFC 6749 §5.2; /v2 errors always {"status": "error",
+"error": {...}}; the authorization endpoint never redirects anywhere but the client's registered
+redirect URI or the login page.
+
+Short by default for CI; `make fuzz` (FUZZ_EXAMPLES=2000) runs it long.
+"""
+
+import base64
+import json
+import os
+from urllib.parse import quote, urlencode, urlsplit
+
+import pytest
+from django.test import Client
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.factories import make_client
+from tests.oauthflows.helpers import AUTHORIZE, ME, TOKEN, pkce_pair
+from tests.scopes.tokens import access_token_create
+from tests.security.shapes import assert_api_error, assert_token_error
+
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "60"))
+fuzz = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,  # no .hypothesis/ directory in the checkout
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+REDIRECT_URI = "https://fuzz.example.com/cb"
+LOGIN_PATH = "/accounts/login/"
+OAUTH_PARAMS = [
+    "grant_type", "code", "redirect_uri", "client_id", "client_secret", "refresh_token", "code_verifier",
+    "scope", "state", "response_type", "code_challenge", "code_challenge_method", "password", "token",
+    "resource", "audience", "nonce", "prompt",
+]
+FIXED_VALUES = [
+    "authorization_code", "refresh_token", "client_credentials", "password", "code", "token", "S256", "plain",
+    REDIRECT_URI, REDIRECT_URI + "/", "http://localhost:8765/cb", "https://evil.example/cb", "PROFILE_READ",
+    "PROFILE_READ PROFILE_WRITE", "PROFILE_READ,BOOKING_READ", "ORG_PROFILE_READ", "NOPE", "", " ", "\x00",
+    "A" * 43, "a" * 128, "a" * 129, "x" * 2049, "%00", "null", "[]", "{}", "é", "\u202e", "\U0001f600",
+]
+CONTENT_TYPES = [
+    "application/x-www-form-urlencoded", "application/json", "application/json; charset=utf-8",
+    "application/x-www-form-urlencoded; charset=latin-1", "text/plain", "multipart/form-data; boundary=x",
+    "application/xml", "", "application/merge-patch+json", "*/*",
+]
+
+# Text without surrogates (they cannot be encoded in a real request).
+text = st.text(st.characters(exclude_categories=("Cs",)), max_size=60)
+latin1_text = st.text(st.characters(min_codepoint=0x20, max_codepoint=0xFF), max_size=80)
+
+
+def values(client_values):
+    return st.one_of(text, st.sampled_from(FIXED_VALUES + client_values), st.integers().map(str))
+
+
+def params(client_values):
+    names = st.one_of(st.sampled_from(OAUTH_PARAMS), text)
+    return st.lists(st.tuples(names, values(client_values)), max_size=8)
+
+
+def percent_encoded_bytes():
+    """A query string or form body of raw bytes, %-escaped: often not UTF-8 once decoded."""
+    return st.binary(max_size=80).map(lambda raw: "x=" + quote(raw, safe=""))
+
+
+def query_strings(client_values):
+    return st.one_of(
+        params(client_values).map(urlencode),
+        percent_encoded_bytes(),
+        latin1_text.map(lambda value: quote(value, safe="=&%+")),
+    )
+
+
+def bodies(client_values):
+    json_values = st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | text | st.sampled_from(FIXED_VALUES),
+        lambda children: st.lists(children, max_size=4) | st.dictionaries(text, children, max_size=4),
+        max_leaves=12,
+    )
+    json_objects = st.dictionaries(st.one_of(st.sampled_from(OAUTH_PARAMS), text), values(client_values) | json_values,
+                                   max_size=8)
+    return st.one_of(
+        params(client_values).map(lambda pairs: urlencode(pairs).encode()),
+        json_objects.map(lambda data: json.dumps(data).encode()),
+        json_values.map(lambda data: json.dumps(data).encode()),
+        st.binary(max_size=200),
+        percent_encoded_bytes().map(str.encode),
+    )
+
+
+def authorization_headers(client_values, bearer_values=()):
+    credentials = st.tuples(values(client_values), values(client_values)).map(
+        lambda pair: quote(pair[0], safe="") + ":" + quote(pair[1], safe="")
+    )
+    basic_payloads = st.one_of(
+        credentials.map(lambda raw: base64.b64encode(raw.encode()).decode()),
+        st.binary(max_size=60).map(lambda raw: base64.b64encode(raw).decode()),
+        latin1_text,
+    )
+    schemes = st.sampled_from(["Basic", "basic", "BASIC", "Bearer", "bearer", "Digest", "MAC", "", "Basic  "])
+    return st.one_of(
+        st.none(),
+        basic_payloads.map(lambda payload: "Basic " + payload),
+        st.sampled_from(list(bearer_values) or ["x"]).map(lambda token: "Bearer " + token),
+        st.tuples(schemes, latin1_text).map(lambda pair: f"{pair[0]} {pair[1]}"),
+        latin1_text,
+    )
+
+
+def headers_for(authorization):
+    return {"HTTP_AUTHORIZATION": authorization} if authorization is not None else {}
+
+
+@pytest.fixture
+def world(owner, end_user, settings):
+    """An approved confidential and public client, a live token, and a browser, without rate limits.
+
+    The limiter would answer most fuzzed token requests with 429 after a few dozen failures;
+    its own tests cover it, and here the requests must reach the endpoints.
+    """
+    settings.RATELIMIT_ENABLED = False
+    confidential = make_client(owner, redirect_uris=[REDIRECT_URI], scopes=["PROFILE_READ", "PROFILE_WRITE"],
+                               approve=True)
+    public = make_client(owner, name="Fuzz Mobile", kind="public", redirect_uris=["http://localhost:8765/cb"],
+                         approve=True).client
+    token = access_token_create(user=end_user, client=confidential.client, scope="PROFILE_READ PROFILE_WRITE",
+                                expires_in=1800)
+    browser = Client(raise_request_exception=False)
+    browser.force_login(end_user)
+    verifier, challenge = pkce_pair()
+    client_values = [confidential.client.client_id, confidential.secret.plaintext, public.client_id, verifier,
+                     challenge, token]
+    return {
+        "confidential": confidential.client,
+        "public": public,
+        "token": token,
+        "browser": browser,
+        "anonymous": Client(raise_request_exception=False),
+        "values": client_values,
+        "redirect_uris": {REDIRECT_URI, "http://localhost:8765/cb"},
+    }
+
+
+def fuzz_token(world, data):
+    v = world["values"]
+    query = data.draw(st.one_of(st.just(""), query_strings(v)), label="query")
+    body = data.draw(bodies(v), label="body")
+    content_type = data.draw(st.one_of(st.sampled_from(CONTENT_TYPES), latin1_text), label="content_type")
+    authorization = data.draw(authorization_headers(v), label="authorization")
+    path = TOKEN + ("?" + query if query else "")
+    return world["anonymous"].generic("POST", path, body, content_type=content_type, **headers_for(authorization))
+
+
+def test_the_token_endpoint_never_fails_and_always_answers_rfc6749_errors(world):
+    @fuzz
+    @given(data=st.data())
+    def run(data):
+        response = fuzz_token(world, data)
+        assert response.status_code < 500, response.content[:300]
+        # Random input never carries a live code or refresh token, so it is always an error.
+        assert_token_error(response)
+
+    run()
+
+
+def assert_safe_authorization_answer(response, world, *, logged_in: bool):
+    assert response.status_code < 500, response.content[:300]
+    if response.status_code in (301, 302, 303, 307, 308):
+        assert response.status_code in (302, 303)  # never 307 (SECURITY.md)
+        location = response["Location"]
+        parts = urlsplit(location)
+        target = f"{parts.scheme}://{parts.netloc}{parts.path}" if parts.scheme else parts.path
+        if logged_in:
+            assert target in world["redirect_uris"], location
+        else:
+            assert parts.path == LOGIN_PATH and not parts.netloc, location
+    else:
+        assert response.status_code in (200, 400, 405, 413, 414), response.status_code
+        assert response["Content-Type"].startswith("text/html")
+
+
+def authorize_query(world, data):
+    v = world["values"]
+    base = data.draw(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "client_id": st.sampled_from([world["confidential"].client_id, world["public"].client_id]) | text,
+                "redirect_uri": st.sampled_from(sorted(world["redirect_uris"])) | values(v),
+                "response_type": st.sampled_from(["code", "token", ""]) | text,
+                "scope": values(v),
+                "state": values(v),
+                "code_challenge": values(v),
+                "code_challenge_method": values(v),
+            },
+        ),
+        label="base",
+    )
+    query = urlencode(base)
+    extra = data.draw(st.one_of(st.just(""), query_strings(v)), label="extra")
+    return query + ("&" + extra if extra and query else extra)
+
+
+@pytest.mark.parametrize("who", ["browser", "anonymous"])
+def test_the_authorization_endpoint_never_fails_and_never_redirects_off_the_registered_uri(world, who):
+    @fuzz
+    @given(data=st.data())
+    def run(data):
+        query = authorize_query(world, data)
+        path = data.draw(st.sampled_from([AUTHORIZE, AUTHORIZE + "/allow", AUTHORIZE + "/deny"]), label="path")
+        http = world[who]
+        if path == AUTHORIZE:
+            response = http.get(f"{path}?{query}")
+        else:
+            body = data.draw(bodies(world["values"]), label="body")
+            response = http.generic("POST", f"{path}?{query}", body, content_type=data.draw(st.sampled_from(CONTENT_TYPES)))
+        assert_safe_authorization_answer(response, world, logged_in=who == "browser")
+
+    run()
+
+
+def test_v2_me_never_fails_and_always_answers_in_the_api_shape(world):
+    @fuzz
+    @given(data=st.data())
+    def run(data):
+        v = world["values"]
+        method = data.draw(st.sampled_from(["GET", "PATCH", "HEAD", "POST", "PUT", "DELETE"]), label="method")
+        query = data.draw(st.one_of(st.just(""), query_strings(v)), label="query")
+        authorization = data.draw(
+            st.one_of(st.just(f"Bearer {world['token']}"), authorization_headers(v, [world["token"]])),
+            label="authorization",
+        )
+        body = data.draw(bodies(v), label="body") if method in ("PATCH", "POST", "PUT") else b""
+        content_type = data.draw(st.sampled_from(CONTENT_TYPES), label="content_type")
+        path = ME + ("?" + query if query else "")
+        response = world["anonymous"].generic(method, path, body, content_type=content_type, **headers_for(authorization))
+
+        assert response.status_code < 500, response.content[:300]
+        if method == "HEAD":
+            return
+        if response.status_code >= 400:
+            assert_api_error(response)
+        else:
+            assert response.status_code == 200
+            payload = response.json()
+            assert payload["status"] == "success" and set(payload["data"]) == {
+                "id", "username", "email", "name", "timeZone", "locale", "timeFormat", "weekStart"
+            }
+
+    run()
