@@ -14,6 +14,7 @@ from tests.integration.flows import (
     exchange,
     form_post,
     login,
+    me,
     refresh,
     statuses,
     winner,
@@ -47,32 +48,48 @@ def assert_no_orphan() -> None:
 
 
 def test_twenty_concurrent_redemptions_of_one_code_have_exactly_one_winner(server, app, browser):
+    client, secret = app
     code, responses = race_code(server, app, browser)
 
     assert statuses(responses) == [200] + [400] * (RACERS - 1)
     assert error_codes(responses) == {"invalid_grant"}
-    # One pair was minted, the winner's, and nothing else: no duplicate, no orphan.
+    # One pair was minted, the winner's, and nothing else: no duplicate, no orphan. The losers
+    # raced the winner, so they revoked nothing (README, "Codes are single use").
     tokens = winner(responses)
-    assert Grant.objects.get(code=digest(code)).used_at is not None
-    assert RefreshToken.objects.get().token_checksum == digest(tokens["refresh_token"])
-    assert AccessToken.objects.exclude(token_checksum=digest(tokens["access_token"])).count() == 0
+    grant = Grant.objects.get(code=digest(code))
+    assert grant.used_at is not None and grant.token_family is not None
+    pair = RefreshToken.objects.select_related("access_token").get()
+    assert pair.revoked is None and pair.token_family == grant.token_family
+    assert pair.token_checksum == digest(tokens["refresh_token"])
+    assert AccessToken.objects.get() == pair.access_token
+    assert pair.access_token.token_checksum == digest(tokens["access_token"])
     assert_no_orphan()
+    assert me(server.url, tokens["access_token"]).status_code == 200
+    assert refresh(server.url, client.client_id, secret, tokens["refresh_token"]).status_code == 200
 
 
 def test_twenty_concurrent_refreshes_of_one_token_have_exactly_one_winner(server, app, browser):
+    client, secret = app
     first, family, responses = race_refresh(server, app, browser)
 
     assert statuses(responses) == [200] + [400] * (RACERS - 1)
     assert error_codes(responses) == {"invalid_grant"}
-    # One rotation happened: the family holds the first token (rotated) and the winner's, no other.
+    # One rotation happened: the family holds the first token (rotated) and the winner's, no
+    # other, and the winner's is live: the losers were in flight, so they revoked nothing.
     tokens = winner(responses)
     members = RefreshToken.objects.filter(token_family=family)
     assert sorted(members.values_list("token_checksum", flat=True)) == sorted(
         [digest(first["refresh_token"]), digest(tokens["refresh_token"])]
     )
     assert members.get(token_checksum=digest(first["refresh_token"])).revoked is not None
-    assert AccessToken.objects.exclude(token_checksum=digest(tokens["access_token"])).count() == 0
+    assert members.get(revoked__isnull=True).token_checksum == digest(tokens["refresh_token"])
+    assert AccessToken.objects.get().token_checksum == digest(tokens["access_token"])
     assert_no_orphan()
+    assert me(server.url, first["access_token"]).status_code == 401
+    assert me(server.url, tokens["access_token"]).status_code == 200
+    renewed = refresh(server.url, client.client_id, secret, tokens["refresh_token"])
+    assert renewed.status_code == 200
+    assert me(server.url, renewed.json()["access_token"]).status_code == 200
 
 
 def test_two_concurrent_generate_secret_posts_stop_at_two_active_secrets(server, app, app_owner):
