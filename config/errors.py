@@ -55,7 +55,18 @@ def server_error(request):
     return defaults.server_error(request)
 
 
+def is_oauth_endpoint(request) -> bool:
+    """The token, revocation and introspection endpoints answer in RFC 6749 §5.2's shape."""
+    return request.path.startswith("/v2/auth/oauth2/")
+
+
 def bad_request(request, exception=None):
+    if is_oauth_endpoint(request):
+        response = JsonResponse(
+            {"error": "invalid_request", "error_description": "The request could not be read."}, status=400
+        )
+        response["Cache-Control"] = "no-store"
+        return response
     if is_api(request):
         return api_error("bad_request", "The request could not be read.", 400)
     return defaults.bad_request(request, exception)

@@ -1,3 +1,5 @@
+import json
+
 from django.test import Client
 
 
@@ -20,3 +22,16 @@ def test_an_oversized_token_request_body_is_a_clean_400(db, settings):
     )
     assert response.status_code in (400, 413)
     assert response["Content-Type"].startswith("application/json")
+
+
+def test_django_400s_on_the_token_endpoints_use_the_rfc_6749_shape(db):
+    from django.test import RequestFactory
+
+    from config.errors import bad_request
+
+    for path in ("/v2/auth/oauth2/token", "/v2/auth/oauth2/revoke", "/v2/auth/oauth2/introspect"):
+        response = bad_request(RequestFactory().post(path))
+        assert response.status_code == 400
+        assert json.loads(response.content) == {"error": "invalid_request", "error_description": "The request could not be read."}
+    other = bad_request(RequestFactory().get("/v2/me"))
+    assert json.loads(other.content)["status"] == "error"
