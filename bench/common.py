@@ -1,0 +1,57 @@
+"""What the bench's parts share (no model imports: stock DOT and locust load this too)."""
+
+import math
+
+
+def me_payload(user) -> dict:
+    """The body of GET /v2/me, with the profile defaults (the floor and stock read no profile)."""
+    return {"status": "success", "data": {
+        "id": user.pk, "username": user.username, "email": user.email, "name": "",
+        "timeZone": "UTC", "locale": "en", "timeFormat": 24, "weekStart": "Monday",
+    }}
+
+
+# Seeded credentials are numbered: the seeder writes rows for a range of numbers with one
+# INSERT ... SELECT FROM generate_series, and the load generator computes the same values.
+# Both sides must agree, so the formats live here, in Python and in SQL.
+REDIRECT_URI = "http://127.0.0.1:8765/cb"
+
+
+def token_value(number: int) -> str:
+    """A seeded access token (43 characters, like a real one)."""
+    return f"bt{number:041d}"
+
+
+def code_value(number: int) -> str:
+    """A seeded authorization code."""
+    return f"bc{number:041d}"
+
+
+TOKEN_VALUE_SQL = "'bt' || lpad(i::text, 41, '0')"
+CODE_VALUE_SQL = "'bc' || lpad(i::text, 41, '0')"
+
+
+def sha256_sql(value_sql: str) -> str:
+    """SQL for the hex SHA-256 of a text value (oauthclients.models.digest, DOT's token_checksum)."""
+    return f"encode(sha256(convert_to({value_sql}, 'UTF8')), 'hex')"
+
+
+def percentile(ordered: list[float], q: float) -> float:
+    """Nearest-rank percentile of a sorted, non-empty list."""
+    rank = math.ceil(round(q * len(ordered), 9))  # round: 0.99 * 100 is not quite 99 in floating point
+    return ordered[max(0, rank - 1)]
+
+
+def request_stats(latencies: list[float], queries: list[int], failures: int, seconds: float) -> dict:
+    """Throughput, latency percentiles (ms) and queries per request of one request name."""
+    ordered = sorted(latencies)
+    return {
+        "count": len(ordered),
+        "failures": failures,
+        "rps": len(ordered) / seconds,
+        "p50_ms": percentile(ordered, 0.50),
+        "p99_ms": percentile(ordered, 0.99),
+        "mean_ms": sum(ordered) / len(ordered),
+        "queries": (sum(queries) / len(queries)) if queries else None,
+        "queries_max": max(queries) if queries else None,
+    }
