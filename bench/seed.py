@@ -1,0 +1,208 @@
+"""Seed a bench database: `python -m bench.seed {project,stock,grow} ...` (run by bench/run.py).
+
+Run with DJANGO_SETTINGS_MODULE=config.settings_bench (project) or bench.stock_settings (stock)
+and the same DJANGO_SECRET_KEY as the server, since the seeded sessions carry a hash made with
+it. Writes a JSON file with what the load generator needs (client credentials, session keys,
+how many numbered tokens and codes exist; bench.common has their formats).
+
+Access tokens and authorization codes are written with one INSERT ... SELECT FROM
+generate_series each, directly in SQL (a million tokens take seconds); the client and users go
+through the normal code (the project's services; DOT's Application model, which hashes the
+secret with PBKDF2 as stock DOT does).
+"""
+
+import argparse
+import json
+import os
+import secrets
+import sys
+import time
+from importlib import import_module
+
+import django
+
+from bench.common import CODE_VALUE_SQL, REDIRECT_URI, TOKEN_VALUE_SQL, sha256_sql
+
+LONG_LIFETIME = "interval '1 day'"  # far beyond any bench run: nothing seeded expires during one
+
+
+def _insert_series(model, start: int, stop: int, exprs: dict, *, order_by: str | None = None) -> int:
+    """INSERT one row of `model` per i in [start, stop); `exprs` maps attname -> (sql, params).
+
+    Columns not named get the field's Python default, so a column added to the model later
+    still gets a value; `created`/`updated` (auto_now) get now(). Rows are inserted in the order
+    of the `order_by` attname, so that its index is appended to instead of written at random.
+    """
+    from django.db import connection
+
+    exprs = {"created": ("now()", []), "updated": ("now()", []), **exprs}
+    qn = connection.ops.quote_name
+    columns, values, params = [], [], []
+    for field in model._meta.concrete_fields:
+        if field.primary_key:
+            continue
+        columns.append(qn(field.column))
+        if field.attname in exprs:
+            sql, sql_params = exprs[field.attname]
+            values.append(sql)
+            params.extend(sql_params)
+        else:
+            values.append("%s")
+            params.append(field.get_db_prep_save(field.get_default(), connection))
+    sql = (
+        f"INSERT INTO {qn(model._meta.db_table)} ({', '.join(columns)}) "
+        f"SELECT {', '.join(values)} FROM generate_series(%s::bigint, %s::bigint) AS i"
+    )
+    if order_by:
+        sql += f" ORDER BY {1 + columns.index(qn(model._meta.get_field(order_by).column))}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, start, stop - 1])
+        return cursor.rowcount
+
+
+def _round_robin(user_ids: list[int]) -> tuple[str, list]:
+    return "(%s::bigint[])[1 + mod(i, %s)]", [user_ids, len(user_ids)]
+
+
+def _sessions(users) -> list[str]:
+    """A logged-in session per user, as django.contrib.auth.login would leave it."""
+    from django.conf import settings
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+
+    store = import_module(settings.SESSION_ENGINE).SessionStore
+    keys = []
+    for user in users:
+        session = store()
+        session[SESSION_KEY] = user._meta.pk.value_to_string(user)
+        session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+        session.create()
+        keys.append(session.session_key)
+    return keys
+
+
+def _users(count: int):
+    from django.contrib.auth import get_user_model
+
+    User = get_user_model()
+    owner = User.objects.create_user("bench-developer", email="bench-developer@example.com", password=None)
+    end_users = [
+        User.objects.create_user(f"bench-user-{n}", email=f"bench-user-{n}@example.com", password=None)
+        for n in range(count)
+    ]
+    return owner, end_users
+
+
+def seed_project(users: int, tokens: int, codes: int) -> dict:
+    from oauthclients import services
+    from oauthclients.models import AccessToken, Grant
+
+    owner, end_users = _users(users)
+    scope = "PROFILE_READ BOOKING_READ"
+    created = services.client_create(
+        owner=owner, actor=owner, name="Bench App", purpose="Load benchmark.", website_url="http://127.0.0.1:8765/",
+        kind="confidential", redirect_uris=[REDIRECT_URI], scopes=scope.split(), is_legacy=False, approve=True,
+    )
+    client = created.client
+    user_ids = [user.pk for user in end_users]
+    seed = {
+        "client_id": client.client_id, "client_pk": client.pk, "client_secret": created.secret.plaintext,
+        "redirect_uri": REDIRECT_URI, "scope": scope, "user_ids": user_ids, "sessions": _sessions(end_users),
+    }
+    seed["tokens"] = _seed_tokens(AccessToken, seed, 0, tokens, stored_token="''")
+    seed["codes"] = _insert_series(Grant, 0, codes, {
+        "user_id": _round_robin(user_ids), "application_id": ("%s", [client.pk]),
+        "code": (sha256_sql(CODE_VALUE_SQL), []), "redirect_uri": ("%s", [REDIRECT_URI]), "scope": ("%s", [scope]),
+        "expires": (f"now() + {LONG_LIFETIME}", []),
+    })
+    return seed
+
+
+def _seed_tokens(model, seed: dict, start: int, stop: int, *, stored_token: str) -> int:
+    """Live access tokens numbered [start, stop), spread over the bench users."""
+    from django.db import DatabaseError, connection, transaction
+
+    with connection.cursor() as cursor:
+        # The user and client exist (seeded above), so the per-row foreign-key checks at commit
+        # are skipped, as pg_restore --disable-triggers does: a million rows load in a third of
+        # the time. Needs a superuser (the local postgres); without one they just run.
+        try:
+            with transaction.atomic():
+                cursor.execute("SET LOCAL session_replication_role = replica")
+        except DatabaseError:
+            pass
+    added = _insert_series(model, start, stop, {
+        "user_id": _round_robin(seed["user_ids"]), "application_id": ("%s", [seed["client_pk"]]),
+        "token": (stored_token, []), "token_checksum": (sha256_sql(TOKEN_VALUE_SQL), []),
+        "scope": ("%s", [seed["scope"]]), "expires": (f"now() + {LONG_LIFETIME}", []),
+    }, order_by="token_checksum")
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
+    return added
+
+
+def seed_stock(users: int, tokens: int, codes: int) -> dict:
+    from oauth2_provider.models import AccessToken, Grant, get_application_model
+
+    owner, end_users = _users(users)
+    secret = secrets.token_urlsafe(32)
+    # Stock DOT: the secret is hashed on save with Django's default hasher (PBKDF2).
+    client = get_application_model().objects.create(
+        name="Bench App", user=owner, client_type="confidential", authorization_grant_type="authorization-code",
+        redirect_uris=REDIRECT_URI, client_secret=secret,
+    )
+    scope = "read"
+    user_ids = [user.pk for user in end_users]
+    seed = {
+        "client_id": client.client_id, "client_pk": client.pk, "client_secret": secret,
+        "redirect_uri": REDIRECT_URI, "scope": scope, "user_ids": user_ids, "sessions": _sessions(end_users),
+    }
+    # Stock storage: the token in plaintext and its checksum; the code in plaintext.
+    seed["tokens"] = _seed_tokens(AccessToken, seed, 0, tokens, stored_token=TOKEN_VALUE_SQL)
+    seed["codes"] = _insert_series(Grant, 0, codes, {
+        "user_id": _round_robin(user_ids), "application_id": ("%s", [client.pk]),
+        "code": (CODE_VALUE_SQL, []), "redirect_uri": ("%s", [REDIRECT_URI]), "scope": ("%s", [scope]),
+        "expires": (f"now() + {LONG_LIFETIME}", []),
+    })
+    return seed
+
+
+def grow_project(seed: dict, total: int) -> dict:
+    """More live access tokens in the project's table, numbered on from the seeded ones."""
+    from oauthclients.models import AccessToken
+
+    seed["tokens"] += _seed_tokens(AccessToken, seed, seed["tokens"], total, stored_token="''")
+    return seed
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=["project", "stock", "grow"])
+    parser.add_argument("--seed", required=True, help="the JSON file to write (grow: to read and update)")
+    parser.add_argument("--users", type=int, default=16)
+    parser.add_argument("--tokens", type=int, default=1000, help="live access tokens (grow: the new total)")
+    parser.add_argument("--codes", type=int, default=50000)
+    args = parser.parse_args(argv)
+
+    django.setup()
+    from django.db import transaction
+
+    started = time.monotonic()
+    with transaction.atomic():
+        if args.what == "project":
+            seed = seed_project(args.users, args.tokens, args.codes)
+        elif args.what == "stock":
+            seed = seed_stock(args.users, args.tokens, args.codes)
+        else:
+            with open(args.seed) as fh:
+                seed = grow_project(json.load(fh), args.tokens)
+    tmp = args.seed + ".tmp"
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as fh:
+        json.dump(seed, fh)
+    os.replace(tmp, args.seed)
+    print(f"seeded {args.what}: {seed['tokens']} access tokens, {seed['codes']} codes, "
+          f"{len(seed['sessions'])} sessions in {time.monotonic() - started:.1f} s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
