@@ -40,3 +40,14 @@ fuzz: $(STAMP)
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache
+
+# Load benchmark on the local PostgreSQL server (README, "Performance"): make bench
+BENCH_STAMP := $(VENV)/.bench-installed-stamp
+.PHONY: bench
+
+$(BENCH_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/python -m pip install --quiet ".[test,bench]"
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(BIN)/python -m bench.run

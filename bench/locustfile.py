@@ -1,0 +1,383 @@
+"""The load: locust users, one class per scenario, against the targets of a plan.
+
+Run by bench/run.py as `locust -f bench/locustfile.py --headless ... <UserClass>`, configured by:
+
+- BENCH_PLAN     JSON list of targets, each {"label", "target" (project | floor | stock), "host",
+                 "seed" (the seed JSON from bench/seed.py), "pids" (the server's gunicorn
+                 workers), "database" (its PostgreSQL database)};
+- BENCH_CODES    JSON {seed path: [first, end)}: the seeded authorization codes this run may use;
+- BENCH_PHASE    seconds per phase: with several targets, every user works on the first target
+                 for one phase, then the next, and so on round the plan, so the targets share
+                 the machine's conditions second by second (other jobs come and go);
+- BENCH_WARMUP   seconds of load before measuring starts (rounded up to whole rounds of phases);
+- BENCH_OUT      where to write the results (JSON).
+
+A request or flow belongs to the target of the phase in which it started. Every request of the
+measured window is recorded from locust's request event (exact latencies, not locust's rounded
+buckets) with its X-DB-Queries header (bench.middleware). At every phase boundary the CPU time
+used so far by the gunicorn workers and by the PostgreSQL backends of the plan's databases is
+read from /proc: what was used during a phase is charged to that phase's target, which gives
+CPU per request independently of how much of the machine other jobs were taking.
+"""
+
+import html
+import itertools
+import json
+import math
+import os
+import random
+import re
+import secrets
+import string
+import time
+from collections import Counter, defaultdict
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import gevent
+from locust import FastHttpUser, constant, events, task
+from locust.exception import StopUser
+
+from bench.common import code_value, request_stats, token_value
+
+PLAN = json.loads(os.environ["BENCH_PLAN"])
+PHASE = float(os.environ.get("BENCH_PHASE", "2"))
+ROUND = PHASE * len(PLAN)
+WARMUP = math.ceil(float(os.environ.get("BENCH_WARMUP", "3")) / ROUND) * ROUND
+SEEDS = {}
+for _entry in PLAN:
+    if _entry["seed"] not in SEEDS:
+        with open(_entry["seed"]) as _fh:
+            SEEDS[_entry["seed"]] = json.load(_fh)
+
+ROUTES = {
+    "project": {"me": "/v2/me", "token": "/v2/auth/oauth2/token",
+                "authorize": "/auth/oauth2/authorize", "consent": "/auth/oauth2/authorize/allow"},
+    "floor": {"me": "/floor/me", "token": "/floor/token",
+              "authorize": "/floor/authorize", "consent": "/floor/authorize/allow"},
+    # DOT's consent form posts back to the authorize URL itself, with `allow` in the body.
+    "stock": {"me": "/stock/me", "token": "/stock/o/token/",
+              "authorize": "/stock/o/authorize/", "consent": "/stock/o/authorize/"},
+}
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+HIDDEN_INPUT_RE = re.compile(r'<input type="hidden" name="([^"]+)"(?: value="([^"]*)")?')
+QUERIES_HEADER = "X-DB-Queries"
+
+
+class Codes:
+    """The seeded authorization codes of each database, handed out in order."""
+
+    def __init__(self, ranges: dict[str, list[int]]):
+        self.next = {seed: first for seed, (first, _end) in ranges.items()}
+        self.end = {seed: end for seed, (_first, end) in ranges.items()}
+
+    def take(self, seed: str) -> str:
+        number = self.next[seed]
+        if number >= self.end[seed]:
+            raise StopUser("ran out of seeded authorization codes (raise BENCH_CODES)")
+        self.next[seed] = number + 1
+        return code_value(number)
+
+
+codes = Codes(json.loads(os.environ.get("BENCH_CODES", "{}")))
+
+
+class Clock:
+    """Which target's phase it is, and how long each target's phases lasted within a window."""
+
+    def __init__(self):
+        self.zero = time.monotonic()
+
+    def index(self) -> int:
+        return int((time.monotonic() - self.zero) // PHASE) % len(PLAN)
+
+    def time_of(self, index: int, start: float, end: float) -> float:
+        total = 0.0
+        for phase in range(int((start - self.zero) // PHASE), int((end - self.zero) // PHASE) + 1):
+            if phase % len(PLAN) == index:
+                begins = self.zero + phase * PHASE
+                total += max(0.0, min(end, begins + PHASE) - max(start, begins))
+        return total
+
+
+clock = Clock()
+TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_ticks(pid: int) -> int:
+    """User + system CPU of a process so far, in clock ticks (0 if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rpartition(")")[2].split()
+        return int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15 of proc(5)
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _postgres_backends(databases: set[str]) -> list[int]:
+    """The PostgreSQL server processes serving these databases ("postgres: user db host(port) ...")."""
+    pids = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/cmdline", "rb") as fh:
+                    title = fh.read().decode(errors="replace").split()
+            except OSError:
+                continue
+            # "postgres: [15/main: ]user database host(port) state": the database is a word of its own
+            if title and title[0] == "postgres:" and databases.intersection(title[1:5]):
+                pids.append(int(entry.name))
+    return pids
+
+
+class CpuMeter:
+    """CPU (ms) of the servers' workers and of their PostgreSQL backends, charged phase by phase."""
+
+    def __init__(self):
+        self.workers = sorted({pid for entry in PLAN for pid in entry.get("pids", [])})
+        self.databases = {entry["database"] for entry in PLAN if entry.get("database")}
+        self.app = Counter()  # label -> ms
+        self.db = Counter()
+        self.seconds = Counter()  # label -> seconds of phases charged
+
+    def read(self) -> tuple[float, float]:
+        app = sum(_cpu_ticks(pid) for pid in self.workers) * TICK_MS
+        db = sum(_cpu_ticks(pid) for pid in _postgres_backends(self.databases)) * TICK_MS
+        return app, db
+
+    def run(self):
+        """From the start of measuring, at each phase boundary, charge the phase that just ended."""
+        previous = self.read()
+        phase = round((time.monotonic() - clock.zero) / PHASE)
+        while recorder.measuring:
+            gevent.sleep(max(0.0, clock.zero + (phase + 1) * PHASE - time.monotonic()))
+            if not recorder.measuring:
+                break
+            current = self.read()
+            label = PLAN[phase % len(PLAN)]["label"]
+            self.app[label] += current[0] - previous[0]
+            self.db[label] += current[1] - previous[1]
+            self.seconds[label] += PHASE
+            previous, phase = current, phase + 1
+
+
+cpu = CpuMeter()
+
+
+class Recorder:
+    """What happened in the measured window: latencies, failures and query counts per target and name."""
+
+    def __init__(self):
+        self.start(measuring=False)
+
+    def start(self, *, measuring: bool):
+        self.measuring = measuring
+        self.started = time.monotonic()
+        self.latencies = defaultdict(list)
+        self.failures = Counter()
+        self.queries = defaultdict(list)
+
+    def summary(self) -> dict:
+        """Per target and request name: the statistics and the raw samples (bench/run.py merges runs)."""
+        ended = time.monotonic()
+        labels = {}
+        for index, entry in enumerate(PLAN):
+            seconds = clock.time_of(index, self.started, ended)
+            names = sorted(name for label, name in self.latencies if label == entry["label"])
+            labels[entry["label"]] = {"measured_s": seconds, "cpu": {
+                "app_ms": cpu.app[entry["label"]], "db_ms": cpu.db[entry["label"]], "seconds": cpu.seconds[entry["label"]],
+            }, "requests": {
+                name: {**request_stats(self.latencies[entry["label"], name], self.queries[entry["label"], name],
+                                       self.failures[entry["label"], name], seconds),
+                       "raw": {"latencies": self.latencies[entry["label"], name],
+                               "queries": self.queries[entry["label"], name]}}
+                for name in names
+            }}
+        return {"labels": labels, "codes_next": codes.next}
+
+
+recorder = Recorder()
+
+
+@events.request.add_listener
+def _record(request_type, name, response_time, response_length, response=None, exception=None, **kwargs):
+    if not recorder.measuring:
+        return
+    label, _, name = name.partition(" | ")
+    recorder.latencies[label, name].append(response_time)
+    if exception is not None:
+        recorder.failures[label, name] += 1
+    headers = getattr(response, "headers", None)
+    value = headers.get(QUERIES_HEADER) if headers is not None else None
+    if value is not None:
+        recorder.queries[label, name].append(int(value))
+
+
+@events.test_start.add_listener
+def _warm_up_then_measure(environment, **kwargs):
+    global clock
+    clock = Clock()
+
+    def measure():
+        gevent.sleep(max(0.0, clock.zero + WARMUP - time.monotonic()))
+        environment.stats.reset_all()
+        recorder.start(measuring=True)
+        cpu.run()
+
+    gevent.spawn(measure)
+
+
+@events.test_stop.add_listener
+def _write_results(environment, **kwargs):
+    if not recorder.measuring:
+        return
+    summary = recorder.summary()
+    recorder.measuring = False
+    out = os.environ.get("BENCH_OUT")
+    if out:
+        with open(out, "w") as fh:
+            json.dump(summary, fh)
+
+
+class FlowFailed(Exception):
+    pass
+
+
+class Target:
+    """One plan entry as a user sees it: where to send requests and with which seeded data."""
+
+    def __init__(self, entry: dict):
+        self.label, self.kind, self.host = entry["label"], entry["target"], entry["host"].rstrip("/")
+        self.seed_path = entry["seed"]
+        self.seed = SEEDS[self.seed_path]
+        self.routes = ROUTES[self.kind]
+
+    def url(self, route: str) -> str:
+        return self.host + self.routes[route]
+
+    def name(self, request: str) -> str:
+        return f"{self.label} | {request}"
+
+
+TARGETS = [Target(entry) for entry in PLAN]
+_user_numbers = itertools.count()
+
+
+class BenchUser(FastHttpUser):
+    abstract = True
+    host = PLAN[0]["host"]
+    wait_time = constant(0)  # closed loop: each user sends its next request as soon as it has an answer
+    network_timeout = 60.0
+    connection_timeout = 60.0
+
+    def on_start(self):
+        # Cookies are sent by hand (a seeded session, a CSRF cookie of our own), never from a jar.
+        self.client.client.cookiejar = None
+        self.number = next(_user_numbers)
+        self.csrf_secret = "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(32))
+
+    @staticmethod
+    def target() -> Target:
+        return TARGETS[clock.index()]
+
+    def session_key(self, target: Target) -> str:
+        return target.seed["sessions"][self.number % len(target.seed["sessions"])]
+
+    def token_request(self, target: Target, params: dict, request: str) -> dict:
+        """POST to the token endpoint (client_secret_post); the new tokens, or FlowFailed."""
+        body = urlencode({**params, "client_id": target.seed["client_id"], "client_secret": target.seed["client_secret"]})
+        with self.client.post(target.url("token"), data=body, headers=FORM, name=target.name(request),
+                              catch_response=True) as response:
+            if response.status_code != 200:
+                response.failure(f"HTTP {response.status_code}: {(response.text or '')[:200]}")
+                raise FlowFailed(request)
+            return response.json()
+
+    def exchange(self, target: Target, code: str, request: str) -> dict:
+        params = {"grant_type": "authorization_code", "code": code, "redirect_uri": target.seed["redirect_uri"]}
+        return self.token_request(target, params, request)
+
+
+class MeUser(BenchUser):
+    """Scenario 1: GET /v2/me with a valid bearer token, picked at random among all seeded ones."""
+
+    @task
+    def me(self):
+        target = self.target()
+        token = token_value(random.randrange(target.seed["tokens"]))
+        self.client.get(target.url("me"), headers={"Authorization": f"Bearer {token}"}, name=target.name("1 me"))
+
+
+class RefreshUser(BenchUser):
+    """Scenario 2: a refresh_token chain per user (and target), each refresh using the token the last returned."""
+
+    def on_start(self):
+        super().on_start()
+        self.refresh_tokens = {}
+
+    @task
+    def refresh(self):
+        target = self.target()
+        try:
+            if target.label not in self.refresh_tokens:
+                tokens = self.exchange(target, codes.take(target.seed_path), "2 setup (exchange)")
+            else:
+                params = {"grant_type": "refresh_token", "refresh_token": self.refresh_tokens[target.label]}
+                tokens = self.token_request(target, params, "2 refresh")
+        except FlowFailed:
+            self.refresh_tokens.pop(target.label, None)  # counted as a failure; the next task starts a new chain
+            return
+        self.refresh_tokens[target.label] = tokens["refresh_token"]
+
+
+class ExchangeUser(BenchUser):
+    """Scenario 3: authorization_code exchanges of pre-issued (seeded) codes."""
+
+    @task
+    def exchange_code(self):
+        target = self.target()
+        try:
+            self.exchange(target, codes.take(target.seed_path), "3 exchange")
+        except FlowFailed:
+            pass
+
+
+class FlowUser(BenchUser):
+    """Scenario 4: the consent page, the Allow form, and the exchange of the code it returned."""
+
+    @task
+    def flow(self):
+        target = self.target()
+        started = time.perf_counter()
+        failure = None
+        try:
+            self._flow(target)
+        except FlowFailed as exc:
+            failure = exc
+        events.request.fire(request_type="FLOW", name=target.name("4 flow"), response_time=(time.perf_counter() - started) * 1000,
+                            response_length=0, response=None, context={}, exception=failure)
+
+    def _flow(self, target: Target):
+        seed = target.seed
+        query = urlencode({"client_id": seed["client_id"], "redirect_uri": seed["redirect_uri"],
+                           "response_type": "code", "scope": seed["scope"], "state": secrets.token_urlsafe(8)})
+        cookies = {"Cookie": f"sessionid={self.session_key(target)}; csrftoken={self.csrf_secret}"}
+        with self.client.get(f"{target.url('authorize')}?{query}", headers=cookies, name=target.name("4a authorize page"),
+                             allow_redirects=False, catch_response=True) as page:
+            fields = {name: html.unescape(value or "") for name, value in HIDDEN_INPUT_RE.findall(page.text or "")}
+            if page.status_code != 200 or "csrfmiddlewaretoken" not in fields:
+                page.failure(f"HTTP {page.status_code}, no consent form")
+                raise FlowFailed("4a")
+        # The project's form carries only the CSRF token (the query is in the URL); DOT's carries
+        # the request in hidden fields and the decision in the submit button's name.
+        if target.kind == "stock":
+            body = {**fields, "allow": "Authorize"}
+        else:
+            body = {"csrfmiddlewaretoken": fields["csrfmiddlewaretoken"]}
+        with self.client.post(f"{target.url('consent')}?{query}", data=urlencode(body), headers={**cookies, **FORM},
+                              name=target.name("4b consent (allow)"), allow_redirects=False, catch_response=True) as answer:
+            location = answer.headers.get("Location", "") if answer.status_code == 302 else ""
+            code = parse_qs(urlsplit(location).query).get("code", [None])[0]
+            if code is None:
+                answer.failure(f"HTTP {answer.status_code}, no code in {location[:100]!r}: {(answer.text or '')[:200]}")
+                raise FlowFailed("4b")
+        self.exchange(target, code, "4c exchange")

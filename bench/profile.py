@@ -1,0 +1,186 @@
+"""Where a request's time goes: py-spy on the bench's gunicorn workers (BENCH_PROFILE=1 make bench).
+
+For each profiled scenario, the project and its floor are each put under the same load as in the
+measured runs (extra runs, not counted) while py-spy samples every worker (--subprocesses
+--nonblocking: the workers are never paused), inside gunicorn's request handling only
+(SyncWorker.handle). Idle threads are left out, but py-spy counts a worker waiting in psycopg
+for PostgreSQL's answer as busy, so "worker ms" per request are on CPU, ready to run (the
+machine has 2 cores, shared with other jobs) or waiting for the database.
+
+Each sample is charged to the innermost frame of a known owner (Django's ORM, psycopg, DRF,
+oauthlib, django-oauth-toolkit, one of the project's apps, ...); standard-library frames are
+charged to their caller, so `hashlib` called from oauthflows/ counts as oauthflows/. Absolute
+numbers swing with the machine's load; the split between owners and the project-floor
+difference are what the profile is for. The table's CPU columns (bench/locustfile.py, from
+/proc) give the true CPU per request.
+"""
+
+import subprocess
+import threading
+from collections import Counter
+from pathlib import Path
+
+PROFILE_SECONDS = 12
+RATE = 100  # samples per second per worker
+OWNERS = [  # (path prefix in py-spy's frames, what it is), the first match wins
+    ("psycopg", "psycopg + waiting for PostgreSQL"),
+    ("django/db/", "Django ORM (SQL, model instances)"),
+    ("django/template", "Django templates"),
+    ("django/middleware/csrf", "Django CSRF"),
+    ("django/contrib/sessions", "Django sessions"),
+    ("django/contrib/auth", "Django auth"),
+    ("django/", "Django (handler, middleware, request, response)"),
+    ("rest_framework/", "Django REST framework"),
+    ("oauthlib/", "oauthlib"),
+    ("oauth2_provider/", "django-oauth-toolkit"),
+    ("whitenoise/", "WhiteNoise"),
+    ("gunicorn/", "gunicorn (HTTP parsing, socket)"),
+    ("bench/", "bench (floor views, query counter)"),
+]
+PROJECT_DIRS = ("config/", "oauthflows/", "oauthclients/", "scopes/", "profiles/")
+REQUEST_FRAME = "SyncWorker.handle ("
+INCLUSIVE_OWNERS = PROJECT_DIRS + ("oauth2_provider/", "oauthlib/", "rest_framework/", "bench/", "django/contrib/")
+
+
+def _frame_file(frame: str) -> str:
+    # "function (path/to/file.py:123)"
+    return frame.rpartition(" (")[2].rpartition(":")[0]
+
+
+def owner(frames: list[str]) -> str:
+    """The innermost known owner of a stack (root first)."""
+    for frame in reversed(frames):
+        path = _frame_file(frame)
+        if path.startswith(PROJECT_DIRS):
+            return "project: " + path.split("/", 1)[0] + "/"
+        for prefix, name in OWNERS:
+            if path.startswith(prefix):
+                return name
+    return "other"
+
+
+def summarize(raw: Path, requests: float) -> dict:
+    """py-spy's raw (collapsed) stacks -> worker ms per request, by owner and by function."""
+    by_owner, inclusive = Counter(), Counter()
+    total = 0
+    for line in raw.read_text(errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        frames = stack.split(";")
+        start = next((i for i, frame in enumerate(frames) if frame.startswith(REQUEST_FRAME)), None)
+        if start is None:
+            continue  # the master, or a worker waiting for a connection
+        frames, samples = frames[start:], int(count)
+        total += samples
+        by_owner[owner(frames)] += samples
+        seen = set()
+        for frame in frames:
+            function, _, location = frame.rpartition(" (")
+            path = location.rpartition(":")[0]
+            key = f"{function} ({path})"
+            if path.startswith(INCLUSIVE_OWNERS) and key not in seen:
+                seen.add(key)
+                inclusive[key] += samples
+    ms = 1000 / RATE / requests if requests else 0.0
+
+    def rows(counter, limit):
+        return [{"what": what, "worker_ms": round(n * ms, 2), "share": round(n / total, 3)}
+                for what, n in counter.most_common(limit)] if total else []
+
+    return {"requests": round(requests), "samples": total, "worker_ms_per_request": round(total * ms, 2),
+            "by_owner": rows(by_owner, 20), "top_functions": rows(inclusive, 25)}
+
+
+def profile_scenarios(bench, server, scenarios) -> dict:
+    """Profile each scenario on the project and on its floor; returns {"1 project": summary, ...}."""
+    from bench.run import BIN, WARMUP, log
+
+    profiles = {}
+    for scenario, user_class, main_request in scenarios:
+        for target in ("project", "floor"):
+            raw = bench.workdir / f"py-spy-{scenario}-{target}.txt"
+            spy_seconds = PROFILE_SECONDS - 2
+            command = [str(BIN / "py-spy"), "record", "--pid", str(server.process.pid), "--subprocesses",
+                       "--nonblocking", "--rate", str(RATE), "--format", "raw", "--output", str(raw),
+                       "--duration", str(spy_seconds)]
+            spies = []
+            # py-spy starts once the warm-up is over, and stops before the run does.
+            timer = threading.Timer(WARMUP + 3, lambda: spies.append(subprocess.Popen(
+                command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+            timer.start()
+            result = bench.measure([(server, target)], scenario, user_class, duration=PROFILE_SECONDS, keep=False)
+            timer.join()
+            for spy in spies:
+                spy.wait(timeout=60)
+            rps = result["labels"][f"{target}@{bench.tokens(server.database)}"]["requests"][main_request]["rps"]
+            if not raw.exists():
+                log(f"py-spy wrote no profile for scenario {scenario} ({target}); is ptrace allowed here?")
+                continue
+            profiles[f"{scenario} {target}"] = summary = summarize(raw, rps * spy_seconds)
+            log(f"profiled scenario {scenario} ({target}): {summary['worker_ms_per_request']} worker ms per request")
+    return profiles
+
+
+def render(profiles: dict) -> str:
+    """Per scenario: the project and its floor side by side, by owner, then the project's heaviest functions."""
+    lines = []
+    scenarios = sorted({name.split()[0] for name in profiles})
+    for scenario in scenarios:
+        project, floor = profiles.get(f"{scenario} project"), profiles.get(f"{scenario} floor")
+        if not project or not floor:
+            continue
+        gap = project["worker_ms_per_request"] - floor["worker_ms_per_request"]
+        lines += [f"### Scenario {scenario}: {project['worker_ms_per_request']:.1f} worker ms per request, "
+                  f"floor {floor['worker_ms_per_request']:.1f} (difference {gap:+.1f})", "",
+                  "| owner (innermost known frame) | project worker ms | floor worker ms | difference |", "|---|---:|---:|---:|"]
+        ours = {row["what"]: row["worker_ms"] for row in project["by_owner"]}
+        theirs = {row["what"]: row["worker_ms"] for row in floor["by_owner"]}
+        for what in sorted(set(ours) | set(theirs), key=lambda w: -(ours.get(w, 0) + theirs.get(w, 0))):
+            a, b = ours.get(what, 0.0), theirs.get(what, 0.0)
+            if a + b >= 0.05:
+                lines.append(f"| {what} | {a:.2f} | {b:.2f} | {a - b:+.2f} |")
+        lines += ["", "Heaviest functions of the project's request (inclusive; the middleware chain around "
+                  "everything left out):", "", "| function | worker ms | share |", "|---|---:|---:|"]
+        shown = [row for row in project["top_functions"] if row["share"] < 0.9][:12]
+        lines += [f"| `{row['what']}` | {row['worker_ms']:.2f} | {row['share']:.0%} |" for row in shown]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    """`python -m bench.profile`: only the profiles (scenarios 1-3, project and floor), in ~3 minutes."""
+    import shutil
+    import signal
+    import tempfile
+
+    from bench import run
+
+    signal.signal(signal.SIGTERM, run._raise_on_signal)
+    workdir = Path(tempfile.mkdtemp(prefix="bench-profile-"))
+    server = None
+    try:
+        run.check_postgres()
+        bench = run.Bench(workdir)
+        bench.prepare("project")
+        server = run.Server("project", bench.env("project"), workdir / "gunicorn-project.log").start()
+        profiles = profile_scenarios(bench, server, run.SCENARIOS[:3])
+        server.stop()
+        run.RESULTS.mkdir(parents=True, exist_ok=True)
+        (run.RESULTS / "profile.md").write_text(render(profiles))
+        print(render(profiles))
+        shutil.rmtree(workdir, ignore_errors=True)
+        return 0
+    except run.BenchError as exc:
+        run.log(f"ERROR: {exc}; logs kept in {workdir}")
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if server is not None:
+            server.stop()
+        run.drop_database(run.DATABASES["project"])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

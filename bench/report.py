@@ -1,0 +1,224 @@
+"""The bench's results: the summary, the targets, the table (stdout, README) and the chart.
+
+`python -m bench.report [bench/results/latest.json]` prints the table of a results file again
+and redraws its chart next to it.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+TARGETS = ("project", "floor", "stock")
+# (row key, label, the run's scenario, request name, at the grown token count?)
+ROWS = [
+    ("1", "1. GET /v2/me (1,000 live tokens)", "1", "1 me", False),
+    ("1M", "1. GET /v2/me, {grown:,} live tokens", "1", "1 me", True),
+    ("2", "2. refresh_token chain", "2", "2 refresh", False),
+    ("3", "3. authorization_code exchange", "3", "3 exchange", False),
+    ("4", "4. full flow (flows/s; latency of all 3 steps)", "4", "4 flow", False),
+    ("4a", "   4a. authorize page GET", "4", "4a authorize page", False),
+    ("4b", "   4b. consent POST (allow)", "4", "4b consent (allow)", False),
+    ("4c", "   4c. code exchange", "4", "4c exchange", False),
+]
+FLOW_STEPS = ("4a authorize page", "4b consent (allow)", "4c exchange")
+
+
+def _run(runs, target, scenario, grown, config):
+    tokens = config["grown_tokens"] if grown else config["tokens"]
+    for run in runs:
+        if run["target"] == target and run["scenario"] == scenario and (scenario != "1" or run["tokens"] == tokens):
+            return run
+    return None
+
+
+def summarize(runs: list[dict], config: dict) -> dict:
+    """{row key: {target: {rps, p50_ms, p99_ms, queries, failures, count}}}"""
+    summary = {}
+    for key, _label, scenario, name, grown in ROWS:
+        summary[key] = {}
+        for target in TARGETS:
+            run = _run(runs, target, scenario, grown, config)
+            result = run and run["requests"].get(name)
+            if not result:
+                continue
+            entry = {k: result[k] for k in ("rps", "p50_ms", "p99_ms", "queries", "queries_max", "failures", "count")}
+            if name == "4 flow":  # queries of a flow: its three requests'
+                steps = [run["requests"].get(step, {}).get("queries") for step in FLOW_STEPS]
+                entry["queries"] = sum(steps) if None not in steps else None
+                entry["queries_max"] = None
+            entry["failures"] = sum(r["failures"] for r in run["requests"].values()) if name == "4 flow" else entry["failures"]
+            if key in ("1", "1M", "2", "3", "4"):  # CPU is measured per scenario (per flow for 4)
+                entry["cpu_app_ms"], entry["cpu_db_ms"] = run.get("cpu_app_ms"), run.get("cpu_db_ms")
+            summary[key][target] = entry
+    return summary
+
+
+def _get(summary, key, target, field):
+    return summary.get(key, {}).get(target, {}).get(field)
+
+
+def cpu_total(summary, key, target):
+    app, db = _get(summary, key, target, "cpu_app_ms"), _get(summary, key, target, "cpu_db_ms")
+    return app + db if app is not None and db is not None else None
+
+
+def cpu_ratio(summary, key, other):
+    """How many of the project's requests cost the CPU of one of `other`'s (workers + PostgreSQL)."""
+    ours, theirs = cpu_total(summary, key, "project"), cpu_total(summary, key, other)
+    return theirs / ours if ours and theirs else None
+
+
+def evaluate(summary: dict) -> list[dict]:
+    """The issue's targets, each with what was required, what was measured and whether it was met."""
+    targets = []
+
+    def ratio(what, key, other, minimum):
+        ours, theirs = _get(summary, key, "project", "rps"), _get(summary, key, other, "rps")
+        value = ours / theirs if ours and theirs else None
+        measured = f"{value:.2f} x ({ours:.1f} vs {theirs:.1f} req/s)" if value else "n/a"
+        cost = cpu_ratio(summary, key, other)
+        if cost:
+            measured += f"; by CPU per request {cost:.2f} x"
+        targets.append({
+            "target": what, "required": f">= {minimum} x {other}", "measured": measured,
+            "value": value, "cpu_ratio": cost, "met": value is not None and value >= minimum,
+        })
+
+    def queries(what, key, maximum, exact=False):
+        mean, worst = _get(summary, key, "project", "queries"), _get(summary, key, "project", "queries_max")
+        met = worst is not None and (worst == maximum and mean == maximum if exact else worst <= maximum)
+        targets.append({
+            "target": what, "required": f"{'=' if exact else '<='} {maximum}",
+            "measured": f"{mean:.2f} mean, {worst} max" if worst is not None else "n/a", "value": worst, "met": met,
+        })
+
+    ratio("Scenario 1 (GET /v2/me) vs floor", "1", "floor", 0.85)
+    ratio("Scenario 2 (refresh) vs floor", "2", "floor", 0.6)
+    ratio("Scenario 2 (refresh) vs stock DOT", "2", "stock", 50)
+    ratio("Scenario 3 (code exchange) vs floor", "3", "floor", 0.6)
+    ratio("Scenario 3 (code exchange) vs stock DOT", "3", "stock", 50)
+    queries("Queries per request, scenario 1", "1", 1, exact=True)
+    queries("Queries per request, scenario 2", "2", 6)
+    queries("Queries per request, scenario 3", "3", 6)
+    small, large = _get(summary, "1", "project", "rps"), _get(summary, "1M", "project", "rps")
+    slowdown = small / large if small and large else None
+    p50_small, p50_large = _get(summary, "1", "project", "p50_ms"), _get(summary, "1M", "project", "p50_ms")
+    targets.append({
+        "target": "Scenario 1 with 1,000,000 tokens vs 1,000", "required": "within 1.2 x (throughput)",
+        "measured": (f"{slowdown:.2f} x slower ({small:.1f} vs {large:.1f} req/s; p50 {p50_small:.1f} vs {p50_large:.1f} ms)"
+                     if slowdown else "n/a"),
+        "value": slowdown, "met": slowdown is not None and slowdown <= 1.2,
+    })
+    return targets
+
+
+def build(*, runs, meta, config, profiles=None) -> dict:
+    summary = summarize(runs, config)
+    return {"meta": meta, "config": config, "summary": summary, "targets": evaluate(summary),
+            "profiles": profiles or {}, "runs": runs}
+
+
+def failures(results: dict) -> list[str]:
+    """Every measured request that failed, by run: a bench with failures measured something else."""
+    found = []
+    for run in results["runs"]:
+        for name, stats in run["requests"].items():
+            if stats["failures"]:
+                found.append(f"{run['target']} {name} ({run['tokens']:,} tokens): {stats['failures']} of {stats['count']}")
+    return found
+
+
+def _cell(entry, field, fmt):
+    value = (entry or {}).get(field)
+    return format(value, fmt) if value is not None else "–"
+
+
+def render(results: dict) -> str:
+    summary, meta, config = results["summary"], results["meta"], results["config"]
+    lines = [
+        f"{meta['date']} · {meta['nproc']} cores ({meta['cpu']}) · {config['users']} locust users, "
+        f"{config['workers']} gunicorn sync workers · {config['warmup_s']:.0f} s warm-up + "
+        f"{config['duration_s']:.0f} s measured per run · {meta['git']}",
+        "",
+        "| scenario | project req/s | p50 ms | p99 ms | queries | floor req/s | p50 ms | p99 ms | queries "
+        "| stock DOT req/s | p50 ms | p99 ms | queries |",
+        "|---|" + "---:|" * 12,
+    ]
+    for key, label, *_ in ROWS:
+        cells = [label.format(grown=config["grown_tokens"])]
+        for target in TARGETS:
+            entry = summary.get(key, {}).get(target)
+            cells += [_cell(entry, "rps", ".1f"), _cell(entry, "p50_ms", ".1f"), _cell(entry, "p99_ms", ".1f"),
+                      _cell(entry, "queries", ".4g")]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "CPU per request (per flow for 4), ms: gunicorn worker + PostgreSQL backend, from /proc "
+              "(unlike throughput, it does not depend on how much of the machine other jobs take)", "",
+              "| scenario | project | floor | stock DOT |", "|---|---:|---:|---:|"]
+    for key, label, *_ in ROWS:
+        if key in ("1", "1M", "2", "3", "4"):
+            cells = [label.format(grown=config["grown_tokens"]).split(" (")[0]]
+            for target in TARGETS:
+                app, db = _get(summary, key, target, "cpu_app_ms"), _get(summary, key, target, "cpu_db_ms")
+                cells.append(f"{app:.2f} + {db:.2f}" if app is not None and db is not None else "–")
+            lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "| target | required | measured | |", "|---|---|---|---|"]
+    for target in results["targets"]:
+        lines.append(f"| {target['target']} | {target['required']} | {target['measured']} | "
+                     f"{'met' if target['met'] else 'MISSED'} |")
+    if failures(results):
+        lines += ["", "FAILED REQUESTS (see the locust logs): " + "; ".join(failures(results))]
+    else:
+        lines += ["", "No failed requests."]
+    return "\n".join(lines)
+
+
+def chart(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    summary, meta, config = results["summary"], results["meta"], results["config"]
+    keys = ["1", "1M", "2", "3", "4"]
+    labels = ["1 /v2/me", "1 /v2/me\n1M tokens", "2 refresh", "3 exchange", "4 full flow\n(flows/s)"]
+    colours = {"project": "#2b6cb0", "floor": "#a0aec0", "stock": "#dd6b20"}
+    names = {"project": "this project", "floor": "floor (plain Django)", "stock": "stock DOT"}
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+    width = 0.27
+    for ax, field, title in ((axes[0], "rps", "throughput (req/s, log scale)"), (axes[1], "p99_ms", "p99 latency (ms, log scale)")):
+        for n, target in enumerate(TARGETS):
+            xs, ys = [], []
+            for i, key in enumerate(keys):
+                value = _get(summary, key, target, field)
+                if value:
+                    xs.append(i + (n - 1) * width)
+                    ys.append(value)
+            bars = ax.bar(xs, ys, width, label=names[target], color=colours[target])
+            ax.bar_label(bars, labels=[f"{y:.0f}" if y >= 10 else f"{y:.1f}" for y in ys], fontsize=7, padding=1)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(keys)), labels, fontsize=8)
+        ax.set_title(title, fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=8, loc="upper right")
+    fig.suptitle(f"make bench · {meta['date']} · {meta['nproc']} cores · {config['users']} users, "
+                 f"{config['workers']} gunicorn workers, {config['duration_s']:.0f} s per run", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def write(results: dict, json_path: Path, png_path: Path) -> None:
+    json_path.write_text(json.dumps(results, indent=1, sort_keys=False) + "\n")
+    chart(results, png_path)
+
+
+def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    path = Path(argv[0] if argv else Path(__file__).parent / "results" / "latest.json")
+    results = json.loads(path.read_text())
+    chart(results, path.with_suffix(".png"))
+    print(render(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,421 @@
+"""`make bench`: measure the project, the floor and stock DOT under the same load (README, "Performance").
+
+1. Checks the local PostgreSQL server (BENCH_PG_URL, default postgres://postgres@127.0.0.1:5432)
+   and recreates the bench's own databases (DATABASES below; nothing else is touched).
+2. Migrates and seeds them (bench/seed.py): users with logged-in sessions, a confidential client,
+   1,000 live access tokens and numbered authorization codes written directly in SQL;
+   bench_project_grown is a copy of bench_project with 1,000,000 live access tokens.
+3. Serves the project with gunicorn (production settings via config.settings_bench, debug off,
+   plain HTTP), one server per project database, and drives each scenario with locust against
+   the project's endpoints and against the floor views (/floor/, same servers).
+4. Stops them, serves stock django-oauth-toolkit (bench.stock_settings, bench_stock) with a
+   gunicorn of the same size, runs the same four scenarios against it, and stops it.
+5. Prints the table and the targets, writes bench/results/latest.json and latest.png.
+
+Each (target, scenario) is measured for BENCH_DURATION seconds after BENCH_WARMUP seconds of
+load. Where targets are compared (project and floor; 1,000 and 1,000,000 tokens), one locust run
+moves the load from one to the next every BENCH_PHASE seconds, so that the machine's other jobs
+coming and going weigh on all of them alike. Every gunicorn runs in its own process
+group and is stopped (SIGTERM, then SIGKILL) whatever happens: normal end, error, Ctrl-C or
+SIGTERM. With BENCH_PROFILE=1 the project's scenarios 1-3 are also profiled with py-spy in
+extra, unmeasured runs (bench/profile.py).
+"""
+
+import contextlib
+import ctypes
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import psycopg
+
+from bench import report
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+BIN = Path(sys.executable).parent
+# The bench's own databases, recreated at the start and dropped at the end: nothing else is touched.
+DATABASES = {"project": "bench_project", "grown": "bench_project_grown", "stock": "bench_stock"}
+
+USERS = int(os.environ.get("BENCH_USERS", "8"))
+WORKERS = int(os.environ.get("BENCH_WORKERS", "4"))
+WARMUP = float(os.environ.get("BENCH_WARMUP", "3"))
+DURATION = float(os.environ.get("BENCH_DURATION", "16"))
+PHASE = float(os.environ.get("BENCH_PHASE", "2"))
+TOKENS = int(os.environ.get("BENCH_TOKENS", "1000"))
+GROWN_TOKENS = int(os.environ.get("BENCH_GROWN_TOKENS", "1000000"))
+CODES = {"project": int(os.environ.get("BENCH_CODES", "60000")), "grown": 0, "stock": 5000}
+PG_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432").rstrip("/")
+PROFILE = os.environ.get("BENCH_PROFILE") == "1"
+
+# (scenario, locust user class, the request name that is the scenario's result)
+SCENARIOS = [
+    ("1", "MeUser", "1 me"),
+    ("2", "RefreshUser", "2 refresh"),
+    ("3", "ExchangeUser", "3 exchange"),
+    ("4", "FlowUser", "4 flow"),
+]
+MAIN_REQUEST = {scenario: name for scenario, _, name in SCENARIOS}
+LISTENING_RE = re.compile(r"Listening at: http://127\.0\.0\.1:(\d+)")
+PR_SET_PDEATHSIG = 1
+
+
+class BenchError(Exception):
+    pass
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# --- PostgreSQL -------------------------------------------------------------------------------
+
+def check_postgres() -> None:
+    try:
+        psycopg.connect(PG_URL + "/postgres", connect_timeout=5).close()
+    except psycopg.Error as exc:
+        raise BenchError(
+            f"make bench needs the local PostgreSQL server at {PG_URL} (set BENCH_PG_URL for another): "
+            f"{str(exc).strip()}"
+        ) from None
+
+
+def recreate_database(name: str, template: str | None = None) -> None:
+    assert name.startswith("bench_"), name  # never anything but the bench's own databases
+    with psycopg.connect(PG_URL + "/postgres", autocommit=True, connect_timeout=5) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
+
+
+def drop_database(name: str) -> None:
+    assert name.startswith("bench_"), name
+    with contextlib.suppress(psycopg.Error), psycopg.connect(PG_URL + "/postgres", autocommit=True,
+                                                             connect_timeout=5) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# --- processes ----------------------------------------------------------------------------------
+
+def _die_with_parent() -> None:
+    # If this script is killed outright, the kernel sends SIGTERM to the child (gunicorn's master
+    # then stops its workers; locust stops), so nothing outlives the bench.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def environment(database: str, secret_key: str) -> dict:
+    """Production settings, debug off, plain HTTP on loopback, the database's settings module."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "OAUTH_", "DATABASE_"))}
+    env.update(
+        DJANGO_SETTINGS_MODULE="bench.stock_settings" if database == "stock" else "config.settings_bench",
+        DATABASE_URL=f"{PG_URL}/{DATABASES[database]}",
+        DJANGO_DEBUG="0",
+        DJANGO_REQUIRE_HTTPS="0",
+        DJANGO_SECRET_KEY=secret_key,
+        DJANGO_ALLOWED_HOSTS="127.0.0.1",
+        DJANGO_LOG_LEVEL="WARNING",
+        OAUTH_ISSUER="http://127.0.0.1",
+        PYTHONPATH=str(ROOT),
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def run_checked(args: list[str], env: dict, log_path: Path, what: str) -> None:
+    with open(log_path, "ab") as out:
+        result = subprocess.run(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                preexec_fn=_die_with_parent)
+    if result.returncode != 0:
+        raise BenchError(f"{what} failed (exit {result.returncode}); its output:\n{tail(log_path)}")
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no output)"
+
+
+class Server:
+    """gunicorn in its own process group; stop() always ends the whole group."""
+
+    def __init__(self, database: str, env: dict, log_path: Path):
+        self.database, self.env, self.log_path = database, env, log_path
+        self.process: subprocess.Popen | None = None
+        self.url = ""
+
+    def start(self) -> "Server":
+        args = [str(BIN / "gunicorn"), "config.wsgi", "--workers", str(WORKERS), "--worker-class", "sync",
+                "--bind", "127.0.0.1:0", "--timeout", "120", "--graceful-timeout", "5",
+                "--no-control-socket", "--log-level", "info"]
+        out = open(self.log_path, "ab")
+        self.process = subprocess.Popen(args, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                                        start_new_session=True, preexec_fn=_die_with_parent)
+        out.close()
+        deadline = time.monotonic() + 60
+        while not self.url:
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise BenchError(f"gunicorn ({self.database}) did not start; its log:\n{tail(self.log_path)}")
+            match = LISTENING_RE.search(self.log_path.read_text(errors="replace"))
+            if match:
+                self.url = f"http://127.0.0.1:{match.group(1)}"
+            time.sleep(0.1)
+        probe = self.url + ("/stock/me" if self.database == "stock" else "/floor/me")
+        while True:  # until Django itself answers (401: no token); workers boot in the background
+            try:
+                urllib.request.urlopen(probe, timeout=5)
+                break
+            except urllib.error.HTTPError:
+                break
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise BenchError(f"gunicorn ({self.database}) does not answer; its log:\n{tail(self.log_path)}")
+                time.sleep(0.2)
+        log(f"{self.database} server: gunicorn, {WORKERS} sync workers at {self.url} (pid {self.process.pid})")
+        return self
+
+    def worker_pids(self) -> list[int]:
+        try:
+            return [int(pid) for pid in Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children").read_text().split()]
+        except OSError:
+            return []
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=wait)
+                break
+        with contextlib.suppress(ProcessLookupError):  # stragglers of the group, if any
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process = None
+
+
+def _raise_on_signal(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+# --- load ---------------------------------------------------------------------------------------
+
+class Bench:
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.secret_key = secrets.token_urlsafe(50)
+        self.seeds: dict[str, Path] = {}
+        self.next_code = dict.fromkeys(DATABASES, 0)
+        self.samples: dict[tuple, dict] = {}  # (target, scenario, tokens) -> what locust measured
+
+    def env(self, database: str) -> dict:
+        return environment(database, self.secret_key)
+
+    def seed(self, database: str, *args: str) -> None:
+        self.seeds[database] = self.workdir / f"seed-{database}.json"
+        run_checked([str(BIN / "python"), "-m", "bench.seed", *args, "--seed", str(self.seeds[database])],
+                    self.env(database), self.workdir / f"setup-{database}.log", f"seeding {DATABASES[database]}")
+
+    def prepare(self, database: str) -> None:
+        started = time.monotonic()
+        recreate_database(DATABASES[database])
+        run_checked([str(BIN / "python"), "manage.py", "migrate", "--noinput"], self.env(database),
+                    self.workdir / f"setup-{database}.log", f"migrating {DATABASES[database]}")
+        self.seed(database, database, "--users", str(max(USERS, 16)), "--tokens", str(TOKENS),
+                  "--codes", str(CODES[database]))
+        log(f"{DATABASES[database]}: migrated and seeded in {time.monotonic() - started:.0f} s")
+
+    def prepare_grown(self) -> float:
+        """bench_project_grown: a copy of bench_project whose token table is grown to GROWN_TOKENS."""
+        started = time.monotonic()
+        recreate_database(DATABASES["grown"], template=DATABASES["project"])
+        shutil.copy(self.seeds["project"], self.workdir / "seed-grown.json")
+        self.seed("grown", "grow", "--tokens", str(GROWN_TOKENS))
+        elapsed = time.monotonic() - started
+        log(f"{DATABASES['grown']}: a copy with {GROWN_TOKENS:,} live access tokens, made in {elapsed:.0f} s")
+        return elapsed
+
+    def tokens(self, database: str) -> int:
+        return json.loads(self.seeds[database].read_text())["tokens"]
+
+    def measure(self, plan: list[tuple[Server, str]], scenario: str, user_class: str, *,
+                duration: float = DURATION, phase: float = PHASE, keep: bool = True) -> dict:
+        """One locust run of a scenario over the plan's (server, target) pairs, `duration` s each.
+
+        With more than one pair, the load moves from one to the next every `phase` seconds, round
+        the plan, for the whole run (bench/locustfile.py): they share the machine's conditions.
+        """
+        entries, databases = [], {}
+        for server, target in plan:
+            seed = str(self.seeds[server.database])
+            databases[seed] = server.database
+            entries.append({"label": f"{target}@{self.tokens(server.database)}", "target": target,
+                            "host": server.url, "seed": seed, "pids": server.worker_pids(),
+                            "database": DATABASES[server.database]})
+        round_s = phase * len(plan)
+        warmup = math.ceil(WARMUP / round_s) * round_s
+        duration = math.ceil(duration / phase) * phase
+        run_time = math.ceil(warmup + duration * len(plan))
+        name = f"{scenario}-" + "-".join(entry["label"] for entry in entries)
+        out = self.workdir / f"run-{name}.json"
+        env = {
+            **os.environ, "PYTHONPATH": str(ROOT), "BENCH_PLAN": json.dumps(entries), "BENCH_PHASE": str(phase),
+            "BENCH_WARMUP": str(warmup), "BENCH_OUT": str(out),
+            "BENCH_CODES": json.dumps({seed: [self.next_code[db], CODES[db]] for seed, db in databases.items()}),
+        }
+        args = [str(BIN / "locust"), "-f", str(ROOT / "bench" / "locustfile.py"), "--headless",
+                "--users", str(USERS), "--spawn-rate", str(USERS), "--run-time", f"{run_time}s",
+                "--stop-timeout", "5", "--only-summary", "--loglevel", "WARNING", user_class]
+        logfile = self.workdir / f"locust-{name}.log"
+        with open(logfile, "wb") as fh:
+            subprocess.run(args, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
+                           timeout=run_time + 120)
+        if not out.exists():
+            raise BenchError(f"locust wrote no results for scenario {scenario}; its output:\n{tail(logfile)}")
+        result = json.loads(out.read_text())
+        for seed, next_code in result["codes_next"].items():
+            self.next_code[databases[seed]] = max(self.next_code[databases[seed]], next_code)
+        if not keep:
+            return result
+        for (server, target), entry in zip(plan, entries):
+            measured = result["labels"][entry["label"]]
+            self.samples[(target, scenario, self.tokens(server.database))] = measured
+            main = measured["requests"].get(MAIN_REQUEST[scenario], {})
+            failures = sum(r["failures"] for r in measured["requests"].values())
+            log(f"{target:7} scenario {scenario} ({self.tokens(server.database):,} tokens): {main.get('rps', 0):8.1f}/s  "
+                f"p50 {main.get('p50_ms', 0):7.1f} ms  p99 {main.get('p99_ms', 0):7.1f} ms  "
+                f"queries {main.get('queries')}" + (f"  FAILURES {failures}" if failures else ""))
+        return result
+
+    def result(self, target: str, scenario: str, tokens: int) -> dict:
+        measured = self.samples[(target, scenario, tokens)]
+        requests = {name: {k: v for k, v in stats.items() if k != "raw"} for name, stats in measured["requests"].items()}
+        # CPU per request (or per flow) of the scenario's main request, over the phases charged to this target.
+        cpu, main = measured["cpu"], requests.get(MAIN_REQUEST[scenario])
+        done = main["rps"] * cpu["seconds"] if main else 0
+        return {
+            "target": target, "scenario": scenario, "tokens": tokens, "users": USERS, "workers": WORKERS,
+            "measured_s": measured["measured_s"],
+            "cpu_app_ms": cpu["app_ms"] / done if done else None,
+            "cpu_db_ms": cpu["db_ms"] / done if done else None,
+            "requests": requests,
+        }
+
+    def runs(self) -> list[dict]:
+        return [self.result(*key) for key in self.samples]
+
+
+def machine() -> dict:
+    def command(*args):
+        try:
+            return subprocess.run(args, capture_output=True, text=True, timeout=10).stdout.strip()
+        except OSError:
+            return ""
+
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "nproc": command("nproc"),
+        "free_g": command("free", "-g"),
+        "cpu": next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                     if line.startswith("model name")), platform.processor()),
+        "python": platform.python_version(),
+        "postgres": command("psql", "--version"),
+        "git": command("git", "-C", str(ROOT), "describe", "--always", "--dirty"),
+        "load_average_at_start": os.getloadavg(),
+    }
+
+
+def main() -> int:
+    signal.signal(signal.SIGTERM, _raise_on_signal)
+    signal.signal(signal.SIGHUP, _raise_on_signal)
+    started = time.monotonic()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-"))
+    servers: list[Server] = []
+    ok = False
+    try:
+        check_postgres()
+        meta = machine()
+        bench = Bench(workdir)
+        log(f"work files in {workdir}; {USERS} users, {WORKERS} workers, {WARMUP:.0f} s warm-up + "
+            f"{DURATION:.0f} s measured per run")
+        bench.prepare("project")
+        grow_seconds = bench.prepare_grown()
+        bench.prepare("stock")
+
+        project = Server("project", bench.env("project"), workdir / "gunicorn-project.log").start()
+        grown = Server("grown", bench.env("grown"), workdir / "gunicorn-grown.log").start()
+        servers += [project, grown]
+        # Scenario 1 and its growth check together: the same table with 1,000 and with 1,000,000
+        # live tokens (two databases, one server each; only one server is loaded at a time).
+        bench.measure([(project, "project"), (project, "floor"), (grown, "project"), (grown, "floor")], "1", "MeUser")
+        grown.stop()
+        for scenario, user_class, _ in SCENARIOS[1:]:
+            # Scenario 4's flows last longer: longer phases, so fewer straddle two.
+            bench.measure([(project, "project"), (project, "floor")], scenario, user_class,
+                          phase=PHASE * 2 if scenario == "4" else PHASE)
+        profiles = {}
+        if PROFILE:
+            from bench import profile
+
+            profiles = profile.profile_scenarios(bench, project, SCENARIOS[:3])
+        project.stop()
+
+        stock = Server("stock", bench.env("stock"), workdir / "gunicorn-stock.log").start()
+        servers.append(stock)
+        for scenario, user_class, _ in SCENARIOS:
+            bench.measure([(stock, "stock")], scenario, user_class)
+        stock.stop()
+
+        meta["load_average_at_end"] = os.getloadavg()
+        results = report.build(
+            runs=bench.runs(), meta=meta, profiles=profiles,
+            config={"users": USERS, "workers": WORKERS, "warmup_s": WARMUP, "duration_s": DURATION,
+                    "tokens": TOKENS, "grown_tokens": GROWN_TOKENS, "grow_seconds": round(grow_seconds, 1),
+                    "wall_seconds": round(time.monotonic() - started)},
+        )
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        report.write(results, RESULTS / "latest.json", RESULTS / "latest.png")
+        if profiles:
+            from bench import profile
+
+            (RESULTS / "profile.md").write_text(profile.render(profiles))
+        print(report.render(results))
+        log(f"done in {time.monotonic() - started:.0f} s: bench/results/latest.json, bench/results/latest.png")
+        ok = True
+        if report.failures(results):
+            log("some requests failed: the numbers above are not to be trusted (see the table's last line)")
+            return 1
+        return 0
+    except BenchError as exc:
+        log(f"ERROR: {exc}")
+        return 2
+    except KeyboardInterrupt as exc:
+        log(f"interrupted ({exc or 'Ctrl-C'}); stopping the servers")
+        return 130
+    finally:
+        for server in servers:
+            server.stop()
+        if os.environ.get("BENCH_KEEP_DATABASES") != "1":
+            for name in DATABASES.values():
+                drop_database(name)
+        if ok and os.environ.get("BENCH_KEEP_WORKDIR") != "1":
+            shutil.rmtree(workdir, ignore_errors=True)
+        elif not ok:
+            log(f"logs kept in {workdir}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
