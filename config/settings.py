@@ -34,6 +34,8 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served from our static files (no CDN)
     "oauth2_provider",
     "scopes",
     "oauthclients",
@@ -187,6 +189,22 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["scopes.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "scopes.exception_handlers.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+# OpenAPI schema at /v2/schema/, docs at /v2/docs/ (config/openapi.py, README "API documentation").
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Scheduling API",
+    "DESCRIPTION": "The /v2 resource API and the OAuth 2.0 token, revocation and introspection endpoints.",
+    "VERSION": "2",
+    "SERVERS": [{"url": OAUTH_ISSUER}],
+    "SCHEMA_PATH_PREFIX": "/v2",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_AUTHENTICATION": [],  # public: no token needed (nor checked) for the schema and docs
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "POSTPROCESSING_HOOKS": ["config.openapi.add_components"],  # enums stay inline
 }
 
 # Mail (client review notifications): console by default, SMTP when EMAIL_HOST is set.

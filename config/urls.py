@@ -2,6 +2,9 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
+from drf_spectacular.views import SpectacularAPIView
+
+from config.openapi import SwaggerView
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/settings/developer/", permanent=False)),
@@ -10,6 +13,8 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("settings/developer/", include("oauthclients.urls")),
     path("", include("oauthflows.urls")),
+    path("v2/schema/", SpectacularAPIView.as_view(), name="schema"),  # public: README "API documentation"
+    path("v2/docs/", SwaggerView.as_view(url_name="schema"), name="api_docs"),
     path("v2/", include("profiles.urls")),
 ]
 

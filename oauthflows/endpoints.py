@@ -6,15 +6,17 @@ oauthlib's endpoints, with our request checks in front and our response shapes b
 import json
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.db import transaction
 from django.http import HttpResponse, JsonResponse
 from django.utils import timezone
-from django.utils.decorators import method_decorator
 from django.views import View
-from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider.views.mixins import OAuthLibMixin
+from rest_framework.permissions import AllowAny
+from rest_framework.views import APIView
 
 from oauthflows.oauth2 import BodyError, json_body_pairs, request_started_at
+from oauthflows.openapi import introspect_schema, revoke_schema, token_schema
 from scopes.catalog import SCOPE_NAMES
 
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
@@ -46,15 +48,41 @@ def _json(payload: dict, status: int = 200) -> JsonResponse:
     return response
 
 
-@method_decorator(csrf_exempt, name="dispatch")
-class ClientEndpoint(OAuthLibMixin, View):
-    """POST endpoints where a client authenticates (Basic or body) and sends form or JSON."""
+class ClientEndpoint(OAuthLibMixin, APIView):
+    """POST endpoints where a client authenticates (Basic or body) and sends form or JSON.
+
+    An APIView only so that the OpenAPI schema describes it (oauthflows/openapi.py): DRF
+    authenticates, parses, negotiates and handles errors for nothing here. The view reads the
+    Django request, answers with Django responses, and lets exceptions through, exactly as a
+    plain Django view would. CSRF-exempt (APIView.as_view).
+    """
 
     http_method_names = ["post"]
+    authentication_classes = []
+    permission_classes = [AllowAny]
+    parser_classes = []
+    throttle_classes = []
     # The error codes this endpoint may answer with; anything else oauthlib says is invalid_request.
     errors: frozenset[str] = frozenset({"invalid_request", "invalid_client"})
 
+    def perform_authentication(self, request):
+        pass  # request.user stays Django's (lazy) user
+
+    def perform_content_negotiation(self, request, force=False):
+        return super().perform_content_negotiation(request, force=True)  # any Accept header: JSON
+
+    @property
+    def default_response_headers(self):
+        return {}  # no Allow/Vary added to every response
+
+    def http_method_not_allowed(self, request, *args, **kwargs):
+        return View.http_method_not_allowed(self, request._request, *args, **kwargs)  # empty 405
+
+    def handle_exception(self, exc):
+        raise exc  # Django's handlers answer, not the /v2 exception handler
+
     def post(self, request, *args, **kwargs):
+        request = request._request  # the Django request, not DRF's wrapper
         self.basic_used = request.META.get("HTTP_AUTHORIZATION", "").lower().startswith("basic ")
         params, problem = self.read_params(request)
         if problem is None:
@@ -81,16 +109,18 @@ class ClientEndpoint(OAuthLibMixin, View):
             return {}, ("invalid_request", "Send the request body as application/x-www-form-urlencoded or application/json.")
         if any(name in request.GET for name in CREDENTIAL_PARAMS):
             return {}, ("invalid_request", "Credentials and tokens belong in the request body, never in the URL.")
-        if content_type == FORM_CONTENT_TYPE:
-            repeated = sorted(key for key, values in request.POST.lists() if len(values) > 1)
-            if repeated:
-                return {}, ("invalid_request", "Each parameter may be sent only once: " + ", ".join(repeated) + ".")
-            params = request.POST.dict()
-        else:
-            try:
+        try:
+            if content_type == FORM_CONTENT_TYPE:
+                repeated = sorted(key for key, values in request.POST.lists() if len(values) > 1)
+                if repeated:
+                    return {}, ("invalid_request", "Each parameter may be sent only once: " + ", ".join(repeated) + ".")
+                params = request.POST.dict()
+            else:
                 params = dict(json_body_pairs(request.body))
-            except BodyError as exc:
-                return {}, ("invalid_request", str(exc))
+        except BodyError as exc:
+            return {}, ("invalid_request", str(exc))
+        except (RequestDataTooBig, TooManyFieldsSent):
+            return {}, ("invalid_request", "The request body is too large.")
         if self.basic_used and "client_secret" in params:
             return params, ("invalid_request", "Use one client authentication method: HTTP Basic or client_secret in the body, not both.")
         return params, None
@@ -117,6 +147,7 @@ class ClientEndpoint(OAuthLibMixin, View):
         return response
 
 
+@token_schema
 class TokenView(ClientEndpoint):
     """POST /v2/auth/oauth2/token: authorization_code and refresh_token grants (spec §4.2, §4.3)."""
 
@@ -164,6 +195,7 @@ def _check_token_param(params) -> tuple[str, str] | None:
     return None
 
 
+@revoke_schema
 class RevokeView(ClientEndpoint):
     """POST /v2/auth/oauth2/revoke (RFC 7009): a client revokes its own access or refresh token.
 
@@ -187,6 +219,7 @@ class RevokeView(ClientEndpoint):
         return response
 
 
+@introspect_schema
 class IntrospectView(ClientEndpoint):
     """POST /v2/auth/oauth2/introspect (RFC 7662): an authenticated client asks about its own tokens.
 

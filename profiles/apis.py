@@ -4,9 +4,11 @@ import re
 from functools import cache
 from zoneinfo import available_timezones
 
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from config.openapi import api_errors, www_authenticate
 from profiles.models import TimeFormat, WeekStart
 from profiles.selectors import profile_get_for_user
 from profiles.services import profile_update
@@ -23,6 +25,7 @@ def _time_zones() -> frozenset[str]:
 class MeApi(ScopedApiView):
     required_scopes = {"GET": "PROFILE_READ", "PATCH": "PROFILE_WRITE"}
 
+    @extend_schema_serializer(component_name="Profile")
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField(source="user.pk")
         username = serializers.CharField(source="user.username")
@@ -33,6 +36,7 @@ class MeApi(ScopedApiView):
         timeFormat = serializers.IntegerField(source="time_format")
         weekStart = serializers.CharField(source="week_start")
 
+    @extend_schema_serializer(component_name="ProfileUpdate")
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=255, allow_blank=True, required=False)
         timeZone = serializers.CharField(max_length=64, required=False, source="time_zone")
@@ -58,12 +62,31 @@ class MeApi(ScopedApiView):
                 )
             return attrs
 
+    _profile_response = OpenApiResponse(
+        inline_serializer(
+            "ProfileResponse",
+            fields={"status": serializers.ChoiceField(choices=["success"]), "data": OutputSerializer()},
+        ),
+        description="The user's profile (defaults until the user saves one).",
+    )
+    _bearer_errors = www_authenticate(401, description='`Bearer realm="api"`, with `error="invalid_token"` for a bad token.')
+
     def _render(self, profile):
         return Response({"status": "success", "data": self.OutputSerializer(profile).data})
 
+    @extend_schema(
+        summary="The token's user", description="Scope `PROFILE_READ`.", tags=["Profile"],
+        parameters=[_bearer_errors], responses={200: _profile_response, **api_errors(401, 403)},
+    )
     def get(self, request):
         return self._render(profile_get_for_user(user=request.user))
 
+    @extend_schema(
+        summary="Update the token's user's profile",
+        description="Scope `PROFILE_WRITE`. Only the fields sent change; unknown or read-only fields are a 400.",
+        tags=["Profile"], parameters=[_bearer_errors], request=InputSerializer,
+        responses={200: _profile_response, **api_errors(400, 401, 403, 413, 415)},
+    )
     def patch(self, request):
         if not isinstance(request.data, dict):
             raise serializers.ValidationError("The request body must be a JSON object.")

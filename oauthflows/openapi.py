@@ -1,0 +1,245 @@
+"""OpenAPI descriptions of the token (RFC 6749), revocation (RFC 7009) and introspection (RFC 7662)
+endpoints, applied to the views in oauthflows.endpoints. What each says is checked against real
+responses in tests/openapi.
+"""
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_view
+
+from config.openapi import no_store, ref, www_authenticate
+from scopes.catalog import SCOPE_NAMES
+
+TAGS = ["OAuth 2.0"]
+BODY_REQUIRED = {"oauth2_token", "oauth2_revoke", "oauth2_introspect"}  # operation ids
+CLIENT_AUTH = [{"clientBasic": []}, {}]  # HTTP Basic, or client_id (and client_secret) in the body
+MEDIA_TYPES = ("application/x-www-form-urlencoded", "application/json")
+
+# RFC 6749 §5.2: error_description is printable ASCII without '"' and '\'.
+DESCRIPTION_PATTERN = r"^[\x20\x21\x23-\x5B\x5D-\x7E]*$"
+SCOPE_LIST = (
+    "Space-separated scope names (" + ", ".join(f"`{name}`" for name in SCOPE_NAMES[:3]) + ", …; "
+    "see the metadata document's `scopes_supported`)."
+)
+
+
+def _string(description: str, **extra) -> dict:
+    return {"type": "string", "description": description, **extra}
+
+
+CLIENT_PROPERTIES = {
+    "client_id": _string("Required unless the client authenticates with HTTP Basic."),
+    "client_secret": _string("client_secret_post. Never together with HTTP Basic."),
+}
+
+
+def _oauth_error(codes: list[str], description: str) -> dict:
+    return {
+        "type": "object",
+        "description": description,
+        "required": ["error", "error_description"],
+        "additionalProperties": False,
+        "properties": {
+            "error": {"type": "string", "enum": codes},
+            "error_description": _string("Printable ASCII, for the developer.", pattern=DESCRIPTION_PATTERN),
+        },
+    }
+
+
+SCHEMAS = {
+    "AuthorizationCodeTokenRequest": {
+        "type": "object",
+        "description": "Exchange an authorization code (RFC 6749 §4.1.3, PKCE RFC 7636 §4.5).",
+        "required": ["grant_type", "code", "redirect_uri"],
+        "properties": {
+            "grant_type": {"type": "string", "enum": ["authorization_code"]},
+            "code": _string("The code from the authorization response. Single use; lives 60 seconds by default."),
+            "redirect_uri": _string("Exactly the redirect_uri of the authorization request."),
+            "code_verifier": _string(
+                "PKCE verifier: required if the authorization request carried a code_challenge "
+                "(always, for public clients), refused otherwise.",
+                minLength=43, maxLength=128, pattern=r"^[A-Za-z0-9\-._~]{43,128}$",
+            ),
+            **CLIENT_PROPERTIES,
+        },
+    },
+    "RefreshTokenRequest": {
+        "type": "object",
+        "description": "Refresh (RFC 6749 §6). The refresh token is rotated: the response carries a new one "
+        "and the old one, with its access token, stops working.",
+        "required": ["grant_type", "refresh_token"],
+        "properties": {
+            "grant_type": {"type": "string", "enum": ["refresh_token"]},
+            "refresh_token": _string("The latest refresh token of this authorization."),
+            "scope": _string("Optional narrowing; at most the scopes originally granted. " + SCOPE_LIST),
+            **CLIENT_PROPERTIES,
+        },
+    },
+    "TokenRequest": {
+        "oneOf": [ref("AuthorizationCodeTokenRequest"), ref("RefreshTokenRequest")],
+        "discriminator": {
+            "propertyName": "grant_type",
+            "mapping": {
+                "authorization_code": "#/components/schemas/AuthorizationCodeTokenRequest",
+                "refresh_token": "#/components/schemas/RefreshTokenRequest",
+            },
+        },
+    },
+    "TokenResponse": {
+        "type": "object",
+        "description": "RFC 6749 §5.1. Exactly these members.",
+        "required": ["access_token", "refresh_token", "token_type", "expires_in", "scope"],
+        "additionalProperties": False,
+        "properties": {
+            "access_token": _string("Send as `Authorization: Bearer <access_token>` to /v2."),
+            "refresh_token": _string("Single use: every refresh returns a new one."),
+            "token_type": {"type": "string", "enum": ["bearer"]},
+            "expires_in": {
+                "type": "integer", "enum": [settings.OAUTH_ACCESS_TOKEN_LIFETIME],
+                "description": "Seconds the access token lives.",
+            },
+            "scope": _string("The granted scopes, space-separated; empty for a legacy client's unrestricted token."),
+        },
+    },
+    "TokenError": _oauth_error(
+        ["invalid_request", "invalid_grant", "unauthorized_client", "unsupported_grant_type", "invalid_scope"],
+        "RFC 6749 §5.2.",
+    ),
+    "ClientAuthenticationError": _oauth_error(
+        ["invalid_client"],
+        "Unknown client, wrong or revoked secret, or a client that is not approved: one answer for all.",
+    ),
+    "TokenParameterError": _oauth_error(
+        ["invalid_request", "unsupported_token_type"], "RFC 7009 §2.2.1 / RFC 7662 §2.3."
+    ),
+    "RateLimited": _oauth_error(["invalid_request"], "Too many requests; retry after `Retry-After` seconds."),
+    "TokenOperationRequest": {
+        "type": "object",
+        "required": ["token"],
+        "properties": {
+            "token": _string("An access or refresh token issued to this client."),
+            "token_type_hint": {"type": "string", "enum": ["access_token", "refresh_token"]},
+            **CLIENT_PROPERTIES,
+        },
+    },
+    "InactiveToken": {
+        "type": "object",
+        "description": "Unknown, expired, revoked or another client's token, or a public client asking: "
+        "nothing more is said.",
+        "required": ["active"],
+        "additionalProperties": False,
+        "properties": {"active": {"type": "boolean", "enum": [False]}},
+    },
+    "ActiveToken": {
+        "type": "object",
+        "description": "RFC 7662 §2.2, for a live token of the asking (confidential) client.",
+        "required": ["active", "scope", "client_id", "username", "sub", "token_type", "exp", "iat", "iss"],
+        "additionalProperties": False,
+        "properties": {
+            "active": {"type": "boolean", "enum": [True]},
+            "scope": _string("Space-separated; empty for a legacy client's unrestricted token."),
+            "client_id": _string("The client the token was issued to (the asking client)."),
+            "username": _string("The user's username."),
+            "sub": _string("The user's id, as a string."),
+            "token_type": {
+                "type": "string", "enum": ["access_token", "refresh_token"],
+                "description": "Which kind of token was presented.",
+            },
+            "exp": {"type": "integer", "description": "Expiry, seconds since the epoch (for a refresh token: "
+                    "its access token's expiry plus the refresh token lifetime)."},
+            "iat": {"type": "integer", "description": "Issue time, seconds since the epoch."},
+            "iss": _string("This server's issuer URL."),
+        },
+    },
+    "IntrospectionResponse": {"oneOf": [ref("InactiveToken"), ref("ActiveToken")]},
+}
+
+
+def _request(schema_name: str) -> dict:
+    return {media_type: ref(schema_name) for media_type in MEDIA_TYPES}
+
+
+_UNAUTHORIZED = OpenApiResponse(
+    ref("ClientAuthenticationError"),
+    description="Client authentication failed. `WWW-Authenticate: Basic realm=\"oauth\"` when Basic was used.",
+)
+_RATE_LIMITED = OpenApiResponse(ref("RateLimited"), description="Too many requests (`Retry-After` header).")
+_CLIENT_AUTH_TEXT = (
+    "Client authentication: HTTP Basic (client_secret_basic), client_id and client_secret in the body "
+    "(client_secret_post), or client_id alone for a public client. Bodies are "
+    "`application/x-www-form-urlencoded` or `application/json` (an object of strings); each parameter "
+    "once; credentials never in the query string."
+)
+
+token_schema = extend_schema_view(post=extend_schema(
+    operation_id="oauth2_token",
+    summary="Token endpoint: exchange a code, refresh",
+    description="RFC 6749 §3.2. Grants: `authorization_code` (with PKCE) and `refresh_token`. " + _CLIENT_AUTH_TEXT,
+    tags=TAGS,
+    auth=CLIENT_AUTH,
+    request=_request("TokenRequest"),
+    parameters=[
+        *no_store(200, 400, 401),
+        www_authenticate(401, description='`Basic realm="oauth"` when HTTP Basic was used, otherwise `Bearer realm="oauth"`.'),
+    ],
+    responses={
+        200: OpenApiResponse(ref("TokenResponse"), description="Tokens issued."),
+        400: OpenApiResponse(ref("TokenError"), description="The request is malformed, or the code or refresh token is not valid."),
+        401: _UNAUTHORIZED,
+        429: _RATE_LIMITED,
+    },
+    examples=[
+        OpenApiExample(
+            "Exchange a code",
+            request_only=True,
+            value={"grant_type": "authorization_code", "code": "…", "redirect_uri": "https://app.example.com/callback",
+                   "client_id": "…", "client_secret": "cs_…"},
+        ),
+        OpenApiExample(
+            "Refresh",
+            request_only=True,
+            value={"grant_type": "refresh_token", "refresh_token": "…", "client_id": "…", "client_secret": "cs_…"},
+        ),
+        OpenApiExample(
+            "Tokens",
+            response_only=True,
+            status_codes=["200"],
+            value={"access_token": "…", "refresh_token": "…", "token_type": "bearer",
+                   "expires_in": settings.OAUTH_ACCESS_TOKEN_LIFETIME, "scope": "PROFILE_READ BOOKING_READ"},
+        ),
+    ],
+))
+
+
+
+def _token_operation(operation_id: str, summary: str, description: str, success: OpenApiResponse):
+    """Revocation and introspection: one token parameter, the same client authentication and errors."""
+    return extend_schema_view(post=extend_schema(
+        operation_id=operation_id,
+        summary=summary,
+        description=description + " " + _CLIENT_AUTH_TEXT,
+        tags=TAGS,
+        auth=CLIENT_AUTH,
+        request=_request("TokenOperationRequest"),
+        parameters=[*no_store(200, 400, 401)],
+        responses={
+            200: success,
+            400: OpenApiResponse(ref("TokenParameterError"), description="The request is malformed."),
+            401: _UNAUTHORIZED,
+            429: _RATE_LIMITED,
+        },
+    ))
+
+
+revoke_schema = _token_operation(
+    "oauth2_revoke",
+    "Revoke a token (RFC 7009)",
+    "Revokes one of this client's access or refresh tokens; revoking a refresh token ends the whole "
+    "authorization. An unknown or foreign token also answers 200 and nothing happens.",
+    OpenApiResponse(None, description="Revoked, or nothing to revoke. The body is empty."),
+)
+introspect_schema = _token_operation(
+    "oauth2_introspect",
+    "Introspect a token (RFC 7662)",
+    "A confidential client asks about one of its own tokens.",
+    OpenApiResponse(ref("IntrospectionResponse"), description="`{\"active\": false}` or the token's claims."),
+)

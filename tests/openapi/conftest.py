@@ -1,0 +1,2 @@
+# The real OAuth flow's fixtures from tests/oauthflows, imported rather than copied.
+from tests.oauthflows.conftest import api, browser, confidential, legacy  # noqa: F401
