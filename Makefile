@@ -38,6 +38,12 @@ test: $(STAMP)
 fuzz: $(STAMP)
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-2000} $(BIN)/python -m pytest tests/security/test_fuzz.py $(ARGS)
 
+# Longer schema-driven fuzzing of the token, revoke, introspect and /v2/me endpoints (schemathesis):
+# SCHEMA_FUZZ_EXAMPLES requests per operation and mode (the normal suite runs 15).
+.PHONY: fuzz-schema
+fuzz-schema: $(STAMP)
+	SCHEMA_FUZZ_EXAMPLES=$${SCHEMA_FUZZ_EXAMPLES:-500} $(BIN)/python -m pytest tests/security/test_schema_fuzz.py $(ARGS)
+
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache
 

@@ -1,0 +1,150 @@
+"""Schema-driven fuzzing (schemathesis) of the token, revocation, introspection and /v2/me endpoints.
+
+Requests are generated from the OpenAPI document the server publishes (/v2/schema/), valid ones
+(positive) and ones that break it (negative), and sent to the Django WSGI application in-process.
+Every answer must be a non-5xx answer that the document describes: a documented status, media
+type, headers and body. Some requests carry real credentials (a client's secret, in the body or as
+HTTP Basic; a live code, refresh token or access token) so that the paths past authentication are
+fuzzed too, successes included.
+
+A short run in the normal suite; `make fuzz-schema` (SCHEMA_FUZZ_EXAMPLES, default 500 per
+operation and mode) runs a longer one. The authorization endpoint is an HTML browser endpoint
+and is fuzzed by tests/security/test_fuzz.py instead.
+"""
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import pytest
+import schemathesis
+from django.core.handlers.wsgi import WSGIHandler
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
+from hypothesis import HealthCheck, given, settings, strategies as st
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from tests.oauthflows.conftest import api, browser, confidential  # noqa: F401
+from tests.oauthflows.helpers import INTROSPECT, ME, REVOKE, TOKEN, basic, exchange, get_code
+from tests.openapi.conformance import openapi
+
+MAX_EXAMPLES = int(os.environ.get("SCHEMA_FUZZ_EXAMPLES", "15"))
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
+OPERATIONS = [("POST", TOKEN), ("POST", REVOKE), ("POST", INTROSPECT), ("GET", ME), ("PATCH", ME)]
+APP = WSGIHandler()
+
+
+@dataclass
+class World:
+    """The live things a fuzzed request may carry instead of generated values."""
+
+    browser: object
+    api: object
+    client: object
+    secret: str
+
+    def tokens(self, scope: str = "PROFILE_READ PROFILE_WRITE") -> dict:
+        code = get_code(self.browser, self.client, scope=scope)
+        return exchange(self.api, self.client, code, secret=self.secret).json()
+
+    def client_credentials(self, case, how: str) -> None:
+        body = case.body
+        if how == "basic":
+            body.pop("client_id", None)
+            body.pop("client_secret", None)
+            case.headers = {**(case.headers or {}), "Authorization": basic(self.client.client_id, self.secret)}
+        else:
+            body["client_id"] = self.client.client_id
+            body["client_secret"] = self.secret
+
+    def apply(self, case, method: str, path: str, choice: str) -> None:
+        """Swap generated values for live ones, as `choice` says ("generated" keeps them all)."""
+        if path == ME:
+            if choice != "generated":
+                scope = "BOOKING_READ" if choice == "narrow" else "PROFILE_READ PROFILE_WRITE"
+                case.headers = {**(case.headers or {}), "Authorization": f"Bearer {self.tokens(scope)['access_token']}"}
+            return
+        if choice == "generated" or not isinstance(case.body, dict):
+            return
+        self.client_credentials(case, "basic" if choice.endswith("basic") else "body")
+        if not choice.startswith("live"):
+            return
+        if path == TOKEN and case.body.get("grant_type") == "authorization_code":
+            case.body["code"] = get_code(self.browser, self.client)
+            case.body["redirect_uri"] = self.client.redirect_uri_list[0]
+            case.body.pop("code_verifier", None)
+        elif path == TOKEN:
+            case.body["refresh_token"] = self.tokens()["refresh_token"]
+        else:
+            hint = case.body.get("token_type_hint")
+            case.body["token"] = self.tokens()[hint if hint in ("access_token", "refresh_token") else "access_token"]
+
+
+CHOICES = {
+    ME: ["generated", "live", "narrow"],
+    TOKEN: ["generated", "client", "client-basic", "live", "live-basic"],
+    REVOKE: ["generated", "client", "client-basic", "live", "live-basic"],
+    INTROSPECT: ["generated", "client", "client-basic", "live", "live-basic"],
+}
+
+
+@pytest.fixture
+def world(browser, api, confidential):  # noqa: F811
+    client, secret = confidential
+    return World(browser, api, client, secret)
+
+
+@pytest.fixture(scope="module")
+def schema():
+    return schemathesis.openapi.from_dict(openapi())
+
+
+@contextmanager
+def in_test_transaction():
+    """Run a request inside the test's transaction, as Django's test client does: the signals that
+    would close the database connection around it are off meanwhile."""
+    for signal in (request_started, request_finished):
+        signal.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        for signal in (request_started, request_finished):
+            signal.connect(close_old_connections)
+
+
+@pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=["positive", "negative"])
+@pytest.mark.parametrize(("method", "path"), OPERATIONS, ids=[f"{m} {p}" for m, p in OPERATIONS])
+def test_fuzzed_requests_get_documented_answers_and_no_server_error(schema, world, method, path, mode):
+    operation = schema[path][method]
+    statuses = []
+
+    @settings(
+        max_examples=MAX_EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                               HealthCheck.filter_too_much, HealthCheck.data_too_large],
+    )
+    @given(case=operation.as_strategy(generation_mode=mode), choice=st.sampled_from(CHOICES[path]))
+    def fuzz(case, choice):
+        world.apply(case, method, path, choice)
+        with in_test_transaction():
+            response = case.call(app=APP)
+        statuses.append(response.status_code)
+        case.validate_response(response, checks=CHECKS)
+
+    fuzz()
+    assert statuses and max(statuses) < 500
