@@ -1,0 +1,172 @@
+"""Real OAuth client libraries against a live server: requests-oauthlib and Authlib.
+
+Each library, for a confidential and a public client, builds the authorization URL with PKCE
+(S256), exchanges the code, calls /v2/me, and refreshes by itself once its access token looks
+expired. Authlib then introspects (RFC 7662) and revokes (RFC 7009) with its own methods. The only settings are the client's own: OAUTHLIB_INSECURE_TRANSPORT for the plain-HTTP
+loopback server, and no client authentication for a public client. The user's part (log in,
+Allow) is a requests.Session posting the forms as a browser would.
+
+The server is pytest-django's live_server (a thread on the test database).
+"""
+
+import re
+import time
+
+import pytest
+import requests
+from authlib.common.security import generate_token
+from authlib.integrations.requests_client import OAuth2Session as AuthlibSession
+from requests_oauthlib import OAuth2Session as RequestsOAuthlibSession
+
+from tests.factories import PASSWORD, make_client
+
+AUTHORIZE = "/auth/oauth2/authorize"
+TOKEN = "/v2/auth/oauth2/token"
+REVOKE = "/v2/auth/oauth2/revoke"
+INTROSPECT = "/v2/auth/oauth2/introspect"
+ME = "/v2/me"
+SCOPES = ["PROFILE_READ", "PROFILE_WRITE"]
+TIMEOUT = 10
+CSRF_RE = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+
+
+@pytest.fixture
+def server(live_server, settings, monkeypatch):
+    settings.OAUTH_ISSUER = live_server.url
+    monkeypatch.setenv("OAUTHLIB_INSECURE_TRANSPORT", "1")  # the client library's setting, for http://
+    return live_server.url
+
+
+@pytest.fixture
+def user_agent(server, end_user):
+    """The end user's browser: a requests.Session logged in through the login form."""
+    session = requests.Session()
+    page = session.get(server + "/accounts/login/", timeout=TIMEOUT)
+    assert page.status_code == 200
+    response = session.post(
+        server + "/accounts/login/",
+        data={"username": end_user.username, "password": PASSWORD, "csrfmiddlewaretoken": CSRF_RE.search(page.text)[1]},
+        headers={"Referer": server + "/accounts/login/"},
+        allow_redirects=False,
+        timeout=TIMEOUT,
+    )
+    assert response.status_code == 302, response.text[:500]
+    with session:
+        yield session
+
+
+@pytest.fixture
+def closed_after():
+    """closed_after(session) -> session, closed (its keep-alive connections too) after the test."""
+    sessions = []
+    yield lambda session: sessions.append(session) or session
+    for session in sessions:
+        session.close()
+
+
+def allow(user_agent, server, authorization_url: str) -> str:
+    """Show the consent page for the library's URL and click Allow; return the redirect Location."""
+    assert authorization_url.startswith(server + AUTHORIZE + "?")
+    page = user_agent.get(authorization_url, allow_redirects=False, timeout=TIMEOUT)
+    assert page.status_code == 200, page.text[:500]
+    response = user_agent.post(
+        authorization_url.replace(AUTHORIZE + "?", AUTHORIZE + "/allow?", 1),
+        data={"csrfmiddlewaretoken": CSRF_RE.search(page.text)[1]},
+        headers={"Referer": server + "/"},
+        allow_redirects=False,
+        timeout=TIMEOUT,
+    )
+    assert response.status_code == 302, response.text[:500]
+    return response.headers["Location"]
+
+
+@pytest.fixture(params=["confidential", "public"])
+def app(request, owner):
+    """(client, secret or None, redirect_uri) of an approved client of either kind."""
+    redirect_uri = "http://127.0.0.1:8765/callback"
+    created = make_client(owner, kind=request.param, scopes=SCOPES, redirect_uris=[redirect_uri], approve=True)
+    secret = created.secret.plaintext if request.param == "confidential" else None
+    return created.client, secret, redirect_uri
+
+
+def expire(token: dict) -> dict:
+    """The same token, which the library now believes expired a minute ago."""
+    return {**token, "expires_in": -60, "expires_at": time.time() - 60}
+
+
+def assert_me(response, end_user):
+    assert response.status_code == 200, response.text
+    assert response.json()["data"]["username"] == end_user.username
+
+
+def call_and_refresh(oauth, server, token: dict, refreshed: list, end_user):
+    """Call /v2/me with the library's token; make the token look expired and call again: the
+    library refreshes by itself (once) and the call succeeds with the new token."""
+    assert token["token_type"] == "bearer" and token["expires_in"] == 1800
+    assert_me(oauth.get(server + ME, timeout=TIMEOUT), end_user)
+
+    oauth.token = expire(token)
+    assert_me(oauth.get(server + ME, timeout=TIMEOUT), end_user)
+    assert len(refreshed) == 1
+    new = refreshed[0]
+    assert oauth.token["access_token"] == new["access_token"] != token["access_token"]
+    assert new["refresh_token"] != token["refresh_token"]
+    scope = new["scope"] if isinstance(new["scope"], list) else new["scope"].split()  # oauthlib parses it
+    assert new["token_type"] == "bearer" and set(scope) == set(SCOPES)
+    # Rotation: the previous access token no longer works.
+    stale = requests.get(server + ME, headers={"Authorization": f"Bearer {token['access_token']}"}, timeout=TIMEOUT)
+    assert stale.status_code == 401
+
+
+def test_requests_oauthlib(server, user_agent, app, end_user, closed_after):
+    client, secret, redirect_uri = app
+    refreshed = []
+    credentials = {"client_id": client.client_id, **({"client_secret": secret} if secret else {})}
+    oauth = closed_after(RequestsOAuthlibSession(
+        client.client_id,
+        redirect_uri=redirect_uri,
+        scope=SCOPES,
+        pkce="S256",
+        auto_refresh_url=server + TOKEN,
+        auto_refresh_kwargs=credentials,  # refresh: client_secret_post (or client_id alone)
+        token_updater=refreshed.append,
+    ))
+    authorization_url, state = oauth.authorization_url(server + AUTHORIZE)
+    assert "code_challenge_method=S256" in authorization_url
+    location = allow(user_agent, server, authorization_url)
+
+    if secret:  # exchange: client_secret_basic, the library's default
+        token = oauth.fetch_token(server + TOKEN, authorization_response=location, client_secret=secret, timeout=TIMEOUT)
+    else:
+        token = oauth.fetch_token(server + TOKEN, authorization_response=location, include_client_id=True, timeout=TIMEOUT)
+    call_and_refresh(oauth, server, dict(token), refreshed, end_user)
+
+
+def test_authlib(server, user_agent, app, end_user, closed_after):
+    client, secret, redirect_uri = app
+    refreshed = []
+    oauth = closed_after(AuthlibSession(
+        client.client_id,
+        secret,
+        token_endpoint_auth_method="client_secret_basic" if secret else "none",
+        scope=" ".join(SCOPES),
+        redirect_uri=redirect_uri,
+        code_challenge_method="S256",
+        token_endpoint=server + TOKEN,
+        update_token=lambda token, refresh_token=None, access_token=None: refreshed.append(dict(token)),
+    ))
+    verifier = generate_token(64)
+    authorization_url, state = oauth.create_authorization_url(server + AUTHORIZE, code_verifier=verifier)
+    location = allow(user_agent, server, authorization_url)
+
+    token = oauth.fetch_token(authorization_response=location, code_verifier=verifier, state=state, timeout=TIMEOUT)
+    call_and_refresh(oauth, server, dict(token), refreshed, end_user)
+
+    current = oauth.token
+    if secret:  # introspection is for confidential clients
+        claims = oauth.introspect_token(server + INTROSPECT, token=current["access_token"], timeout=TIMEOUT).json()
+        assert claims["active"] is True and claims["client_id"] == client.client_id and claims["username"] == end_user.username
+    revoked = oauth.revoke_token(server + REVOKE, token=current["refresh_token"], token_type_hint="refresh_token",
+                                 timeout=TIMEOUT)
+    assert revoked.status_code == 200
+    assert oauth.get(server + ME, timeout=TIMEOUT).status_code == 401  # the whole authorization is gone
