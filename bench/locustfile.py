@@ -139,10 +139,16 @@ class CpuMeter:
         self.db = Counter()
         self.seconds = Counter()  # label -> seconds of phases charged
 
-    def read(self) -> tuple[float, float]:
-        app = sum(_cpu_ticks(pid) for pid in self.workers) * TICK_MS
-        db = sum(_cpu_ticks(pid) for pid in _postgres_backends(self.databases)) * TICK_MS
-        return app, db
+    def read(self) -> tuple[dict, dict]:
+        """CPU ticks so far, per process: the workers, and the backends of the plan's databases."""
+        return ({pid: _cpu_ticks(pid) for pid in self.workers},
+                {pid: _cpu_ticks(pid) for pid in _postgres_backends(self.databases)})
+
+    @staticmethod
+    def used_ms(previous: dict, current: dict) -> float:
+        # Per process, so that a backend that came or went during the phase (a persistent
+        # connection reaching its maximum age) neither subtracts its past nor is missed.
+        return sum(ticks - previous.get(pid, 0) for pid, ticks in current.items()) * TICK_MS
 
     def run(self):
         """From the start of measuring, at each phase boundary, charge the phase that just ended."""
@@ -154,8 +160,8 @@ class CpuMeter:
                 break
             current = self.read()
             label = PLAN[phase % len(PLAN)]["label"]
-            self.app[label] += current[0] - previous[0]
-            self.db[label] += current[1] - previous[1]
+            self.app[label] += self.used_ms(previous[0], current[0])
+            self.db[label] += self.used_ms(previous[1], current[1])
             self.seconds[label] += PHASE
             previous, phase = current, phase + 1
 
