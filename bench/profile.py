@@ -47,21 +47,22 @@ def _frame_file(frame: str) -> str:
     return frame.rpartition(" (")[2].rpartition(":")[0]
 
 
-def owner(frames: list[str]) -> str:
-    """The innermost known owner of a stack (root first)."""
+def owner(frames: list[str]) -> tuple[str, str]:
+    """The innermost known owner of a stack (root first), and that frame's function."""
     for frame in reversed(frames):
         path = _frame_file(frame)
+        function = f"{frame.rpartition(' (')[0]} ({path})"
         if path.startswith(PROJECT_DIRS):
-            return "project: " + path.split("/", 1)[0] + "/"
+            return "project: " + path.split("/", 1)[0] + "/", function
         for prefix, name in OWNERS:
             if path.startswith(prefix):
-                return name
-    return "other"
+                return name, function
+    return "other", "other"
 
 
 def summarize(raw: Path, requests: float) -> dict:
     """py-spy's raw (collapsed) stacks -> worker ms per request, by owner and by function."""
-    by_owner, inclusive = Counter(), Counter()
+    by_owner, by_function, inclusive = Counter(), Counter(), Counter()
     total = 0
     for line in raw.read_text(errors="replace").splitlines():
         stack, _, count = line.rpartition(" ")
@@ -73,7 +74,9 @@ def summarize(raw: Path, requests: float) -> dict:
             continue  # the master, or a worker waiting for a connection
         frames, samples = frames[start:], int(count)
         total += samples
-        by_owner[owner(frames)] += samples
+        who, function = owner(frames)
+        by_owner[who] += samples
+        by_function[function] += samples
         seen = set()
         for frame in frames:
             function, _, location = frame.rpartition(" (")
@@ -89,7 +92,8 @@ def summarize(raw: Path, requests: float) -> dict:
                 for what, n in counter.most_common(limit)] if total else []
 
     return {"requests": round(requests), "samples": total, "worker_ms_per_request": round(total * ms, 2),
-            "by_owner": rows(by_owner, 20), "top_functions": rows(inclusive, 25)}
+            "by_owner": rows(by_owner, 20), "by_function": rows(by_function, 200),
+            "top_functions": rows(inclusive, 40)}
 
 
 def profile_scenarios(bench, server, scenarios) -> dict:
@@ -140,9 +144,17 @@ def render(profiles: dict) -> str:
             a, b = ours.get(what, 0.0), theirs.get(what, 0.0)
             if a + b >= 0.05:
                 lines.append(f"| {what} | {a:.2f} | {b:.2f} | {a - b:+.2f} |")
-        lines += ["", "Heaviest functions of the project's request (inclusive; the middleware chain around "
-                  "everything left out):", "", "| function | worker ms | share |", "|---|---:|---:|"]
-        shown = [row for row in project["top_functions"] if row["share"] < 0.9][:12]
+        lines += ["", "Where the difference is, by innermost known function (the largest differences):", "",
+                  "| function | project | floor | difference |", "|---|---:|---:|---:|"]
+        ours = {row["what"]: row["worker_ms"] for row in project["by_function"]}
+        theirs = {row["what"]: row["worker_ms"] for row in floor["by_function"]}
+        for what in sorted(set(ours) | set(theirs), key=lambda w: -abs(ours.get(w, 0) - theirs.get(w, 0)))[:12]:
+            a, b = ours.get(what, 0.0), theirs.get(what, 0.0)
+            lines.append(f"| `{what}` | {a:.2f} | {b:.2f} | {a - b:+.2f} |")
+        lines += ["", "The project's request, inclusive (the middleware chain around everything left out):", "",
+                  "| function | worker ms | share |", "|---|---:|---:|"]
+        shown = [row for row in project["top_functions"]
+                 if not row["what"].split(" (")[0].endswith(("Middleware.__call__", "<locals>.counting"))][:12]
         lines += [f"| `{row['what']}` | {row['worker_ms']:.2f} | {row['share']:.0%} |" for row in shown]
         lines.append("")
     return "\n".join(lines)
