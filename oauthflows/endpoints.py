@@ -10,7 +10,9 @@ from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.db import transaction
 from django.http import HttpResponse, JsonResponse
 from django.utils import timezone
+from django.utils.decorators import method_decorator
 from django.views import View
+from django.views.decorators.debug import sensitive_post_parameters
 from oauth2_provider.views.mixins import OAuthLibMixin
 from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
@@ -48,6 +50,11 @@ def _json(payload: dict, status: int = 200) -> JsonResponse:
     return response
 
 
+# Django's error reports (mailed to ADMINS, sent to error trackers) must not list these values.
+SENSITIVE_PARAMS = ("client_secret", "code", "code_verifier", "refresh_token", "token", "password")
+
+
+@method_decorator(sensitive_post_parameters(*SENSITIVE_PARAMS), name="dispatch")
 class ClientEndpoint(OAuthLibMixin, APIView):
     """POST endpoints where a client authenticates (Basic or body) and sends form or JSON.
 

@@ -169,11 +169,6 @@ def test_the_settings_put_the_redaction_on_both_libraries_and_on_the_console():
 # --- error reports (what AdminEmailHandler mails, and error trackers collect) ---------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="oauthflows/endpoints.py: the token, revoke and introspect views lack @sensitive_post_parameters, "
-    "so Django's error report lists client_secret, refresh_token, code and code_verifier in POST",
-)
 def test_an_error_report_of_a_failing_token_request_carries_no_credential(cast, monkeypatch):
     from django.core.signals import got_request_exception
     from django.views.debug import ExceptionReporter
