@@ -92,7 +92,7 @@ def summarize(raw: Path, requests: float) -> dict:
                 for what, n in counter.most_common(limit)] if total else []
 
     return {"requests": round(requests), "samples": total, "worker_ms_per_request": round(total * ms, 2),
-            "by_owner": rows(by_owner, 20), "by_function": rows(by_function, 200),
+            "by_owner": rows(by_owner, 20), "by_function": rows(by_function, 60),
             "top_functions": rows(inclusive, 40)}
 
 

@@ -321,7 +321,7 @@ class Bench:
 def machine() -> dict:
     def command(*args):
         try:
-            return subprocess.run(args, capture_output=True, text=True, timeout=10).stdout.strip()
+            return subprocess.run(args, capture_output=True, text=True, timeout=10).stdout.rstrip()
         except OSError:
             return ""
 
