@@ -182,7 +182,8 @@ OAUTH2_PROVIDER = {
 }
 
 REST_FRAMEWORK = {
-    # Every /v2 view is a scopes.views.ScopedApiView (bearer token + scope check, deny by default).
+    # /v2 resource views are scopes.views.ScopedApiView (bearer token + scope check, deny by default);
+    # the token, revoke and introspect endpoints are APIViews only so that the schema describes them.
     "DEFAULT_AUTHENTICATION_CLASSES": ["scopes.authentication.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["scopes.permissions.HasRequiredScope"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

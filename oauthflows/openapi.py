@@ -132,7 +132,7 @@ SCHEMAS = {
     "ActiveToken": {
         "type": "object",
         "description": "RFC 7662 §2.2, for a live token of the asking (confidential) client.",
-        "required": ["active", "scope", "client_id", "username", "sub", "token_type", "exp", "iat", "iss"],
+        "required": ["active", "scope", "client_id", "username", "sub", "exp", "iat", "iss"],
         "additionalProperties": False,
         "properties": {
             "active": {"type": "boolean", "enum": [True]},
@@ -141,8 +141,8 @@ SCHEMAS = {
             "username": _string("The user's username."),
             "sub": _string("The user's id, as a string."),
             "token_type": {
-                "type": "string", "enum": ["access_token", "refresh_token"],
-                "description": "Which kind of token was presented.",
+                "type": "string", "enum": ["bearer"],
+                "description": "RFC 6749 §7.1 type of an access token; absent for a refresh token.",
             },
             "exp": {"type": "integer", "description": "Expiry, seconds since the epoch (for a refresh token: "
                     "its access token's expiry plus the refresh token lifetime)."},

@@ -335,3 +335,18 @@ def test_a_code_sent_again_within_the_grace_window_revokes_nothing(browser, api,
     Grant.objects.update(used_at=timezone.now() - timedelta(seconds=6))
     assert_token_error(exchange(api, client, code, secret=secret), "invalid_grant")
     assert me(api, tokens["access_token"]).status_code == 401
+
+
+def test_a_public_client_may_identify_itself_with_basic_and_an_empty_password(browser, api, public):
+    verifier, challenge = pkce_pair()
+    code = get_code(browser, public, code_challenge=challenge)
+    data = {"grant_type": "authorization_code", "code": code, "redirect_uri": public.redirect_uri_list[0],
+            "code_verifier": verifier}
+    assert_tokens(token_request(api, data, auth=basic(public.client_id, "")), "PROFILE_READ")
+
+
+def test_a_confidential_client_with_an_empty_basic_password_is_invalid_client(browser, api, confidential):
+    client, _ = confidential
+    data = {"grant_type": "authorization_code", "code": get_code(browser, client),
+            "redirect_uri": client.redirect_uri_list[0]}
+    assert_token_error(token_request(api, data, auth=basic(client.client_id, "")), "invalid_client", 401)
