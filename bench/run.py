@@ -411,7 +411,7 @@ def main() -> int:
         if os.environ.get("BENCH_KEEP_DATABASES") != "1":
             for name in DATABASES.values():
                 drop_database(name)
-        if ok and os.environ.get("BENCH_KEEP_WORKDIR") != "1":
+        if (ok and os.environ.get("BENCH_KEEP_WORKDIR") != "1") or not any(workdir.iterdir()):
             shutil.rmtree(workdir, ignore_errors=True)
         elif not ok:
             log(f"logs kept in {workdir}")
