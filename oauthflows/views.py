@@ -54,22 +54,27 @@ class AuthorizationMixin(LoginRequiredMixin):
         query = self.request.META.get("QUERY_STRING", "")
         return redirect_to_login(f"{settings.OAUTH_AUTHORIZE_PATH}?{query}" if query else settings.OAUTH_AUTHORIZE_PATH)
 
-    def validated(self) -> AuthorizationRequest:
-        # Always the query string: the consent form posts back to a URL carrying the same query,
-        # and the POST body carries nothing but the CSRF token.
-        return authorization_request_validate(params=self.request.GET, user=self.request.user)
+    def validated(self) -> tuple[AuthorizationRequest | None, HttpResponse | None]:
+        """The validated request, or the response that refuses it (error page or error redirect).
+
+        Always from the query string: the consent form posts back to a URL carrying the same
+        query, and the POST body carries nothing but the CSRF token.
+        """
+        try:
+            return authorization_request_validate(params=self.request.GET, user=self.request.user), None
+        except AuthorizationPageError as error:
+            return None, _error_page(self.request, error)
+        except AuthorizationRedirectError as error:
+            return None, _error_redirect(error)
 
 
 class AuthorizeView(AuthorizationMixin, View):
     """GET /auth/oauth2/authorize: validate, then show the consent page."""
 
     def get(self, request, *args, **kwargs):
-        try:
-            authz = self.validated()
-        except AuthorizationPageError as error:
-            return _error_page(request, error)
-        except AuthorizationRedirectError as error:
-            return _error_redirect(error)
+        authz, refusal = self.validated()
+        if refusal:
+            return refusal
         query = request.META.get("QUERY_STRING", "")
         context = {
             "authz": authz,
@@ -85,12 +90,9 @@ class AuthorizeDenyView(AuthorizationMixin, View):
     http_method_names = ["post"]
 
     def post(self, request, *args, **kwargs):
-        try:
-            authz = self.validated()
-        except AuthorizationPageError as error:
-            return _error_page(request, error)
-        except AuthorizationRedirectError as error:
-            return _error_redirect(error)
+        authz, refusal = self.validated()
+        if refusal:
+            return refusal
         consent_deny(user=request.user, client=authz.client)
         return _error_redirect(
             AuthorizationRedirectError(
@@ -106,12 +108,9 @@ class AuthorizeAllowView(AuthorizationMixin, OAuthLibMixin, View):
     http_method_names = ["post"]
 
     def post(self, request, *args, **kwargs):
-        try:
-            authz = self.validated()
-        except AuthorizationPageError as error:
-            return _error_page(request, error)
-        except AuthorizationRedirectError as error:
-            return _error_redirect(error)
+        authz, refusal = self.validated()
+        if refusal:
+            return refusal
         # oauthlib sees the validated, normalised request (see oauthflows.oauth2.Backend).
         request.oauth_normalized_query = authz.oauthlib_query()
         credentials = {
