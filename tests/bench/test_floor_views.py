@@ -198,7 +198,6 @@ def test_percentile_is_nearest_rank():
 
 
 def test_chart_is_written(tmp_path):
-    pytest.importorskip("matplotlib")
     results = report.build(runs=[_run("project", "1", 90, 1), _run("floor", "1", 100, 1)],
                            meta={"date": "today", "nproc": "2", "cpu": "cpu", "git": "abc"},
                            config={"users": 8, "workers": 4, "warmup_s": 3, "duration_s": 16, "tokens": 1000,
