@@ -19,15 +19,12 @@ the cache must not become an outage of login and of every app's token refresh.
 
 import hashlib
 import ipaddress
-import json
 import logging
 import math
 import time
 import unicodedata
-from base64 import b64decode
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import unquote_plus
 
 from django.conf import settings
 from django.core.cache import BaseCache, caches
@@ -37,6 +34,7 @@ from django.http.multipartparser import MultiPartParserError
 from django.template.loader import render_to_string
 
 from config.clientip import client_address, parse_address
+from oauthflows.requestparams import basic_credentials, request_json_pairs
 
 logger = logging.getLogger(__name__)
 
@@ -67,16 +65,11 @@ def per_address(request: HttpRequest) -> str | None:
 
 
 def _basic_client_id(request: HttpRequest) -> str | None:
-    # RFC 6749 §2.3.1: base64 of form-urlencoded client_id ":" client_secret.
     scheme, _, credentials = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
     if scheme.lower() != "basic":
         return None
-    try:
-        decoded = b64decode(credentials.strip(), validate=True).decode("utf-8")
-    except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
-        return None
-    client_id, colon, _secret = decoded.partition(":")
-    return unquote_plus(client_id) if colon else None
+    decoded = basic_credentials(credentials.strip())
+    return decoded[0] if decoded else None
 
 
 def _body_client_id(request: HttpRequest) -> str | None:
@@ -84,11 +77,7 @@ def _body_client_id(request: HttpRequest) -> str | None:
     # unread counts per address only. An unreadable body is the view's to report.
     try:
         if request.content_type == "application/json":
-            data = json.loads(request.body.decode("utf-8") or "null")
-            value = data.get("client_id") if isinstance(data, dict) else None
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                value = str(value)  # the endpoints read numbers as strings
-            return value if isinstance(value, str) else None
+            return dict(request_json_pairs(request)).get("client_id")
         if request.content_type == "application/x-www-form-urlencoded":
             return request.POST.get("client_id")
     except _BODY_ERRORS:

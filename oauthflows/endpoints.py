@@ -17,7 +17,8 @@ from oauth2_provider.views.mixins import OAuthLibMixin
 from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
 
-from oauthflows.oauth2 import BodyError, json_body_pairs, request_started_at
+from oauthflows.oauth2 import request_started_at
+from oauthflows.requestparams import BodyError, request_json_pairs
 from oauthflows.openapi import introspect_schema, revoke_schema, token_schema
 from scopes.catalog import SCOPE_NAMES
 
@@ -123,7 +124,7 @@ class ClientEndpoint(OAuthLibMixin, APIView):
                     return {}, ("invalid_request", "Each parameter may be sent only once: " + ", ".join(repeated) + ".")
                 params = request.POST.dict()
             else:
-                params = dict(json_body_pairs(request.body))
+                params = dict(request_json_pairs(request))
         except BodyError as exc:
             return {}, ("invalid_request", str(exc))
         except (RequestDataTooBig, TooManyFieldsSent):

@@ -10,15 +10,11 @@ protection, RFC 9207 `iss`) is kept; what this server needs on top is added in o
 - `is_pkce_required` for public clients only; the redirect URI is required at the token endpoint.
 """
 
-import base64
-import binascii
 import contextvars
-import json
 import re
 import secrets
 import uuid
 from datetime import datetime, timedelta
-from urllib.parse import unquote_plus
 
 from django.conf import settings
 from django.db import transaction
@@ -42,6 +38,7 @@ from oauthclients.models import (
     RefreshToken,
     digest,
 )
+from oauthflows.requestparams import basic_credentials, request_json_pairs
 
 # RFC 7636 §4.1 / §4.2: verifier 43-128 unreserved characters; S256 challenge is 43 base64url chars.
 CODE_VERIFIER_RE = re.compile(r"^[A-Za-z0-9\-._~]{43,128}$")
@@ -89,7 +86,7 @@ class Validator(OAuth2Validator):
         """
         auth_string = self._extract_basic_auth(request)
         if auth_string:
-            credentials = _decode_basic(auth_string)
+            credentials = basic_credentials(auth_string)
             if credentials is None:
                 return False
             client_id, provided = credentials
@@ -406,18 +403,6 @@ class Validator(OAuth2Validator):
         return True
 
 
-def _decode_basic(auth_string: str) -> tuple[str, str] | None:
-    """RFC 6749 §2.3.1: base64 of form-urlencoded client_id ":" client_secret."""
-    try:
-        decoded = base64.b64decode(auth_string, validate=True).decode("utf-8")
-    except (binascii.Error, ValueError, UnicodeDecodeError):
-        return None
-    if ":" not in decoded:
-        return None
-    client_id, client_secret = decoded.split(":", 1)
-    return unquote_plus(client_id), unquote_plus(client_secret)
-
-
 BEARER_FIELDS = (
     "expires", "scope", "created", "user_id", "application_id",
     "application__client_id", "application__name", "application__status", "application__client_type",
@@ -468,25 +453,5 @@ class Backend(OAuthLibCore):
 
     def extract_body(self, request):
         if request.content_type == "application/json":
-            return json_body_pairs(request.body)
+            return request_json_pairs(request)
         return super().extract_body(request)
-
-
-class BodyError(ValueError):
-    """A request body the token endpoint cannot read."""
-
-
-def json_body_pairs(raw: bytes) -> list[tuple[str, str]]:
-    """A JSON object of string (or number) values, as form-like pairs."""
-    try:
-        data = json.loads(raw.decode("utf-8") or "null")
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise BodyError("The request body is not valid JSON.") from None
-    if not isinstance(data, dict):
-        raise BodyError("The JSON request body must be an object.")
-    pairs = []
-    for key, value in data.items():
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise BodyError(f"The JSON field {key!r} must be a string.")
-        pairs.append((key, str(value)))
-    return pairs

@@ -28,16 +28,12 @@ from oauthflows.services import connected_app_revoke, consent_deny, consent_reco
 from scopes.catalog import group_by_level
 
 
-def _issuer() -> str:
-    return settings.OAUTH_ISSUER
-
-
 def _error_redirect(error: AuthorizationRedirectError) -> HttpResponseRedirect:
     params = [("error", error.error), ("error_description", ascii_description(error.description))]
     if error.state is not None:
         params.append(("state", error.state))
     # RFC 9207: the issuer travels with every authorization response, errors included.
-    return HttpResponseRedirect(_add_iss_to_redirect(add_params_to_uri(error.redirect_uri, params), _issuer()))
+    return HttpResponseRedirect(_add_iss_to_redirect(add_params_to_uri(error.redirect_uri, params), settings.OAUTH_ISSUER))
 
 
 def _error_page(request, error: AuthorizationPageError) -> HttpResponse:

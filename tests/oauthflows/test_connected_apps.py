@@ -33,7 +33,7 @@ def test_it_lists_authorized_apps_with_scopes_in_plain_words_and_dates(browser, 
 
 def test_an_app_the_user_never_authorized_is_not_listed(browser, api, confidential, owner):
     client, secret = confidential
-    other = make_client(owner, name="Stranger App", approve=True)
+    make_client(owner, name="Stranger App", approve=True)
     connect(browser, api, client, secret)
     assert "Stranger App" not in browser.get(APPS).content.decode()
 

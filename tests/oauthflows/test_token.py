@@ -350,3 +350,15 @@ def test_a_confidential_client_with_an_empty_basic_password_is_invalid_client(br
     data = {"grant_type": "authorization_code", "code": get_code(browser, client),
             "redirect_uri": client.redirect_uri_list[0]}
     assert_token_error(token_request(api, data, auth=basic(client.client_id, "")), "invalid_client", 401)
+
+
+def test_a_json_body_is_parsed_once_per_request(browser, api, confidential, monkeypatch):
+    from oauthflows import requestparams
+
+    client, secret = confidential
+    code = get_code(browser, client)
+    calls = []
+    original = requestparams.json_body_pairs
+    monkeypatch.setattr(requestparams, "json_body_pairs", lambda raw: calls.append(1) or original(raw))
+    assert_tokens(exchange(api, client, code, secret=secret, as_json=True), "PROFILE_READ")
+    assert len(calls) == 1  # the rate limiter, the endpoint's checks and oauthlib's backend share it

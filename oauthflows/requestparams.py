@@ -1,0 +1,57 @@
+"""Reading what a client sends to the token, revocation and introspection endpoints.
+
+One reader for the endpoints, the oauthlib backend and the rate limiter (config/ratelimit.py),
+so they agree on what a body and an HTTP Basic header say. No model imports: the limiter
+middleware loads this.
+"""
+
+import base64
+import binascii
+import json
+from urllib.parse import unquote_plus
+
+
+class BodyError(ValueError):
+    """A request body the token endpoint cannot read."""
+
+
+def json_body_pairs(raw: bytes) -> list[tuple[str, str]]:
+    """A JSON object of string (or number) values, as form-like pairs."""
+    try:
+        data = json.loads(raw.decode("utf-8") or "null")
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise BodyError("The request body is not valid JSON.") from None
+    if not isinstance(data, dict):
+        raise BodyError("The JSON request body must be an object.")
+    pairs = []
+    for key, value in data.items():
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise BodyError(f"The JSON field {key!r} must be a string.")
+        pairs.append((key, str(value)))
+    return pairs
+
+
+def request_json_pairs(request) -> list[tuple[str, str]]:
+    """json_body_pairs of a Django request's body, parsed once per request (or BodyError)."""
+    cached = getattr(request, "_json_body_pairs", None)
+    if cached is None:
+        try:
+            cached = json_body_pairs(request.body)
+        except BodyError as exc:
+            cached = exc
+        request._json_body_pairs = cached
+    if isinstance(cached, BodyError):
+        raise cached
+    return cached
+
+
+def basic_credentials(auth_string: str) -> tuple[str, str] | None:
+    """RFC 6749 §2.3.1: base64 of form-urlencoded client_id ":" client_secret."""
+    try:
+        decoded = base64.b64decode(auth_string, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return None
+    if ":" not in decoded:
+        return None
+    client_id, client_secret = decoded.split(":", 1)
+    return unquote_plus(client_id), unquote_plus(client_secret)
