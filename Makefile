@@ -28,9 +28,20 @@ run: $(STAMP)
 migrate: $(STAMP)
 	$(BIN)/python manage.py migrate --noinput
 
-# SQLite by default; PostgreSQL when DATABASE_URL names one. Extra pytest arguments: make test ARGS="-k secret"
-test: $(STAMP)
+# Lint and format checks (ruff), then the suite: SQLite by default; PostgreSQL when DATABASE_URL
+# names one. Extra pytest arguments: make test ARGS="-k secret"
+test: lint
 	$(BIN)/python -m pytest $(ARGS)
+
+.PHONY: lint format
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# Rewrites the tree: ruff's safe fixes, then its formatter.
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 # Longer property-based fuzzing (tests/security/test_fuzz.py): FUZZ_EXAMPLES examples per test
 # (the normal suite runs 60).

@@ -5,10 +5,19 @@ import math
 
 def me_payload(user) -> dict:
     """The body of GET /v2/me, with the profile defaults (the floor and stock read no profile)."""
-    return {"status": "success", "data": {
-        "id": user.pk, "username": user.username, "email": user.email, "name": "",
-        "timeZone": "UTC", "locale": "en", "timeFormat": 24, "weekStart": "Monday",
-    }}
+    return {
+        "status": "success",
+        "data": {
+            "id": user.pk,
+            "username": user.username,
+            "email": user.email,
+            "name": "",
+            "timeZone": "UTC",
+            "locale": "en",
+            "timeFormat": 24,
+            "weekStart": "Monday",
+        },
+    }
 
 
 # Seeded credentials are numbered: the seeder writes rows for a range of numbers with one

@@ -59,16 +59,29 @@ def me(request):
 def _issue_pair(*, user_id, client_pk, scope, family, source_refresh_token_id=None) -> dict:
     access_value, refresh_value = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     access = AccessToken.objects.create(
-        user_id=user_id, application_id=client_pk, scope=scope, token="",
-        token_checksum=digest(access_value), expires=timezone.now() + ACCESS_TOKEN_LIFETIME,
+        user_id=user_id,
+        application_id=client_pk,
+        scope=scope,
+        token="",
+        token_checksum=digest(access_value),
+        expires=timezone.now() + ACCESS_TOKEN_LIFETIME,
         source_refresh_token_id=source_refresh_token_id,
     )
     RefreshToken.objects.create(
-        user_id=user_id, application_id=client_pk, token="", token_checksum=digest(refresh_value),
-        access_token=access, token_family=family,
+        user_id=user_id,
+        application_id=client_pk,
+        token="",
+        token_checksum=digest(refresh_value),
+        access_token=access,
+        token_family=family,
     )
-    return {"access_token": access_value, "refresh_token": refresh_value, "token_type": "bearer",
-            "expires_in": int(ACCESS_TOKEN_LIFETIME.total_seconds()), "scope": scope}
+    return {
+        "access_token": access_value,
+        "refresh_token": refresh_value,
+        "token_type": "bearer",
+        "expires_in": int(ACCESS_TOKEN_LIFETIME.total_seconds()),
+        "scope": scope,
+    }
 
 
 def _exchange_code(params, client_pk) -> dict | None:
@@ -88,8 +101,12 @@ def _exchange_code(params, client_pk) -> dict | None:
 def _rotate_refresh(params, client_pk) -> dict | None:
     old = (
         RefreshToken.objects.select_for_update(of=("self",))
-        .filter(token_checksum=digest(params.get("refresh_token", "")), revoked__isnull=True,
-                application_id=client_pk, access_token__isnull=False)
+        .filter(
+            token_checksum=digest(params.get("refresh_token", "")),
+            revoked__isnull=True,
+            application_id=client_pk,
+            access_token__isnull=False,
+        )
         .values("pk", "user_id", "access_token_id", "access_token__scope", "token_family")
         .first()
     )
@@ -97,8 +114,13 @@ def _rotate_refresh(params, client_pk) -> dict | None:
         return None
     RefreshToken.objects.filter(pk=old["pk"]).update(revoked=timezone.now(), access_token=None)
     AccessToken.objects.filter(pk=old["access_token_id"])._raw_delete(AccessToken.objects.db)
-    return _issue_pair(user_id=old["user_id"], client_pk=client_pk, scope=old["access_token__scope"],
-                       family=old["token_family"], source_refresh_token_id=old["pk"])
+    return _issue_pair(
+        user_id=old["user_id"],
+        client_pk=client_pk,
+        scope=old["access_token__scope"],
+        family=old["token_family"],
+        source_refresh_token_id=old["pk"],
+    )
 
 
 @csrf_exempt
@@ -112,8 +134,10 @@ def token(request):
     with transaction.atomic():
         client_pk = (
             ClientSecret.objects.filter(
-                digest=digest(params.get("client_secret", "")), revoked_at__isnull=True,
-                client__client_id=params.get("client_id", ""), client__status=ClientStatus.APPROVED,
+                digest=digest(params.get("client_secret", "")),
+                revoked_at__isnull=True,
+                client__client_id=params.get("client_id", ""),
+                client__status=ClientStatus.APPROVED,
             )
             .values_list("client_id", flat=True)
             .first()
@@ -149,7 +173,7 @@ def authorize(request):
     return HttpResponse(
         f'<!doctype html><title>Allow {escape(client.name)}?</title><form method="post" action="{action}">'
         f'<input type="hidden" name="csrfmiddlewaretoken" value="{get_token(request)}">'
-        f'<button>Allow</button></form>'
+        f"<button>Allow</button></form>"
     )
 
 
@@ -164,8 +188,12 @@ def authorize_allow(request):
         return HttpResponse("Unknown client or redirect URI.", status=400)
     code = secrets.token_urlsafe(32)
     Grant.objects.create(
-        application=client, user=request.user, code=digest(code), redirect_uri=redirect_uri,
-        scope=request.GET.get("scope", ""), expires=timezone.now() + timedelta(seconds=60),
+        application=client,
+        user=request.user,
+        code=digest(code),
+        redirect_uri=redirect_uri,
+        scope=request.GET.get("scope", ""),
+        expires=timezone.now() + timedelta(seconds=60),
     )
     return HttpResponseRedirect(redirect_uri + "?" + urlencode({"code": code, "state": request.GET.get("state", "")}))
 

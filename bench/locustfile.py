@@ -20,6 +20,7 @@ read from /proc: what was used during a phase is charged to that phase's target,
 CPU per request independently of how much of the machine other jobs were taking.
 """
 
+import contextlib
 import html
 import itertools
 import json
@@ -50,13 +51,25 @@ for _entry in PLAN:
             SEEDS[_entry["seed"]] = json.load(_fh)
 
 ROUTES = {
-    "project": {"me": "/v2/me", "token": "/v2/auth/oauth2/token",
-                "authorize": "/auth/oauth2/authorize", "consent": "/auth/oauth2/authorize/allow"},
-    "floor": {"me": "/floor/me", "token": "/floor/token",
-              "authorize": "/floor/authorize", "consent": "/floor/authorize/allow"},
+    "project": {
+        "me": "/v2/me",
+        "token": "/v2/auth/oauth2/token",
+        "authorize": "/auth/oauth2/authorize",
+        "consent": "/auth/oauth2/authorize/allow",
+    },
+    "floor": {
+        "me": "/floor/me",
+        "token": "/floor/token",
+        "authorize": "/floor/authorize",
+        "consent": "/floor/authorize/allow",
+    },
     # DOT's consent form posts back to the authorize URL itself, with `allow` in the body.
-    "stock": {"me": "/stock/me", "token": "/stock/o/token/",
-              "authorize": "/stock/o/authorize/", "consent": "/stock/o/authorize/"},
+    "stock": {
+        "me": "/stock/me",
+        "token": "/stock/o/token/",
+        "authorize": "/stock/o/authorize/",
+        "consent": "/stock/o/authorize/",
+    },
 }
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 HIDDEN_INPUT_RE = re.compile(r'<input type="hidden" name="([^"]+)"(?: value="([^"]*)")?')
@@ -141,8 +154,10 @@ class CpuMeter:
 
     def read(self) -> tuple[dict, dict]:
         """CPU ticks so far, per process: the workers, and the backends of the plan's databases."""
-        return ({pid: _cpu_ticks(pid) for pid in self.workers},
-                {pid: _cpu_ticks(pid) for pid in _postgres_backends(self.databases)})
+        return (
+            {pid: _cpu_ticks(pid) for pid in self.workers},
+            {pid: _cpu_ticks(pid) for pid in _postgres_backends(self.databases)},
+        )
 
     @staticmethod
     def used_ms(previous: dict, current: dict) -> float:
@@ -189,15 +204,29 @@ class Recorder:
         for index, entry in enumerate(PLAN):
             seconds = clock.time_of(index, self.started, ended)
             names = sorted(name for label, name in self.latencies if label == entry["label"])
-            labels[entry["label"]] = {"measured_s": seconds, "cpu": {
-                "app_ms": cpu.app[entry["label"]], "db_ms": cpu.db[entry["label"]], "seconds": cpu.seconds[entry["label"]],
-            }, "requests": {
-                name: {**request_stats(self.latencies[entry["label"], name], self.queries[entry["label"], name],
-                                       self.failures[entry["label"], name], seconds),
-                       "raw": {"latencies": self.latencies[entry["label"], name],
-                               "queries": self.queries[entry["label"], name]}}
-                for name in names
-            }}
+            labels[entry["label"]] = {
+                "measured_s": seconds,
+                "cpu": {
+                    "app_ms": cpu.app[entry["label"]],
+                    "db_ms": cpu.db[entry["label"]],
+                    "seconds": cpu.seconds[entry["label"]],
+                },
+                "requests": {
+                    name: {
+                        **request_stats(
+                            self.latencies[entry["label"], name],
+                            self.queries[entry["label"], name],
+                            self.failures[entry["label"], name],
+                            seconds,
+                        ),
+                        "raw": {
+                            "latencies": self.latencies[entry["label"], name],
+                            "queries": self.queries[entry["label"], name],
+                        },
+                    }
+                    for name in names
+                },
+            }
         return {"labels": labels, "codes_next": codes.next}
 
 
@@ -290,9 +319,12 @@ class BenchUser(FastHttpUser):
 
     def token_request(self, target: Target, params: dict, request: str) -> dict:
         """POST to the token endpoint (client_secret_post); the new tokens, or FlowFailed."""
-        body = urlencode({**params, "client_id": target.seed["client_id"], "client_secret": target.seed["client_secret"]})
-        with self.client.post(target.url("token"), data=body, headers=FORM, name=target.name(request),
-                              catch_response=True) as response:
+        body = urlencode(
+            {**params, "client_id": target.seed["client_id"], "client_secret": target.seed["client_secret"]}
+        )
+        with self.client.post(
+            target.url("token"), data=body, headers=FORM, name=target.name(request), catch_response=True
+        ) as response:
             if response.status_code != 200:
                 response.failure(f"HTTP {response.status_code}: {(response.text or '')[:200]}")
                 raise FlowFailed(request)
@@ -341,10 +373,8 @@ class ExchangeUser(BenchUser):
     @task
     def exchange_code(self):
         target = self.target()
-        try:
+        with contextlib.suppress(FlowFailed):
             self.exchange(target, codes.take(target.seed_path), "3 exchange")
-        except FlowFailed:
-            pass
 
 
 class FlowUser(BenchUser):
@@ -359,16 +389,35 @@ class FlowUser(BenchUser):
             self._flow(target)
         except FlowFailed as exc:
             failure = exc
-        events.request.fire(request_type="FLOW", name=target.name("4 flow"), response_time=(time.perf_counter() - started) * 1000,
-                            response_length=0, response=None, context={}, exception=failure)
+        events.request.fire(
+            request_type="FLOW",
+            name=target.name("4 flow"),
+            response_time=(time.perf_counter() - started) * 1000,
+            response_length=0,
+            response=None,
+            context={},
+            exception=failure,
+        )
 
     def _flow(self, target: Target):
         seed = target.seed
-        query = urlencode({"client_id": seed["client_id"], "redirect_uri": seed["redirect_uri"],
-                           "response_type": "code", "scope": seed["scope"], "state": secrets.token_urlsafe(8)})
+        query = urlencode(
+            {
+                "client_id": seed["client_id"],
+                "redirect_uri": seed["redirect_uri"],
+                "response_type": "code",
+                "scope": seed["scope"],
+                "state": secrets.token_urlsafe(8),
+            }
+        )
         cookies = {"Cookie": f"sessionid={self.session_key(target)}; csrftoken={self.csrf_secret}"}
-        with self.client.get(f"{target.url('authorize')}?{query}", headers=cookies, name=target.name("4a authorize page"),
-                             allow_redirects=False, catch_response=True) as page:
+        with self.client.get(
+            f"{target.url('authorize')}?{query}",
+            headers=cookies,
+            name=target.name("4a authorize page"),
+            allow_redirects=False,
+            catch_response=True,
+        ) as page:
             fields = {name: html.unescape(value or "") for name, value in HIDDEN_INPUT_RE.findall(page.text or "")}
             if page.status_code != 200 or "csrfmiddlewaretoken" not in fields:
                 page.failure(f"HTTP {page.status_code}, no consent form")
@@ -379,8 +428,14 @@ class FlowUser(BenchUser):
             body = {**fields, "allow": "Authorize"}
         else:
             body = {"csrfmiddlewaretoken": fields["csrfmiddlewaretoken"]}
-        with self.client.post(f"{target.url('consent')}?{query}", data=urlencode(body), headers={**cookies, **FORM},
-                              name=target.name("4b consent (allow)"), allow_redirects=False, catch_response=True) as answer:
+        with self.client.post(
+            f"{target.url('consent')}?{query}",
+            data=urlencode(body),
+            headers={**cookies, **FORM},
+            name=target.name("4b consent (allow)"),
+            allow_redirects=False,
+            catch_response=True,
+        ) as answer:
             location = answer.headers.get("Location", "") if answer.status_code == 302 else ""
             code = parse_qs(urlsplit(location).query).get("code", [None])[0]
             if code is None:

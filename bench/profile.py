@@ -88,12 +88,23 @@ def summarize(raw: Path, requests: float) -> dict:
     ms = 1000 / RATE / requests if requests else 0.0
 
     def rows(counter, limit):
-        return [{"what": what, "worker_ms": round(n * ms, 2), "share": round(n / total, 3)}
-                for what, n in counter.most_common(limit)] if total else []
+        return (
+            [
+                {"what": what, "worker_ms": round(n * ms, 2), "share": round(n / total, 3)}
+                for what, n in counter.most_common(limit)
+            ]
+            if total
+            else []
+        )
 
-    return {"requests": round(requests), "samples": total, "worker_ms_per_request": round(total * ms, 2),
-            "by_owner": rows(by_owner, 20), "by_function": rows(by_function, 60),
-            "top_functions": rows(inclusive, 40)}
+    return {
+        "requests": round(requests),
+        "samples": total,
+        "worker_ms_per_request": round(total * ms, 2),
+        "by_owner": rows(by_owner, 20),
+        "by_function": rows(by_function, 60),
+        "top_functions": rows(inclusive, 40),
+    }
 
 
 def profile_scenarios(bench, server, scenarios) -> dict:
@@ -105,13 +116,25 @@ def profile_scenarios(bench, server, scenarios) -> dict:
         for target in ("project", "floor"):
             raw = bench.workdir / f"py-spy-{scenario}-{target}.txt"
             spy_seconds = PROFILE_SECONDS - 2
-            command = [str(BIN / "py-spy"), "record", "--pid", str(server.process.pid), "--subprocesses",
-                       "--nonblocking", "--rate", str(RATE), "--format", "raw", "--output", str(raw),
-                       "--duration", str(spy_seconds)]
+            command = [
+                str(BIN / "py-spy"),
+                "record",
+                "--pid",
+                str(server.process.pid),
+                "--subprocesses",
+                "--nonblocking",
+                "--rate",
+                str(RATE),
+                "--format",
+                "raw",
+                "--output",
+                str(raw),
+                "--duration",
+                str(spy_seconds),
+            ]
             spies = []
             # py-spy starts once the warm-up is over, and stops before the run does.
-            timer = threading.Timer(WARMUP + 3, lambda: spies.append(subprocess.Popen(
-                command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+            timer = threading.Timer(WARMUP + 3, _start_spy, args=(spies, command))
             timer.start()
             result = bench.measure([(server, target)], scenario, user_class, duration=PROFILE_SECONDS, keep=False)
             timer.join()
@@ -135,26 +158,43 @@ def render(profiles: dict) -> str:
         if not project or not floor:
             continue
         gap = project["worker_ms_per_request"] - floor["worker_ms_per_request"]
-        lines += [f"### Scenario {scenario}: {project['worker_ms_per_request']:.1f} worker ms per request, "
-                  f"floor {floor['worker_ms_per_request']:.1f} (difference {gap:+.1f})", "",
-                  "| owner (innermost known frame) | project worker ms | floor worker ms | difference |", "|---|---:|---:|---:|"]
+        lines += [
+            f"### Scenario {scenario}: {project['worker_ms_per_request']:.1f} worker ms per request, "
+            f"floor {floor['worker_ms_per_request']:.1f} (difference {gap:+.1f})",
+            "",
+            "| owner (innermost known frame) | project worker ms | floor worker ms | difference |",
+            "|---|---:|---:|---:|",
+        ]
         ours = {row["what"]: row["worker_ms"] for row in project["by_owner"]}
         theirs = {row["what"]: row["worker_ms"] for row in floor["by_owner"]}
         for what in sorted(set(ours) | set(theirs), key=lambda w: -(ours.get(w, 0) + theirs.get(w, 0))):
             a, b = ours.get(what, 0.0), theirs.get(what, 0.0)
             if a + b >= 0.05:
                 lines.append(f"| {what} | {a:.2f} | {b:.2f} | {a - b:+.2f} |")
-        lines += ["", "Where the difference is, by innermost known function (the largest differences):", "",
-                  "| function | project | floor | difference |", "|---|---:|---:|---:|"]
+        lines += [
+            "",
+            "Where the difference is, by innermost known function (the largest differences):",
+            "",
+            "| function | project | floor | difference |",
+            "|---|---:|---:|---:|",
+        ]
         ours = {row["what"]: row["worker_ms"] for row in project["by_function"]}
         theirs = {row["what"]: row["worker_ms"] for row in floor["by_function"]}
         for what in sorted(set(ours) | set(theirs), key=lambda w: -abs(ours.get(w, 0) - theirs.get(w, 0)))[:12]:
             a, b = ours.get(what, 0.0), theirs.get(what, 0.0)
             lines.append(f"| `{what}` | {a:.2f} | {b:.2f} | {a - b:+.2f} |")
-        lines += ["", "The project's request, inclusive (the middleware chain around everything left out):", "",
-                  "| function | worker ms | share |", "|---|---:|---:|"]
-        shown = [row for row in project["top_functions"]
-                 if not row["what"].split(" (")[0].endswith(("Middleware.__call__", "<locals>.counting"))][:12]
+        lines += [
+            "",
+            "The project's request, inclusive (the middleware chain around everything left out):",
+            "",
+            "| function | worker ms | share |",
+            "|---|---:|---:|",
+        ]
+        shown = [
+            row
+            for row in project["top_functions"]
+            if not row["what"].split(" (")[0].endswith(("Middleware.__call__", "<locals>.counting"))
+        ][:12]
         lines += [f"| `{row['what']}` | {row['worker_ms']:.2f} | {row['share']:.0%} |" for row in shown]
         lines.append("")
     return "\n".join(lines)
@@ -196,3 +236,8 @@ def main() -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def _start_spy(spies: list, command: list[str]) -> None:
+    # Bound through Timer's args, not a closure: each loop iteration keeps its own list and command.
+    spies.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))

@@ -46,7 +46,9 @@ def summarize(runs: list[dict], config: dict) -> dict:
                 steps = [run["requests"].get(step, {}).get("queries") for step in FLOW_STEPS]
                 entry["queries"] = sum(steps) if None not in steps else None
                 entry["queries_max"] = None
-            entry["failures"] = sum(r["failures"] for r in run["requests"].values()) if name == "4 flow" else entry["failures"]
+            entry["failures"] = (
+                sum(r["failures"] for r in run["requests"].values()) if name == "4 flow" else entry["failures"]
+            )
             if key in ("1", "1M", "2", "3", "4"):  # CPU is measured per scenario (per flow for 4)
                 entry["cpu_app_ms"], entry["cpu_db_ms"] = run.get("cpu_app_ms"), run.get("cpu_db_ms")
             summary[key][target] = entry
@@ -79,18 +81,29 @@ def evaluate(summary: dict) -> list[dict]:
         cost = cpu_ratio(summary, key, other)
         if cost:
             measured += f"; by CPU per request {cost:.2f} x"
-        targets.append({
-            "target": what, "required": f">= {minimum} x {other}", "measured": measured,
-            "value": value, "cpu_ratio": cost, "met": value is not None and value >= minimum,
-        })
+        targets.append(
+            {
+                "target": what,
+                "required": f">= {minimum} x {other}",
+                "measured": measured,
+                "value": value,
+                "cpu_ratio": cost,
+                "met": value is not None and value >= minimum,
+            }
+        )
 
     def queries(what, key, maximum, exact=False):
         mean, worst = _get(summary, key, "project", "queries"), _get(summary, key, "project", "queries_max")
         met = worst is not None and (worst == maximum and mean == maximum if exact else worst <= maximum)
-        targets.append({
-            "target": what, "required": f"{'=' if exact else '<='} {maximum}",
-            "measured": f"{mean:.2f} mean, {worst} max" if worst is not None else "n/a", "value": worst, "met": met,
-        })
+        targets.append(
+            {
+                "target": what,
+                "required": f"{'=' if exact else '<='} {maximum}",
+                "measured": f"{mean:.2f} mean, {worst} max" if worst is not None else "n/a",
+                "value": worst,
+                "met": met,
+            }
+        )
 
     ratio("Scenario 1 (GET /v2/me) vs floor", "1", "floor", 0.85)
     ratio("Scenario 2 (refresh) vs floor", "2", "floor", 0.6)
@@ -103,19 +116,32 @@ def evaluate(summary: dict) -> list[dict]:
     small, large = _get(summary, "1", "project", "rps"), _get(summary, "1M", "project", "rps")
     slowdown = small / large if small and large else None
     p50_small, p50_large = _get(summary, "1", "project", "p50_ms"), _get(summary, "1M", "project", "p50_ms")
-    targets.append({
-        "target": "Scenario 1 with 1,000,000 tokens vs 1,000", "required": "within 1.2 x (throughput)",
-        "measured": (f"{slowdown:.2f} x slower ({small:.1f} vs {large:.1f} req/s; p50 {p50_small:.1f} vs {p50_large:.1f} ms)"
-                     if slowdown else "n/a"),
-        "value": slowdown, "met": slowdown is not None and slowdown <= 1.2,
-    })
+    targets.append(
+        {
+            "target": "Scenario 1 with 1,000,000 tokens vs 1,000",
+            "required": "within 1.2 x (throughput)",
+            "measured": (
+                f"{slowdown:.2f} x slower ({small:.1f} vs {large:.1f} req/s; p50 {p50_small:.1f} vs {p50_large:.1f} ms)"
+                if slowdown
+                else "n/a"
+            ),
+            "value": slowdown,
+            "met": slowdown is not None and slowdown <= 1.2,
+        }
+    )
     return targets
 
 
 def build(*, runs, meta, config, profiles=None) -> dict:
     summary = summarize(runs, config)
-    return {"meta": meta, "config": config, "summary": summary, "targets": evaluate(summary),
-            "profiles": profiles or {}, "runs": runs}
+    return {
+        "meta": meta,
+        "config": config,
+        "summary": summary,
+        "targets": evaluate(summary),
+        "profiles": profiles or {},
+        "runs": runs,
+    }
 
 
 def failures(results: dict) -> list[str]:
@@ -124,7 +150,9 @@ def failures(results: dict) -> list[str]:
     for run in results["runs"]:
         for name, stats in run["requests"].items():
             if stats["failures"]:
-                found.append(f"{run['target']} {name} ({run['tokens']:,} tokens): {stats['failures']} of {stats['count']}")
+                found.append(
+                    f"{run['target']} {name} ({run['tokens']:,} tokens): {stats['failures']} of {stats['count']}"
+                )
     return found
 
 
@@ -148,12 +176,21 @@ def render(results: dict) -> str:
         cells = [label.format(grown=config["grown_tokens"])]
         for target in TARGETS:
             entry = summary.get(key, {}).get(target)
-            cells += [_cell(entry, "rps", ".1f"), _cell(entry, "p50_ms", ".1f"), _cell(entry, "p99_ms", ".1f"),
-                      _cell(entry, "queries", ".4g")]
+            cells += [
+                _cell(entry, "rps", ".1f"),
+                _cell(entry, "p50_ms", ".1f"),
+                _cell(entry, "p99_ms", ".1f"),
+                _cell(entry, "queries", ".4g"),
+            ]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "CPU per request (per flow for 4), ms: gunicorn worker + PostgreSQL backend, from /proc "
-              "(unlike throughput, it does not depend on how much of the machine other jobs take)", "",
-              "| scenario | project | floor | stock DOT |", "|---|---:|---:|---:|"]
+    lines += [
+        "",
+        "CPU per request (per flow for 4), ms: gunicorn worker + PostgreSQL backend, from /proc "
+        "(unlike throughput, it does not depend on how much of the machine other jobs take)",
+        "",
+        "| scenario | project | floor | stock DOT |",
+        "|---|---:|---:|---:|",
+    ]
     for key, label, *_ in ROWS:
         if key in ("1", "1M", "2", "3", "4"):
             cells = [label.format(grown=config["grown_tokens"]).split(" (")[0]]
@@ -163,8 +200,10 @@ def render(results: dict) -> str:
             lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "| target | required | measured | |", "|---|---|---|---|"]
     for target in results["targets"]:
-        lines.append(f"| {target['target']} | {target['required']} | {target['measured']} | "
-                     f"{'met' if target['met'] else 'MISSED'} |")
+        lines.append(
+            f"| {target['target']} | {target['required']} | {target['measured']} | "
+            f"{'met' if target['met'] else 'MISSED'} |"
+        )
     if failures(results):
         lines += ["", "FAILED REQUESTS (see the locust logs): " + "; ".join(failures(results))]
     else:
@@ -185,7 +224,10 @@ def chart(results: dict, path: Path) -> None:
     names = {"project": "this project", "floor": "floor (plain Django)", "stock": "stock DOT"}
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
     width = 0.27
-    for ax, field, title in ((axes[0], "rps", "throughput (req/s, log scale)"), (axes[1], "p99_ms", "p99 latency (ms, log scale)")):
+    for ax, field, title in (
+        (axes[0], "rps", "throughput (req/s, log scale)"),
+        (axes[1], "p99_ms", "p99 latency (ms, log scale)"),
+    ):
         for n, target in enumerate(TARGETS):
             xs, ys = [], []
             for i, key in enumerate(keys):
@@ -200,8 +242,11 @@ def chart(results: dict, path: Path) -> None:
         ax.set_title(title, fontsize=10)
         ax.grid(axis="y", alpha=0.3)
     axes[0].legend(fontsize=8, loc="upper right")
-    fig.suptitle(f"make bench · {meta['date']} · {meta['nproc']} cores · {config['users']} users, "
-                 f"{config['workers']} gunicorn workers, {config['duration_s']:.0f} s per run", fontsize=10)
+    fig.suptitle(
+        f"make bench · {meta['date']} · {meta['nproc']} cores · {config['users']} users, "
+        f"{config['workers']} gunicorn workers, {config['duration_s']:.0f} s per run",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)

@@ -83,6 +83,7 @@ def log(message: str) -> None:
 
 # --- PostgreSQL -------------------------------------------------------------------------------
 
+
 def check_postgres() -> None:
     try:
         psycopg.connect(PG_URL + "/postgres", connect_timeout=5).close()
@@ -102,12 +103,15 @@ def recreate_database(name: str, template: str | None = None) -> None:
 
 def drop_database(name: str) -> None:
     assert name.startswith("bench_"), name
-    with contextlib.suppress(psycopg.Error), psycopg.connect(PG_URL + "/postgres", autocommit=True,
-                                                             connect_timeout=5) as conn:
+    with (
+        contextlib.suppress(psycopg.Error),
+        psycopg.connect(PG_URL + "/postgres", autocommit=True, connect_timeout=5) as conn,
+    ):
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 # --- processes ----------------------------------------------------------------------------------
+
 
 def _die_with_parent() -> None:
     # If this script is killed outright, the kernel sends SIGTERM to the child (gunicorn's master
@@ -136,8 +140,9 @@ def environment(database: str, secret_key: str) -> dict:
 
 def run_checked(args: list[str], env: dict, log_path: Path, what: str) -> None:
     with open(log_path, "ab") as out:
-        result = subprocess.run(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                preexec_fn=_die_with_parent)
+        result = subprocess.run(
+            args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+        )
     if result.returncode != 0:
         raise BenchError(f"{what} failed (exit {result.returncode}); its output:\n{tail(log_path)}")
 
@@ -158,13 +163,33 @@ class Server:
         self.url = ""
 
     def start(self) -> "Server":
-        args = [str(BIN / "gunicorn"), "config.wsgi", "--workers", str(WORKERS), "--worker-class", "sync",
-                "--bind", "127.0.0.1:0", "--timeout", "120", "--graceful-timeout", "5",
-                "--no-control-socket", "--log-level", "info"]
-        out = open(self.log_path, "ab")
-        self.process = subprocess.Popen(args, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                        start_new_session=True, preexec_fn=_die_with_parent)
-        out.close()
+        args = [
+            str(BIN / "gunicorn"),
+            "config.wsgi",
+            "--workers",
+            str(WORKERS),
+            "--worker-class",
+            "sync",
+            "--bind",
+            "127.0.0.1:0",
+            "--timeout",
+            "120",
+            "--graceful-timeout",
+            "5",
+            "--no-control-socket",
+            "--log-level",
+            "info",
+        ]
+        with open(self.log_path, "ab") as out:
+            self.process = subprocess.Popen(
+                args,
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
         deadline = time.monotonic() + 60
         while not self.url:
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -182,14 +207,19 @@ class Server:
                 break
             except OSError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise BenchError(f"gunicorn ({self.database}) does not answer; its log:\n{tail(self.log_path)}")
+                    raise BenchError(
+                        f"gunicorn ({self.database}) does not answer; its log:\n{tail(self.log_path)}"
+                    ) from None
                 time.sleep(0.2)
         log(f"{self.database} server: gunicorn, {WORKERS} sync workers at {self.url} (pid {self.process.pid})")
         return self
 
     def worker_pids(self) -> list[int]:
         try:
-            return [int(pid) for pid in Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children").read_text().split()]
+            return [
+                int(pid)
+                for pid in Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children").read_text().split()
+            ]
         except OSError:
             return []
 
@@ -213,6 +243,7 @@ def _raise_on_signal(signum, frame):
 
 # --- load ---------------------------------------------------------------------------------------
 
+
 class Bench:
     def __init__(self, workdir: Path):
         self.workdir = workdir
@@ -226,16 +257,25 @@ class Bench:
 
     def seed(self, database: str, *args: str) -> None:
         self.seeds[database] = self.workdir / f"seed-{database}.json"
-        run_checked([str(BIN / "python"), "-m", "bench.seed", *args, "--seed", str(self.seeds[database])],
-                    self.env(database), self.workdir / f"setup-{database}.log", f"seeding {DATABASES[database]}")
+        run_checked(
+            [str(BIN / "python"), "-m", "bench.seed", *args, "--seed", str(self.seeds[database])],
+            self.env(database),
+            self.workdir / f"setup-{database}.log",
+            f"seeding {DATABASES[database]}",
+        )
 
     def prepare(self, database: str) -> None:
         started = time.monotonic()
         recreate_database(DATABASES[database])
-        run_checked([str(BIN / "python"), "manage.py", "migrate", "--noinput"], self.env(database),
-                    self.workdir / f"setup-{database}.log", f"migrating {DATABASES[database]}")
-        self.seed(database, database, "--users", str(max(USERS, 16)), "--tokens", str(TOKENS),
-                  "--codes", str(CODES[database]))
+        run_checked(
+            [str(BIN / "python"), "manage.py", "migrate", "--noinput"],
+            self.env(database),
+            self.workdir / f"setup-{database}.log",
+            f"migrating {DATABASES[database]}",
+        )
+        self.seed(
+            database, database, "--users", str(max(USERS, 16)), "--tokens", str(TOKENS), "--codes", str(CODES[database])
+        )
         log(f"{DATABASES[database]}: migrated and seeded in {time.monotonic() - started:.0f} s")
 
     def prepare_grown(self) -> float:
@@ -251,8 +291,16 @@ class Bench:
     def tokens(self, database: str) -> int:
         return json.loads(self.seeds[database].read_text())["tokens"]
 
-    def measure(self, plan: list[tuple[Server, str]], scenario: str, user_class: str, *,
-                duration: float = DURATION, phase: float = PHASE, keep: bool = True) -> dict:
+    def measure(
+        self,
+        plan: list[tuple[Server, str]],
+        scenario: str,
+        user_class: str,
+        *,
+        duration: float = DURATION,
+        phase: float = PHASE,
+        keep: bool = True,
+    ) -> dict:
         """One locust run of a scenario over the plan's (server, target) pairs, `duration` s each.
 
         With more than one pair, the load moves from one to the next every `phase` seconds, round
@@ -262,9 +310,16 @@ class Bench:
         for server, target in plan:
             seed = str(self.seeds[server.database])
             databases[seed] = server.database
-            entries.append({"label": f"{target}@{self.tokens(server.database)}", "target": target,
-                            "host": server.url, "seed": seed, "pids": server.worker_pids(),
-                            "database": DATABASES[server.database]})
+            entries.append(
+                {
+                    "label": f"{target}@{self.tokens(server.database)}",
+                    "target": target,
+                    "host": server.url,
+                    "seed": seed,
+                    "pids": server.worker_pids(),
+                    "database": DATABASES[server.database],
+                }
+            )
         round_s = phase * len(plan)
         warmup = math.ceil(WARMUP / round_s) * round_s
         duration = math.ceil(duration / phase) * phase
@@ -272,17 +327,43 @@ class Bench:
         name = f"{scenario}-" + "-".join(entry["label"] for entry in entries)
         out = self.workdir / f"run-{name}.json"
         env = {
-            **os.environ, "PYTHONPATH": str(ROOT), "BENCH_PLAN": json.dumps(entries), "BENCH_PHASE": str(phase),
-            "BENCH_WARMUP": str(warmup), "BENCH_OUT": str(out),
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "BENCH_PLAN": json.dumps(entries),
+            "BENCH_PHASE": str(phase),
+            "BENCH_WARMUP": str(warmup),
+            "BENCH_OUT": str(out),
             "BENCH_CODES": json.dumps({seed: [self.next_code[db], CODES[db]] for seed, db in databases.items()}),
         }
-        args = [str(BIN / "locust"), "-f", str(ROOT / "bench" / "locustfile.py"), "--headless",
-                "--users", str(USERS), "--spawn-rate", str(USERS), "--run-time", f"{run_time}s",
-                "--stop-timeout", "5", "--only-summary", "--loglevel", "WARNING", user_class]
+        args = [
+            str(BIN / "locust"),
+            "-f",
+            str(ROOT / "bench" / "locustfile.py"),
+            "--headless",
+            "--users",
+            str(USERS),
+            "--spawn-rate",
+            str(USERS),
+            "--run-time",
+            f"{run_time}s",
+            "--stop-timeout",
+            "5",
+            "--only-summary",
+            "--loglevel",
+            "WARNING",
+            user_class,
+        ]
         logfile = self.workdir / f"locust-{name}.log"
         with open(logfile, "wb") as fh:
-            subprocess.run(args, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
-                           timeout=run_time + 120)
+            subprocess.run(
+                args,
+                cwd=ROOT,
+                env=env,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
+                timeout=run_time + 120,
+            )
         if not out.exists():
             raise BenchError(f"locust wrote no results for scenario {scenario}; its output:\n{tail(logfile)}")
         result = json.loads(out.read_text())
@@ -290,24 +371,33 @@ class Bench:
             self.next_code[databases[seed]] = max(self.next_code[databases[seed]], next_code)
         if not keep:
             return result
-        for (server, target), entry in zip(plan, entries):
+        for (server, target), entry in zip(plan, entries, strict=True):
             measured = result["labels"][entry["label"]]
             self.samples[(target, scenario, self.tokens(server.database))] = measured
             main = measured["requests"].get(MAIN_REQUEST[scenario], {})
             failures = sum(r["failures"] for r in measured["requests"].values())
-            log(f"{target:7} scenario {scenario} ({self.tokens(server.database):,} tokens): {main.get('rps', 0):8.1f}/s  "
+            log(
+                f"{target:7} scenario {scenario} ({self.tokens(server.database):,} tokens): "
+                f"{main.get('rps', 0):8.1f}/s  "
                 f"p50 {main.get('p50_ms', 0):7.1f} ms  p99 {main.get('p99_ms', 0):7.1f} ms  "
-                f"queries {main.get('queries')}" + (f"  FAILURES {failures}" if failures else ""))
+                f"queries {main.get('queries')}" + (f"  FAILURES {failures}" if failures else "")
+            )
         return result
 
     def result(self, target: str, scenario: str, tokens: int) -> dict:
         measured = self.samples[(target, scenario, tokens)]
-        requests = {name: {k: v for k, v in stats.items() if k != "raw"} for name, stats in measured["requests"].items()}
+        requests = {
+            name: {k: v for k, v in stats.items() if k != "raw"} for name, stats in measured["requests"].items()
+        }
         # CPU per request (or per flow) of the scenario's main request, over the phases charged to this target.
         cpu, main = measured["cpu"], requests.get(MAIN_REQUEST[scenario])
         done = main["rps"] * cpu["seconds"] if main else 0
         return {
-            "target": target, "scenario": scenario, "tokens": tokens, "users": USERS, "workers": WORKERS,
+            "target": target,
+            "scenario": scenario,
+            "tokens": tokens,
+            "users": USERS,
+            "workers": WORKERS,
             "measured_s": measured["measured_s"],
             "cpu_app_ms": cpu["app_ms"] / done if done else None,
             "cpu_db_ms": cpu["db_ms"] / done if done else None,
@@ -326,11 +416,17 @@ def machine() -> dict:
             return ""
 
     return {
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "nproc": command("nproc"),
         "free_g": command("free", "-g"),
-        "cpu": next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                     if line.startswith("model name")), platform.processor()),
+        "cpu": next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            platform.processor(),
+        ),
         "python": platform.python_version(),
         "postgres": command("psql", "--version"),
         "git": command("git", "-C", str(ROOT), "describe", "--always", "--dirty"),
@@ -349,8 +445,10 @@ def main() -> int:
         check_postgres()
         meta = machine()
         bench = Bench(workdir)
-        log(f"work files in {workdir}; {USERS} users, {WORKERS} workers, {WARMUP:.0f} s warm-up + "
-            f"{DURATION:.0f} s measured per run")
+        log(
+            f"work files in {workdir}; {USERS} users, {WORKERS} workers, {WARMUP:.0f} s warm-up + "
+            f"{DURATION:.0f} s measured per run"
+        )
         bench.prepare("project")
         grow_seconds = bench.prepare_grown()
         bench.prepare("stock")
@@ -364,8 +462,12 @@ def main() -> int:
         grown.stop()
         for scenario, user_class, _ in SCENARIOS[1:]:
             # Scenario 4's flows last longer: longer phases, so fewer straddle two.
-            bench.measure([(project, "project"), (project, "floor")], scenario, user_class,
-                          phase=PHASE * 2 if scenario == "4" else PHASE)
+            bench.measure(
+                [(project, "project"), (project, "floor")],
+                scenario,
+                user_class,
+                phase=PHASE * 2 if scenario == "4" else PHASE,
+            )
         profiles = {}
         if PROFILE:
             from bench import profile
@@ -381,10 +483,19 @@ def main() -> int:
 
         meta["load_average_at_end"] = os.getloadavg()
         results = report.build(
-            runs=bench.runs(), meta=meta, profiles=profiles,
-            config={"users": USERS, "workers": WORKERS, "warmup_s": WARMUP, "duration_s": DURATION,
-                    "tokens": TOKENS, "grown_tokens": GROWN_TOKENS, "grow_seconds": round(grow_seconds, 1),
-                    "wall_seconds": round(time.monotonic() - started)},
+            runs=bench.runs(),
+            meta=meta,
+            profiles=profiles,
+            config={
+                "users": USERS,
+                "workers": WORKERS,
+                "warmup_s": WARMUP,
+                "duration_s": DURATION,
+                "tokens": TOKENS,
+                "grown_tokens": GROWN_TOKENS,
+                "grow_seconds": round(grow_seconds, 1),
+                "wall_seconds": round(time.monotonic() - started),
+            },
         )
         RESULTS.mkdir(parents=True, exist_ok=True)
         report.write(results, RESULTS / "latest.json", RESULTS / "latest.png")

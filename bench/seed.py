@@ -100,21 +100,42 @@ def seed_project(users: int, tokens: int, codes: int) -> dict:
     owner, end_users = _users(users)
     scope = "PROFILE_READ BOOKING_READ"
     created = services.client_create(
-        owner=owner, actor=owner, name="Bench App", purpose="Load benchmark.", website_url="http://127.0.0.1:8765/",
-        kind="confidential", redirect_uris=[REDIRECT_URI], scopes=scope.split(), is_legacy=False, approve=True,
+        owner=owner,
+        actor=owner,
+        name="Bench App",
+        purpose="Load benchmark.",
+        website_url="http://127.0.0.1:8765/",
+        kind="confidential",
+        redirect_uris=[REDIRECT_URI],
+        scopes=scope.split(),
+        is_legacy=False,
+        approve=True,
     )
     client = created.client
     user_ids = [user.pk for user in end_users]
     seed = {
-        "client_id": client.client_id, "client_pk": client.pk, "client_secret": created.secret.plaintext,
-        "redirect_uri": REDIRECT_URI, "scope": scope, "user_ids": user_ids, "sessions": _sessions(end_users),
+        "client_id": client.client_id,
+        "client_pk": client.pk,
+        "client_secret": created.secret.plaintext,
+        "redirect_uri": REDIRECT_URI,
+        "scope": scope,
+        "user_ids": user_ids,
+        "sessions": _sessions(end_users),
     }
     seed["tokens"] = _seed_tokens(AccessToken, seed, 0, tokens, stored_token="''")
-    seed["codes"] = _insert_series(Grant, 0, codes, {
-        "user_id": _round_robin(user_ids), "application_id": ("%s", [client.pk]),
-        "code": (sha256_sql(CODE_VALUE_SQL), []), "redirect_uri": ("%s", [REDIRECT_URI]), "scope": ("%s", [scope]),
-        "expires": (f"now() + {LONG_LIFETIME}", []),
-    })
+    seed["codes"] = _insert_series(
+        Grant,
+        0,
+        codes,
+        {
+            "user_id": _round_robin(user_ids),
+            "application_id": ("%s", [client.pk]),
+            "code": (sha256_sql(CODE_VALUE_SQL), []),
+            "redirect_uri": ("%s", [REDIRECT_URI]),
+            "scope": ("%s", [scope]),
+            "expires": (f"now() + {LONG_LIFETIME}", []),
+        },
+    )
     return seed
 
 
@@ -131,11 +152,20 @@ def _seed_tokens(model, seed: dict, start: int, stop: int, *, stored_token: str)
                 cursor.execute("SET LOCAL session_replication_role = replica")
         except DatabaseError:
             pass
-    added = _insert_series(model, start, stop, {
-        "user_id": _round_robin(seed["user_ids"]), "application_id": ("%s", [seed["client_pk"]]),
-        "token": (stored_token, []), "token_checksum": (sha256_sql(TOKEN_VALUE_SQL), []),
-        "scope": ("%s", [seed["scope"]]), "expires": (f"now() + {LONG_LIFETIME}", []),
-    }, order_by="token_checksum")
+    added = _insert_series(
+        model,
+        start,
+        stop,
+        {
+            "user_id": _round_robin(seed["user_ids"]),
+            "application_id": ("%s", [seed["client_pk"]]),
+            "token": (stored_token, []),
+            "token_checksum": (sha256_sql(TOKEN_VALUE_SQL), []),
+            "scope": ("%s", [seed["scope"]]),
+            "expires": (f"now() + {LONG_LIFETIME}", []),
+        },
+        order_by="token_checksum",
+    )
     with connection.cursor() as cursor:
         cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
     return added
@@ -148,22 +178,39 @@ def seed_stock(users: int, tokens: int, codes: int) -> dict:
     secret = secrets.token_urlsafe(32)
     # Stock DOT: the secret is hashed on save with Django's default hasher (PBKDF2).
     client = get_application_model().objects.create(
-        name="Bench App", user=owner, client_type="confidential", authorization_grant_type="authorization-code",
-        redirect_uris=REDIRECT_URI, client_secret=secret,
+        name="Bench App",
+        user=owner,
+        client_type="confidential",
+        authorization_grant_type="authorization-code",
+        redirect_uris=REDIRECT_URI,
+        client_secret=secret,
     )
     scope = "read"
     user_ids = [user.pk for user in end_users]
     seed = {
-        "client_id": client.client_id, "client_pk": client.pk, "client_secret": secret,
-        "redirect_uri": REDIRECT_URI, "scope": scope, "user_ids": user_ids, "sessions": _sessions(end_users),
+        "client_id": client.client_id,
+        "client_pk": client.pk,
+        "client_secret": secret,
+        "redirect_uri": REDIRECT_URI,
+        "scope": scope,
+        "user_ids": user_ids,
+        "sessions": _sessions(end_users),
     }
     # Stock storage: the token in plaintext and its checksum; the code in plaintext.
     seed["tokens"] = _seed_tokens(AccessToken, seed, 0, tokens, stored_token=TOKEN_VALUE_SQL)
-    seed["codes"] = _insert_series(Grant, 0, codes, {
-        "user_id": _round_robin(user_ids), "application_id": ("%s", [client.pk]),
-        "code": (CODE_VALUE_SQL, []), "redirect_uri": ("%s", [REDIRECT_URI]), "scope": ("%s", [scope]),
-        "expires": (f"now() + {LONG_LIFETIME}", []),
-    })
+    seed["codes"] = _insert_series(
+        Grant,
+        0,
+        codes,
+        {
+            "user_id": _round_robin(user_ids),
+            "application_id": ("%s", [client.pk]),
+            "code": (CODE_VALUE_SQL, []),
+            "redirect_uri": ("%s", [REDIRECT_URI]),
+            "scope": ("%s", [scope]),
+            "expires": (f"now() + {LONG_LIFETIME}", []),
+        },
+    )
     return seed
 
 
@@ -200,8 +247,11 @@ def main(argv=None) -> None:
     with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as fh:
         json.dump(seed, fh)
     os.replace(tmp, args.seed)
-    print(f"seeded {args.what}: {seed['tokens']} access tokens, {seed['codes']} codes, "
-          f"{len(seed['sessions'])} sessions in {time.monotonic() - started:.1f} s", file=sys.stderr)
+    print(
+        f"seeded {args.what}: {seed['tokens']} access tokens, {seed['codes']} codes, "
+        f"{len(seed['sessions'])} sessions in {time.monotonic() - started:.1f} s",
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 from django.urls import include, path
 
 from bench import floor
-from config.urls import handler400, handler404, handler500, urlpatterns as project_urlpatterns
+from config.urls import handler400, handler404, handler500
+from config.urls import urlpatterns as project_urlpatterns
 
 __all__ = ["handler400", "handler404", "handler500", "urlpatterns"]
 

@@ -18,24 +18,34 @@ REDACTED = "[redacted]"
 # Parameter and field names that carry a credential (RFC 6749, 7636, 7009; OIDC).
 CREDENTIAL_KEYS = frozenset(
     {
-        "code", "access_token", "refresh_token", "id_token", "token", "client_secret",
-        "code_verifier", "password", "device_code", "assertion", "sessionid", "csrftoken",
+        "code",
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "token",
+        "client_secret",
+        "code_verifier",
+        "password",
+        "device_code",
+        "assertion",
+        "sessionid",
+        "csrftoken",
     }
 )
 # A placeholder right after one of these words is a credential: "refresh token %s", "token, %s".
 _CREDENTIAL_BEFORE = re.compile(r"(?:token|code|secret|verifier|password)[\s,:=]{0,3}$", re.IGNORECASE)
 _PLACEHOLDER = re.compile(r"%(?:\((?P<name>[^)]*)\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?(?P<type>[diouxXeEfFgGcrsa%])")
 # The net for what slips through inside a repr: code=..., 'refresh_token': '...', "client_secret": "...".
+_KEYS = "|".join(sorted(CREDENTIAL_KEYS, key=len, reverse=True))
+_NOT_REDACTED = re.escape(REDACTED)
 _KEY_VALUE = re.compile(
-    r"""(?P<key>\b(?:%s)\b\\?['"]?\s*[:=]\s*\\?['"]?)(?!%s)(?P<value>[^'"\\\s&,;)}\]]+)"""
-    % ("|".join(sorted(CREDENTIAL_KEYS, key=len, reverse=True)), re.escape(REDACTED)),
+    rf"""(?P<key>\b(?:{_KEYS})\b\\?['"]?\s*[:=]\s*\\?['"]?)(?!{_NOT_REDACTED})(?P<value>[^'"\\\s&,;)}}\]]+)""",
     re.IGNORECASE,
 )
 # Whole header values, scheme included: oauthlib's debug repr of a request shows request.META.
 # (Quotes may come escaped, as in the repr of an exception that holds such a repr.)
 _HEADER_VALUE = re.compile(
-    r"""(?P<key>\b(?:HTTP_)?(?:AUTHORIZATION|COOKIE)\b\\?['"]?\s*[:=]\s*\\?['"]?)(?!%s)(?P<value>[^'"\\\n]+)"""
-    % re.escape(REDACTED),
+    rf"""(?P<key>\b(?:HTTP_)?(?:AUTHORIZATION|COOKIE)\b\\?['"]?\s*[:=]\s*\\?['"]?)(?!{_NOT_REDACTED})(?P<value>[^'"\\\n]+)""",
     re.IGNORECASE,
 )
 
@@ -62,7 +72,7 @@ def _positional_credentials(template: str) -> set[int]:
     for match in _PLACEHOLDER.finditer(template):
         if match.group("type") == "%":
             continue
-        if _CREDENTIAL_BEFORE.search(template[start:match.start()]):
+        if _CREDENTIAL_BEFORE.search(template[start : match.start()]):
             found.add(index)
         index += 1
         start = match.end()

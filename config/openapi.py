@@ -95,7 +95,8 @@ SECURITY_SCHEMES = {
 def add_components(result, generator, request, public):
     """POSTPROCESSING_HOOKS entry: the hand-written components and security schemes, and the
     request bodies that are required (drf-spectacular cannot tell for a hand-written schema)."""
-    from oauthflows.openapi import BODY_REQUIRED, SCHEMAS as OAUTH_SCHEMAS
+    from oauthflows.openapi import BODY_REQUIRED
+    from oauthflows.openapi import SCHEMAS as OAUTH_SCHEMAS
 
     components = result.setdefault("components", {})
     components.setdefault("schemas", {}).update({**SCHEMAS, **OAUTH_SCHEMAS})
@@ -140,7 +141,10 @@ def www_authenticate(*codes: int, description: str) -> OpenApiParameter:
 
 def no_store(*codes: int) -> list[OpenApiParameter]:
     """Cache-Control: no-store and Pragma: no-cache on the token endpoints' answers (RFC 6749 §5.1)."""
-    return [_response_header("Cache-Control", codes, enum=["no-store"]), _response_header("Pragma", codes, enum=["no-cache"])]
+    return [
+        _response_header("Cache-Control", codes, enum=["no-store"]),
+        _response_header("Pragma", codes, enum=["no-cache"]),
+    ]
 
 
 class SwaggerView(SpectacularSwaggerSplitView):

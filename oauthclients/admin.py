@@ -77,7 +77,9 @@ class ClientAddForm(forms.Form):
 
     def __init__(self, *args, admin_site, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["owner"].widget = ForeignKeyRawIdWidget(OAuthClient._meta.get_field("user").remote_field, admin_site)
+        self.fields["owner"].widget = ForeignKeyRawIdWidget(
+            OAuthClient._meta.get_field("user").remote_field, admin_site
+        )
 
     def add_service_error(self, exc: ValidationError) -> None:
         if not hasattr(exc, "error_dict"):
@@ -262,7 +264,13 @@ class OAuthClientAdmin(admin.ModelAdmin):
         return TemplateResponse(
             request,
             "admin/oauthclients/one_time_secrets.html",
-            {**self.admin_site.each_context(request), "opts": self.opts, "title": title, "client": client, "issued": issued},
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.opts,
+                "title": title,
+                "client": client,
+                "issued": issued,
+            },
         )
 
     def _each(self, request, calls, *, done: tuple[str, str]) -> list:
@@ -287,7 +295,12 @@ class OAuthClientAdmin(admin.ModelAdmin):
         form = RejectForm(request.POST if "post" in request.POST else None)
         if not form.is_valid():
             return self._action_page(
-                request, "reject_clients.html", title="Reject clients", queryset=queryset, action="reject_clients", form=form
+                request,
+                "reject_clients.html",
+                title="Reject clients",
+                queryset=queryset,
+                action="reject_clients",
+                form=form,
             )
         reason = form.cleaned_data["reason"]
         calls = [
@@ -299,7 +312,9 @@ class OAuthClientAdmin(admin.ModelAdmin):
 
     @admin.action(description="Create a new secret", permissions=["change"])
     def create_secret(self, request, queryset):
-        calls = [(client, partial(services.client_secret_create, client=client, actor=request.user)) for client in queryset]
+        calls = [
+            (client, partial(services.client_secret_create, client=client, actor=request.user)) for client in queryset
+        ]
         issued = self._each(request, calls, done=("Created %d secret.", "Created %d secrets."))
         if not issued:
             return None
@@ -326,7 +341,9 @@ class OAuthClientAdmin(admin.ModelAdmin):
         calls = [
             (
                 client_of[secret_id],
-                partial(services.client_secret_revoke, client=client_of[secret_id], secret_id=secret_id, actor=request.user),
+                partial(
+                    services.client_secret_revoke, client=client_of[secret_id], secret_id=secret_id, actor=request.user
+                ),
             )
             for secret_id in map(int, form.cleaned_data["secret"])
         ]

@@ -92,12 +92,8 @@ class OAuthClient(AbstractApplication):
         verbose_name_plural = "OAuth clients"
         ordering = ["-created"]
         constraints = [
-            models.CheckConstraint(
-                condition=Q(status__in=ClientStatus.values), name="oauthclient_status_valid"
-            ),
-            models.CheckConstraint(
-                condition=Q(client_type__in=ClientKind.values), name="oauthclient_kind_valid"
-            ),
+            models.CheckConstraint(condition=Q(status__in=ClientStatus.values), name="oauthclient_status_valid"),
+            models.CheckConstraint(condition=Q(client_type__in=ClientKind.values), name="oauthclient_kind_valid"),
             # Spec §2.1: a scoped client has at least one scope; only a legacy client has none.
             models.CheckConstraint(
                 condition=Q(is_legacy=True) | ~Q(scopes=""), name="oauthclient_scopes_unless_legacy"

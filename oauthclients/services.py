@@ -2,8 +2,8 @@
 
 import secrets
 from dataclasses import dataclass
-from functools import partial
 from dataclasses import field as dataclass_field
+from functools import partial
 
 from django.core.exceptions import ValidationError
 from django.core.validators import ProhibitNullCharactersValidator, URLValidator

@@ -27,7 +27,7 @@ def validate_redirect_uri(uri: str) -> str:
         raise ValidationError(f"{uri!r}: use percent-encoding for non-ASCII characters.", code="redirect_uri_ascii")
     if not URI_CHARACTERS.fullmatch(uri):
         raise ValidationError(
-            f"{uri!r} contains characters a URI cannot hold (such as \\ < > \" {{ }}); percent-encode them.",
+            f'{uri!r} contains characters a URI cannot hold (such as \\ < > " {{ }}); percent-encode them.',
             code="redirect_uri_invalid",
         )
     try:

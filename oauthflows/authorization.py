@@ -14,7 +14,15 @@ from oauthflows.oauth2 import CODE_CHALLENGE_RE
 from scopes.catalog import UnknownScopeError, parse_scopes
 
 MAX_STATE_LENGTH = 2048
-SINGLE_VALUED = ("client_id", "redirect_uri", "state", "scope", "response_type", "code_challenge", "code_challenge_method")
+SINGLE_VALUED = (
+    "client_id",
+    "redirect_uri",
+    "state",
+    "scope",
+    "response_type",
+    "code_challenge",
+    "code_challenge_method",
+)
 
 
 class AuthorizationPageError(Exception):

@@ -18,8 +18,8 @@ from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
 
 from oauthflows.oauth2 import request_started_at
-from oauthflows.requestparams import BodyError, request_json_pairs
 from oauthflows.openapi import introspect_schema, revoke_schema, token_schema
+from oauthflows.requestparams import BodyError, request_json_pairs
 from scopes.catalog import SCOPE_NAMES
 
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
@@ -30,7 +30,9 @@ TOKEN_TYPE_HINTS = ("access_token", "refresh_token")
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 
 DEFAULT_DESCRIPTIONS = {
-    "invalid_grant": "The authorization code or refresh token is invalid, expired, revoked or was issued to another client.",
+    "invalid_grant": (
+        "The authorization code or refresh token is invalid, expired, revoked or was issued to another client."
+    ),
     "unsupported_grant_type": "grant_type must be authorization_code or refresh_token.",
     "invalid_scope": "The requested scope is invalid or wider than the original grant.",
     "unauthorized_client": "This client may not use this grant type.",
@@ -107,14 +109,19 @@ class ClientEndpoint(OAuthLibMixin, APIView):
             data = {}
         if status != 200:
             error = data.get("error", "invalid_request")
-            return self.error(error, data.get("error_description") or DEFAULT_DESCRIPTIONS.get(error, "The request is invalid."))
+            return self.error(
+                error, data.get("error_description") or DEFAULT_DESCRIPTIONS.get(error, "The request is invalid.")
+            )
         return self.success(data)
 
     def read_params(self, request) -> tuple[dict, tuple[str, str] | None]:
         """Refuse malformed requests before any lookup or hashing."""
         content_type = request.content_type
         if content_type not in (FORM_CONTENT_TYPE, JSON_CONTENT_TYPE):
-            return {}, ("invalid_request", "Send the request body as application/x-www-form-urlencoded or application/json.")
+            return {}, (
+                "invalid_request",
+                "Send the request body as application/x-www-form-urlencoded or application/json.",
+            )
         if any(name in request.GET for name in CREDENTIAL_PARAMS):
             return {}, ("invalid_request", "Credentials and tokens belong in the request body, never in the URL.")
         try:
@@ -130,7 +137,10 @@ class ClientEndpoint(OAuthLibMixin, APIView):
         except (RequestDataTooBig, TooManyFieldsSent):
             return {}, ("invalid_request", "The request body is too large.")
         if self.basic_used and "client_secret" in params:
-            return params, ("invalid_request", "Use one client authentication method: HTTP Basic or client_secret in the body, not both.")
+            return params, (
+                "invalid_request",
+                "Use one client authentication method: HTTP Basic or client_secret in the body, not both.",
+            )
         return params, None
 
     def check(self, params: dict) -> tuple[str, str] | None:
@@ -148,8 +158,10 @@ class ClientEndpoint(OAuthLibMixin, APIView):
         if error == "invalid_client":
             # Unknown client, wrong or revoked secret, unapproved client: one answer for all.
             description = "Client authentication failed."
-        response = _json({"error": error, "error_description": ascii_description(description)},
-                         status=401 if error == "invalid_client" else 400)
+        response = _json(
+            {"error": error, "error_description": ascii_description(description)},
+            status=401 if error == "invalid_client" else 400,
+        )
         if error == "invalid_client":
             response["WWW-Authenticate"] = 'Basic realm="oauth"' if self.basic_used else 'Bearer realm="oauth"'
         return response
@@ -159,8 +171,16 @@ class ClientEndpoint(OAuthLibMixin, APIView):
 class TokenView(ClientEndpoint):
     """POST /v2/auth/oauth2/token: authorization_code and refresh_token grants (spec §4.2, §4.3)."""
 
-    errors = frozenset({"invalid_request", "invalid_client", "invalid_grant", "unauthorized_client",
-                        "unsupported_grant_type", "invalid_scope"})  # RFC 6749 §5.2, nothing else
+    errors = frozenset(
+        {
+            "invalid_request",
+            "invalid_client",
+            "invalid_grant",
+            "unauthorized_client",
+            "unsupported_grant_type",
+            "invalid_scope",
+        }
+    )  # RFC 6749 §5.2, nothing else
 
     def check(self, params):
         grant_type = params.get("grant_type")
@@ -170,7 +190,10 @@ class TokenView(ClientEndpoint):
             return "unsupported_grant_type", DEFAULT_DESCRIPTIONS["unsupported_grant_type"]
         if grant_type == "authorization_code" and not params.get("redirect_uri"):
             # RFC 6749 §4.1.3: required because the authorization request always carries one.
-            return "invalid_request", "The redirect_uri parameter is required and must equal the authorization request's."
+            return (
+                "invalid_request",
+                "The redirect_uri parameter is required and must equal the authorization request's.",
+            )
         return None
 
     def respond(self, request):
@@ -185,13 +208,15 @@ class TokenView(ClientEndpoint):
         return status, body
 
     def success(self, data):
-        return _json({
-            "access_token": data["access_token"],
-            "refresh_token": data["refresh_token"],
-            "token_type": "bearer",
-            "expires_in": int(data.get("expires_in", settings.OAUTH_ACCESS_TOKEN_LIFETIME)),
-            "scope": data.get("scope", "") or "",
-        })
+        return _json(
+            {
+                "access_token": data["access_token"],
+                "refresh_token": data["refresh_token"],
+                "token_type": "bearer",
+                "expires_in": int(data.get("expires_in", settings.OAUTH_ACCESS_TOKEN_LIFETIME)),
+                "scope": data.get("scope", "") or "",
+            }
+        )
 
 
 def _check_token_param(params) -> tuple[str, str] | None:
@@ -257,21 +282,23 @@ class MetadataView(View):
 
     def get(self, request, *args, **kwargs):
         issuer = settings.OAUTH_ISSUER
-        response = JsonResponse({
-            "issuer": issuer,
-            "authorization_endpoint": issuer + settings.OAUTH_AUTHORIZE_PATH,
-            "token_endpoint": issuer + settings.OAUTH_TOKEN_PATH,
-            "revocation_endpoint": issuer + settings.OAUTH_REVOKE_PATH,
-            "introspection_endpoint": issuer + settings.OAUTH_INTROSPECT_PATH,
-            "scopes_supported": list(SCOPE_NAMES),
-            "response_types_supported": ["code"],
-            "response_modes_supported": ["query"],
-            "grant_types_supported": list(GRANT_TYPES),
-            "code_challenge_methods_supported": ["S256"],
-            "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
-            "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
-            "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
-            "authorization_response_iss_parameter_supported": True,
-        })
+        response = JsonResponse(
+            {
+                "issuer": issuer,
+                "authorization_endpoint": issuer + settings.OAUTH_AUTHORIZE_PATH,
+                "token_endpoint": issuer + settings.OAUTH_TOKEN_PATH,
+                "revocation_endpoint": issuer + settings.OAUTH_REVOKE_PATH,
+                "introspection_endpoint": issuer + settings.OAUTH_INTROSPECT_PATH,
+                "scopes_supported": list(SCOPE_NAMES),
+                "response_types_supported": ["code"],
+                "response_modes_supported": ["query"],
+                "grant_types_supported": list(GRANT_TYPES),
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
+                "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
+                "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+                "authorization_response_iss_parameter_supported": True,
+            }
+        )
         response["Cache-Control"] = "public, max-age=3600"
         return response

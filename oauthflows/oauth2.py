@@ -45,9 +45,7 @@ CODE_VERIFIER_RE = re.compile(r"^[A-Za-z0-9\-._~]{43,128}$")
 CODE_CHALLENGE_RE = re.compile(r"^[A-Za-z0-9_-]{43}$")
 
 # When the current token request started (set by the token endpoint). See _is_concurrent_duplicate.
-request_started_at: contextvars.ContextVar[datetime | None] = contextvars.ContextVar(
-    "request_started_at", default=None
-)
+request_started_at: contextvars.ContextVar[datetime | None] = contextvars.ContextVar("request_started_at", default=None)
 
 
 def generate_token(request=None) -> str:
@@ -183,8 +181,13 @@ class Validator(OAuth2Validator):
             if not _is_concurrent_duplicate(grant.used_at) and grant.token_family:
                 # RFC 6749 §4.1.2 / RFC 9700 §4.14: a replayed code revokes what it produced.
                 RefreshToken.revoke_family(grant.token_family)
-                audit_record(client=grant.application, actor=None, user=grant.user,
-                             action=AuditAction.FAMILY_REVOKED, reason="authorization code replayed")
+                audit_record(
+                    client=grant.application,
+                    actor=None,
+                    user=grant.user,
+                    action=AuditAction.FAMILY_REVOKED,
+                    reason="authorization code replayed",
+                )
                 grant.token_family = None
                 grant.save(update_fields=["token_family", "updated"])
             raise errors.InvalidGrantError(description="The authorization code has already been used.", request=request)
@@ -305,8 +308,13 @@ class Validator(OAuth2Validator):
             # but only if it belongs to the presenting client (a foreign token is just invalid).
             if rt.application_id == getattr(client, "pk", None) and rt.token_family:
                 if RefreshToken.objects.filter(token_family=rt.token_family, revoked__isnull=True).exists():
-                    audit_record(client=client, actor=None, user=rt.user,
-                                 action=AuditAction.FAMILY_REVOKED, reason="rotated refresh token replayed")
+                    audit_record(
+                        client=client,
+                        actor=None,
+                        user=rt.user,
+                        action=AuditAction.FAMILY_REVOKED,
+                        reason="rotated refresh token replayed",
+                    )
                 RefreshToken.revoke_family(rt.token_family)
             return False
         # A live token always has its access token (rotation mints the pair together); an orphan
@@ -404,13 +412,29 @@ class Validator(OAuth2Validator):
 
 
 BEARER_FIELDS = (
-    "expires", "scope", "created", "user_id", "application_id",
-    "application__client_id", "application__name", "application__status", "application__client_type",
+    "expires",
+    "scope",
+    "created",
+    "user_id",
+    "application_id",
+    "application__client_id",
+    "application__name",
+    "application__status",
+    "application__client_type",
     "application__user_id",
-    "user__username", "user__email", "user__first_name", "user__last_name", "user__is_active",
-    "user__is_staff", "user__is_superuser",
-    "user__profile__name", "user__profile__time_zone", "user__profile__locale",
-    "user__profile__time_format", "user__profile__week_start", "user__profile__user_id",
+    "user__username",
+    "user__email",
+    "user__first_name",
+    "user__last_name",
+    "user__is_active",
+    "user__is_staff",
+    "user__is_superuser",
+    "user__profile__name",
+    "user__profile__time_zone",
+    "user__profile__locale",
+    "user__profile__time_format",
+    "user__profile__week_start",
+    "user__profile__user_id",
 )
 
 

@@ -57,7 +57,9 @@ SCHEMAS = {
             "code_verifier": _string(
                 "PKCE verifier: required if the authorization request carried a code_challenge "
                 "(always, for public clients), refused otherwise.",
-                minLength=43, maxLength=128, pattern=r"^[A-Za-z0-9\-._~]{43,128}$",
+                minLength=43,
+                maxLength=128,
+                pattern=r"^[A-Za-z0-9\-._~]{43,128}$",
             ),
             **CLIENT_PROPERTIES,
         },
@@ -94,7 +96,8 @@ SCHEMAS = {
             "refresh_token": _string("Single use: every refresh returns a new one."),
             "token_type": {"type": "string", "enum": ["bearer"]},
             "expires_in": {
-                "type": "integer", "enum": [settings.OAUTH_ACCESS_TOKEN_LIFETIME],
+                "type": "integer",
+                "enum": [settings.OAUTH_ACCESS_TOKEN_LIFETIME],
                 "description": "Seconds the access token lives.",
             },
             "scope": _string("The granted scopes, space-separated; empty for a legacy client's unrestricted token."),
@@ -141,11 +144,15 @@ SCHEMAS = {
             "username": _string("The user's username."),
             "sub": _string("The user's id, as a string."),
             "token_type": {
-                "type": "string", "enum": ["bearer"],
+                "type": "string",
+                "enum": ["bearer"],
                 "description": "RFC 6749 §7.1 type of an access token; absent for a refresh token.",
             },
-            "exp": {"type": "integer", "description": "Expiry, seconds since the epoch (for a refresh token: "
-                    "its access token's expiry plus the refresh token lifetime)."},
+            "exp": {
+                "type": "integer",
+                "description": "Expiry, seconds since the epoch (for a refresh token: "
+                "its access token's expiry plus the refresh token lifetime).",
+            },
             "iat": {"type": "integer", "description": "Issue time, seconds since the epoch."},
             "iss": _string("This server's issuer URL."),
         },
@@ -160,7 +167,7 @@ def _request(schema_name: str) -> dict:
 
 _UNAUTHORIZED = OpenApiResponse(
     ref("ClientAuthenticationError"),
-    description="Client authentication failed. `WWW-Authenticate: Basic realm=\"oauth\"` when Basic was used.",
+    description='Client authentication failed. `WWW-Authenticate: Basic realm="oauth"` when Basic was used.',
 )
 _RATE_LIMITED = OpenApiResponse(ref("RateLimited"), description="Too many requests (`Retry-After` header).")
 _CLIENT_AUTH_TEXT = (
@@ -170,64 +177,81 @@ _CLIENT_AUTH_TEXT = (
     "once; credentials never in the query string."
 )
 
-token_schema = extend_schema_view(post=extend_schema(
-    operation_id="oauth2_token",
-    summary="Token endpoint: exchange a code, refresh",
-    description="RFC 6749 §3.2. Grants: `authorization_code` (with PKCE) and `refresh_token`. " + _CLIENT_AUTH_TEXT,
-    tags=TAGS,
-    auth=CLIENT_AUTH,
-    request=_request("TokenRequest"),
-    parameters=[
-        *no_store(200, 400, 401),
-        www_authenticate(401, description='`Basic realm="oauth"` when HTTP Basic was used, otherwise `Bearer realm="oauth"`.'),
-    ],
-    responses={
-        200: OpenApiResponse(ref("TokenResponse"), description="Tokens issued."),
-        400: OpenApiResponse(ref("TokenError"), description="The request is malformed, or the code or refresh token is not valid."),
-        401: _UNAUTHORIZED,
-        429: _RATE_LIMITED,
-    },
-    examples=[
-        OpenApiExample(
-            "Exchange a code",
-            request_only=True,
-            value={"grant_type": "authorization_code", "code": "…", "redirect_uri": "https://app.example.com/callback",
-                   "client_id": "…", "client_secret": "cs_…"},
-        ),
-        OpenApiExample(
-            "Refresh",
-            request_only=True,
-            value={"grant_type": "refresh_token", "refresh_token": "…", "client_id": "…", "client_secret": "cs_…"},
-        ),
-        OpenApiExample(
-            "Tokens",
-            response_only=True,
-            status_codes=["200"],
-            value={"access_token": "…", "refresh_token": "…", "token_type": "bearer",
-                   "expires_in": settings.OAUTH_ACCESS_TOKEN_LIFETIME, "scope": "PROFILE_READ BOOKING_READ"},
-        ),
-    ],
-))
-
+token_schema = extend_schema_view(
+    post=extend_schema(
+        operation_id="oauth2_token",
+        summary="Token endpoint: exchange a code, refresh",
+        description="RFC 6749 §3.2. Grants: `authorization_code` (with PKCE) and `refresh_token`. " + _CLIENT_AUTH_TEXT,
+        tags=TAGS,
+        auth=CLIENT_AUTH,
+        request=_request("TokenRequest"),
+        parameters=[
+            *no_store(200, 400, 401),
+            www_authenticate(
+                401, description='`Basic realm="oauth"` when HTTP Basic was used, otherwise `Bearer realm="oauth"`.'
+            ),
+        ],
+        responses={
+            200: OpenApiResponse(ref("TokenResponse"), description="Tokens issued."),
+            400: OpenApiResponse(
+                ref("TokenError"), description="The request is malformed, or the code or refresh token is not valid."
+            ),
+            401: _UNAUTHORIZED,
+            429: _RATE_LIMITED,
+        },
+        examples=[
+            OpenApiExample(
+                "Exchange a code",
+                request_only=True,
+                value={
+                    "grant_type": "authorization_code",
+                    "code": "…",
+                    "redirect_uri": "https://app.example.com/callback",
+                    "client_id": "…",
+                    "client_secret": "cs_…",
+                },
+            ),
+            OpenApiExample(
+                "Refresh",
+                request_only=True,
+                value={"grant_type": "refresh_token", "refresh_token": "…", "client_id": "…", "client_secret": "cs_…"},
+            ),
+            OpenApiExample(
+                "Tokens",
+                response_only=True,
+                status_codes=["200"],
+                value={
+                    "access_token": "…",
+                    "refresh_token": "…",
+                    "token_type": "bearer",
+                    "expires_in": settings.OAUTH_ACCESS_TOKEN_LIFETIME,
+                    "scope": "PROFILE_READ BOOKING_READ",
+                },
+            ),
+        ],
+    )
+)
 
 
 def _token_operation(operation_id: str, summary: str, description: str, success: OpenApiResponse):
     """Revocation and introspection: one token parameter, the same client authentication and errors."""
-    return extend_schema_view(post=extend_schema(
-        operation_id=operation_id,
-        summary=summary,
-        description=description + " " + _CLIENT_AUTH_TEXT,
-        tags=TAGS,
-        auth=CLIENT_AUTH,
-        request=_request("TokenOperationRequest"),
-        parameters=[*no_store(200, 400, 401)],
-        responses={
-            200: success,
-            400: OpenApiResponse(ref("TokenParameterError"), description="The request is malformed."),
-            401: _UNAUTHORIZED,
-            429: _RATE_LIMITED,
-        },
-    ))
+    return extend_schema_view(
+        post=extend_schema(
+            operation_id=operation_id,
+            summary=summary,
+            description=description + " " + _CLIENT_AUTH_TEXT,
+            tags=TAGS,
+            auth=CLIENT_AUTH,
+            request=_request("TokenOperationRequest"),
+            parameters=[*no_store(200, 400, 401)],
+            responses={
+                200: success,
+                400: OpenApiResponse(ref("TokenParameterError"), description="The request is malformed."),
+                401: _UNAUTHORIZED,
+                429: _RATE_LIMITED,
+            },
+        )
+    )
 
 
 revoke_schema = _token_operation(
@@ -241,5 +265,5 @@ introspect_schema = _token_operation(
     "oauth2_introspect",
     "Introspect a token (RFC 7662)",
     "A confidential client asks about one of its own tokens.",
-    OpenApiResponse(ref("IntrospectionResponse"), description="`{\"active\": false}` or the token's claims."),
+    OpenApiResponse(ref("IntrospectionResponse"), description='`{"active": false}` or the token\'s claims.'),
 )

@@ -18,8 +18,12 @@ def consent_record(*, user, client: OAuthClient, scopes: list[str]) -> Consent:
         consent.last_authorized_at = now
         consent.save(update_fields=["last_authorized_at"])
     audit_record(
-        client=client, actor=user, user=user, action=AuditAction.GRANT_AUTHORIZED,
-        scopes=scopes, unrestricted=not scopes,
+        client=client,
+        actor=user,
+        user=user,
+        action=AuditAction.GRANT_AUTHORIZED,
+        scopes=scopes,
+        unrestricted=not scopes,
     )
     return consent
 
@@ -33,9 +37,8 @@ def consent_deny(*, user, client: OAuthClient) -> None:
 def connected_app_revoke(*, user, client: OAuthClient) -> int:
     """Kill every token this client holds for this user, at once; returns how many families died."""
     now = timezone.now()
-    families = (
-        RefreshToken.objects.filter(user=user, application=client, revoked__isnull=True)
-        .update(revoked=now, access_token=None, updated=now)
+    families = RefreshToken.objects.filter(user=user, application=client, revoked__isnull=True).update(
+        revoked=now, access_token=None, updated=now
     )
     AccessToken.objects.filter(user=user, application=client).delete()
     # Codes issued but not yet exchanged must not become tokens afterwards.

@@ -33,13 +33,13 @@ def _error_redirect(error: AuthorizationRedirectError) -> HttpResponseRedirect:
     if error.state is not None:
         params.append(("state", error.state))
     # RFC 9207: the issuer travels with every authorization response, errors included.
-    return HttpResponseRedirect(_add_iss_to_redirect(add_params_to_uri(error.redirect_uri, params), settings.OAUTH_ISSUER))
+    return HttpResponseRedirect(
+        _add_iss_to_redirect(add_params_to_uri(error.redirect_uri, params), settings.OAUTH_ISSUER)
+    )
 
 
 def _error_page(request, error: AuthorizationPageError) -> HttpResponse:
-    return render(
-        request, "oauth/error.html", {"title": error.title, "message": error.message}, status=400
-    )
+    return render(request, "oauth/error.html", {"title": error.title, "message": error.message}, status=400)
 
 
 @method_decorator(never_cache, name="dispatch")

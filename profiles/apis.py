@@ -72,9 +72,7 @@ class MeApi(ScopedApiView):
         def validate(self, attrs):
             unknown = sorted(set(self.initial_data) - set(self.fields))
             if unknown:
-                raise serializers.ValidationError(
-                    {name: "This field is unknown or read-only." for name in unknown}
-                )
+                raise serializers.ValidationError(dict.fromkeys(unknown, "This field is unknown or read-only."))
             return attrs
 
     _profile_response = OpenApiResponse(
@@ -84,7 +82,9 @@ class MeApi(ScopedApiView):
         ),
         description="The user's profile (defaults until the user saves one).",
     )
-    _bearer_errors = www_authenticate(401, description='`Bearer realm="api"`, with `error="invalid_token"` for a bad token.')
+    _bearer_errors = www_authenticate(
+        401, description='`Bearer realm="api"`, with `error="invalid_token"` for a bad token.'
+    )
 
     def _render(self, profile):
         # OutputSerializer documents the shape; this builds it without instantiating a serializer
@@ -93,8 +93,11 @@ class MeApi(ScopedApiView):
         return Response({"status": "success", "data": profile_data(profile)})
 
     @extend_schema(
-        summary="The token's user", description="Scope `PROFILE_READ`.", tags=["Profile"],
-        parameters=[_bearer_errors], responses={200: _profile_response, **api_errors(401, 403)},
+        summary="The token's user",
+        description="Scope `PROFILE_READ`.",
+        tags=["Profile"],
+        parameters=[_bearer_errors],
+        responses={200: _profile_response, **api_errors(401, 403)},
     )
     def get(self, request):
         return self._render(profile_get_for_user(user=request.user))
@@ -102,7 +105,9 @@ class MeApi(ScopedApiView):
     @extend_schema(
         summary="Update the token's user's profile",
         description="Scope `PROFILE_WRITE`. Only the fields sent change; unknown or read-only fields are a 400.",
-        tags=["Profile"], parameters=[_bearer_errors], request=InputSerializer,
+        tags=["Profile"],
+        parameters=[_bearer_errors],
+        request=InputSerializer,
         responses={200: _profile_response, **api_errors(400, 401, 403, 413, 415)},
     )
     def patch(self, request):

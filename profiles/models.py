@@ -34,7 +34,9 @@ class Profile(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(condition=models.Q(time_format__in=[12, 24]), name="profile_time_format_valid"),
-            models.CheckConstraint(condition=models.Q(week_start__in=WeekStart.values), name="profile_week_start_valid"),
+            models.CheckConstraint(
+                condition=models.Q(week_start__in=WeekStart.values), name="profile_week_start_valid"
+            ),
         ]
 
     def __str__(self):

@@ -21,7 +21,9 @@ class BearerTokenAuthentication(BaseAuthentication):
             return None
         if len(parts) != 2:
             request._bearer_error = "invalid_token"
-            raise exceptions.AuthenticationFailed("The Authorization header must be: Bearer <access token>.", code="invalid_token")
+            raise exceptions.AuthenticationFailed(
+                "The Authorization header must be: Bearer <access token>.", code="invalid_token"
+            )
         try:
             raw = parts[1].decode("ascii")
         except UnicodeDecodeError:

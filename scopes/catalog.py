@@ -36,11 +36,15 @@ _CATALOG = [
     # §2.3 Personal
     Scope("EVENT_TYPE_READ", _P, "List and view your event types and their private links"),
     Scope("EVENT_TYPE_WRITE", _P, "Create, update and delete your event types and manage their private links"),
-    Scope("BOOKING_READ", _P, "List your bookings and view their recordings, transcripts, calendar links and references"),
+    Scope(
+        "BOOKING_READ", _P, "List your bookings and view their recordings, transcripts, calendar links and references"
+    ),
     Scope("BOOKING_WRITE", _P, "Add guests to, change the location of, confirm, decline and reassign your bookings"),
     Scope("SCHEDULE_READ", _P, "List and view your schedules"),
     Scope("SCHEDULE_WRITE", _P, "Create, update and delete your schedules"),
-    Scope("APPS_READ", _P, "List your connected calendars, check busy times and ICS feeds, verify calendar connections"),
+    Scope(
+        "APPS_READ", _P, "List your connected calendars, check busy times and ICS feeds, verify calendar connections"
+    ),
     Scope("APPS_WRITE", _P, "Save ICS feeds, connect calendars, save Apple calendar credentials, disconnect calendars"),
     Scope("PROFILE_READ", _P, "View your profile"),
     Scope("PROFILE_WRITE", _P, "Update your profile"),

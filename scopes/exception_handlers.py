@@ -5,7 +5,6 @@ from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from rest_framework import exceptions
-from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from oauthclients.exceptions import ApplicationError

@@ -54,8 +54,7 @@ class InsufficientScope(exceptions.PermissionDenied):
             team_twin = "ORG_" + required[5:] if required.startswith("TEAM_") else None
             if team_twin in SCOPES:
                 message = (
-                    f"This endpoint requires the {required} scope (or {team_twin}). "
-                    f"The token grants: {granted_text}."
+                    f"This endpoint requires the {required} scope (or {team_twin}). The token grants: {granted_text}."
                 )
         super().__init__(detail=message, code="insufficient_scope")
 

@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('oauthclients', '0001_initial'),
+        ("oauthclients", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='grant',
-            name='token_family',
+            model_name="grant",
+            name="token_family",
             field=models.UUIDField(blank=True, editable=False, null=True),
         ),
         migrations.AddField(
-            model_name='grant',
-            name='used_at',
+            model_name="grant",
+            name="used_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
     ]

@@ -7,34 +7,71 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('oauthclients', '0002_grant_token_family_grant_used_at'),
+        ("oauthclients", "0002_grant_token_family_grant_used_at"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='clientauditevent',
-            name='user',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="clientauditevent",
+            name="user",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AlterField(
-            model_name='clientauditevent',
-            name='action',
-            field=models.CharField(choices=[('client.created', 'Client created'), ('client.updated', 'Client edited'), ('client.resubmitted', 'Client sent back to review'), ('client.approved', 'Client approved'), ('client.rejected', 'Client rejected'), ('client.scopes_set', 'Client scopes set'), ('secret.created', 'Secret created'), ('secret.revoked', 'Secret revoked'), ('grant.authorized', 'User authorized the app'), ('grant.denied', 'User denied the app'), ('grant.access_revoked', "User revoked the app's access"), ('grant.family_revoked', 'Token family revoked on replay')], max_length=32),
+            model_name="clientauditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("client.created", "Client created"),
+                    ("client.updated", "Client edited"),
+                    ("client.resubmitted", "Client sent back to review"),
+                    ("client.approved", "Client approved"),
+                    ("client.rejected", "Client rejected"),
+                    ("client.scopes_set", "Client scopes set"),
+                    ("secret.created", "Secret created"),
+                    ("secret.revoked", "Secret revoked"),
+                    ("grant.authorized", "User authorized the app"),
+                    ("grant.denied", "User denied the app"),
+                    ("grant.access_revoked", "User revoked the app's access"),
+                    ("grant.family_revoked", "Token family revoked on replay"),
+                ],
+                max_length=32,
+            ),
         ),
         migrations.CreateModel(
-            name='Consent',
+            name="Consent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('first_authorized_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('last_authorized_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('client', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='consents', to=settings.OAUTH2_PROVIDER_APPLICATION_MODEL)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='consents', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("first_authorized_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("last_authorized_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "client",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="consents",
+                        to=settings.OAUTH2_PROVIDER_APPLICATION_MODEL,
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="consents",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('user', 'client'), name='consent_one_per_user_and_client')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("user", "client"), name="consent_one_per_user_and_client")
+                ],
             },
         ),
     ]

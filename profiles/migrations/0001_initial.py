@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,19 +14,55 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Profile',
+            name="Profile",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(blank=True, default='', max_length=255)),
-                ('time_zone', models.CharField(default='UTC', max_length=64)),
-                ('locale', models.CharField(default='en', max_length=16)),
-                ('time_format', models.PositiveSmallIntegerField(choices=[(12, '12-hour'), (24, '24-hour')], default=24)),
-                ('week_start', models.CharField(choices=[('Monday', 'Monday'), ('Tuesday', 'Tuesday'), ('Wednesday', 'Wednesday'), ('Thursday', 'Thursday'), ('Friday', 'Friday'), ('Saturday', 'Saturday'), ('Sunday', 'Sunday')], default='Monday', max_length=9)),
-                ('updated', models.DateTimeField(auto_now=True)),
-                ('user', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='profile', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(blank=True, default="", max_length=255)),
+                ("time_zone", models.CharField(default="UTC", max_length=64)),
+                ("locale", models.CharField(default="en", max_length=16)),
+                (
+                    "time_format",
+                    models.PositiveSmallIntegerField(choices=[(12, "12-hour"), (24, "24-hour")], default=24),
+                ),
+                (
+                    "week_start",
+                    models.CharField(
+                        choices=[
+                            ("Monday", "Monday"),
+                            ("Tuesday", "Tuesday"),
+                            ("Wednesday", "Wednesday"),
+                            ("Thursday", "Thursday"),
+                            ("Friday", "Friday"),
+                            ("Saturday", "Saturday"),
+                            ("Sunday", "Sunday"),
+                        ],
+                        default="Monday",
+                        max_length=9,
+                    ),
+                ),
+                ("updated", models.DateTimeField(auto_now=True)),
+                (
+                    "user",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="profile", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.CheckConstraint(condition=models.Q(('time_format__in', [12, 24])), name='profile_time_format_valid'), models.CheckConstraint(condition=models.Q(('week_start__in', ['Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday', 'Sunday'])), name='profile_week_start_valid')],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("time_format__in", [12, 24])), name="profile_time_format_valid"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            (
+                                "week_start__in",
+                                ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"],
+                            )
+                        ),
+                        name="profile_week_start_valid",
+                    ),
+                ],
             },
         ),
     ]

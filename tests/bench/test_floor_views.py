@@ -56,15 +56,27 @@ def post_token(params: dict):
 
 
 def issue_code(client, user, code="the-code") -> str:
-    Grant.objects.create(application=client, user=user, code=digest(code), redirect_uri=REDIRECT_URI,
-                         scope="PROFILE_READ", expires=timezone.now() + timedelta(minutes=5))
+    Grant.objects.create(
+        application=client,
+        user=user,
+        code=digest(code),
+        redirect_uri=REDIRECT_URI,
+        scope="PROFILE_READ",
+        expires=timezone.now() + timedelta(minutes=5),
+    )
     return code
 
 
 def test_floor_me_is_one_select_and_reports_it(bench_client, end_user):
     client, _secret = bench_client
-    access = AccessToken.objects.create(user=end_user, application=client, token="", token_checksum=digest("tok"),
-                                        scope="PROFILE_READ", expires=timezone.now() + timedelta(minutes=5))
+    access = AccessToken.objects.create(
+        user=end_user,
+        application=client,
+        token="",
+        token_checksum=digest("tok"),
+        scope="PROFILE_READ",
+        expires=timezone.now() + timedelta(minutes=5),
+    )
     response, statements = counted(lambda: Client().get("/floor/me", HTTP_AUTHORIZATION="Bearer tok"))
     assert response.status_code == 200 and response[HEADER] == "1"
     assert response.json()["data"]["id"] == end_user.pk == access.user_id
@@ -74,8 +86,14 @@ def test_floor_me_is_one_select_and_reports_it(bench_client, end_user):
 
 def test_project_routes_are_served_and_counted_too(bench_client, end_user):
     client, _secret = bench_client
-    AccessToken.objects.create(user=end_user, application=client, token="", token_checksum=digest("tok"),
-                               scope="PROFILE_READ", expires=timezone.now() + timedelta(minutes=5))
+    AccessToken.objects.create(
+        user=end_user,
+        application=client,
+        token="",
+        token_checksum=digest("tok"),
+        scope="PROFILE_READ",
+        expires=timezone.now() + timedelta(minutes=5),
+    )
     response = Client().get("/v2/me", HTTP_AUTHORIZATION="Bearer tok")
     assert response.status_code == 200 and response[HEADER] == "1"
 
@@ -84,19 +102,29 @@ def test_floor_exchange_then_refresh_chain(bench_client, end_user):
     client, secret = bench_client
     credentials = {"client_id": client.client_id, "client_secret": secret}
     code = issue_code(client, end_user)
-    response, statements = counted(lambda: post_token(
-        {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI, **credentials}))
+    response, statements = counted(
+        lambda: post_token(
+            {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI, **credentials}
+        )
+    )
     assert response.status_code == 200, response.content
     assert len(statements) == 5, statements  # client, code (locked), code used, access, refresh
     tokens = response.json()
     assert Grant.objects.get(code=digest(code)).used_at is not None
-    assert post_token({"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI,
-                       **credentials}).status_code == 400  # single use
+    assert (
+        post_token(
+            {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI, **credentials}
+        ).status_code
+        == 400
+    )  # single use
 
     for _ in range(2):
         old = tokens
-        response, statements = counted(lambda: post_token(
-            {"grant_type": "refresh_token", "refresh_token": old["refresh_token"], **credentials}))
+        response, statements = counted(
+            lambda old=old: post_token(
+                {"grant_type": "refresh_token", "refresh_token": old["refresh_token"], **credentials}
+            )
+        )
         assert response.status_code == 200, response.content
         assert len(statements) == 6, statements  # client, old refresh (locked), revoke it, drop its access, 2 inserts
         tokens = response.json()
@@ -106,15 +134,26 @@ def test_floor_exchange_then_refresh_chain(bench_client, end_user):
     family = {rt.token_family for rt in RefreshToken.objects.all()}
     assert len(family) == 1 and None not in family
     assert post_token({"grant_type": "refresh_token", "refresh_token": "nope", **credentials}).status_code == 400
-    assert post_token({"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"],
-                       "client_id": client.client_id, "client_secret": "wrong"}).status_code == 401
+    assert (
+        post_token(
+            {
+                "grant_type": "refresh_token",
+                "refresh_token": tokens["refresh_token"],
+                "client_id": client.client_id,
+                "client_secret": "wrong",
+            }
+        ).status_code
+        == 401
+    )
 
 
 def test_floor_consent_pages_with_csrf(bench_client, end_user):
     client, secret = bench_client
     browser = Client(enforce_csrf_checks=True)
     assert browser.login(username=end_user.username, password=PASSWORD)
-    query = urlencode({"client_id": client.client_id, "redirect_uri": REDIRECT_URI, "scope": "PROFILE_READ", "state": "s"})
+    query = urlencode(
+        {"client_id": client.client_id, "redirect_uri": REDIRECT_URI, "scope": "PROFILE_READ", "state": "s"}
+    )
     page = browser.get(f"/floor/authorize?{query}")
     assert page.status_code == 200
     token = page.content.decode().split('name="csrfmiddlewaretoken" value="')[1].split('"')[0]
@@ -122,8 +161,15 @@ def test_floor_consent_pages_with_csrf(bench_client, end_user):
     answer = browser.post(f"/floor/authorize/allow?{query}", {"csrfmiddlewaretoken": token})
     assert answer.status_code == 302
     code = parse_qs(urlsplit(answer["Location"]).query)["code"][0]
-    response = post_token({"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI,
-                           "client_id": client.client_id, "client_secret": secret})
+    response = post_token(
+        {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": REDIRECT_URI,
+            "client_id": client.client_id,
+            "client_secret": secret,
+        }
+    )
     assert response.status_code == 200, response.content
     bad = urlencode({"client_id": client.client_id, "redirect_uri": "http://evil.example/cb"})
     assert browser.get(f"/floor/authorize?{bad}").status_code == 400
@@ -140,24 +186,41 @@ def test_seeded_tokens_and_codes_work_on_the_real_endpoints(db):
     for path in ("/v2/me", "/floor/me"):
         response = Client().get(path, HTTP_AUTHORIZATION=f"Bearer {token_value(4)}")
         assert response.status_code == 200, response.content
-    response = Client().post("/v2/auth/oauth2/token", data=urlencode({
-        "grant_type": "authorization_code", "code": code_value(2), "redirect_uri": seeded["redirect_uri"],
-        "client_id": seeded["client_id"], "client_secret": seeded["client_secret"],
-    }), content_type="application/x-www-form-urlencoded")
+    response = Client().post(
+        "/v2/auth/oauth2/token",
+        data=urlencode(
+            {
+                "grant_type": "authorization_code",
+                "code": code_value(2),
+                "redirect_uri": seeded["redirect_uri"],
+                "client_id": seeded["client_id"],
+                "client_secret": seeded["client_secret"],
+            }
+        ),
+        content_type="application/x-www-form-urlencoded",
+    )
     assert response.status_code == 200, response.content
     browser = Client()
     browser.cookies[settings.SESSION_COOKIE_NAME] = seeded["sessions"][0]
-    query = urlencode({"client_id": seeded["client_id"], "redirect_uri": seeded["redirect_uri"], "scope": seeded["scope"]})
+    query = urlencode(
+        {"client_id": seeded["client_id"], "redirect_uri": seeded["redirect_uri"], "scope": seeded["scope"]}
+    )
     assert browser.get(f"/auth/oauth2/authorize?{query}").status_code == 200  # the seeded session is logged in
     grown = seed.grow_project(seeded, 8)
     assert grown["tokens"] == 8 and AccessToken.objects.count() == 8 + 1  # and the one the exchange issued
 
 
 def test_stock_settings_load_stock_dot_with_default_models():
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.stock_settings", "DJANGO_SECRET_KEY": "stock-check",
-           "DATABASE_URL": "sqlite:///:memory:"}
-    code = ("import django; django.setup(); from oauth2_provider.models import get_access_token_model as m; "
-            "from django.urls import reverse; print(m()._meta.label, reverse('oauth2_provider:token'))")
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "bench.stock_settings",
+        "DJANGO_SECRET_KEY": "stock-check",
+        "DATABASE_URL": "sqlite:///:memory:",
+    }
+    code = (
+        "import django; django.setup(); from oauth2_provider.models import get_access_token_model as m; "
+        "from django.urls import reverse; print(m()._meta.label, reverse('oauth2_provider:token'))"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["oauth2_provider.AccessToken", "/stock/o/token/"]
@@ -165,17 +228,38 @@ def test_stock_settings_load_stock_dot_with_default_models():
 
 def _run(target, scenario, rps, queries, tokens=1000, failures=0, name=None):
     name = name or {"1": "1 me", "2": "2 refresh", "3": "3 exchange"}[scenario]
-    return {"target": target, "scenario": scenario, "tokens": tokens, "requests": {name: {
-        "count": 100, "failures": failures, "rps": rps, "p50_ms": 10.0, "p99_ms": 20.0, "mean_ms": 11.0,
-        "queries": queries, "queries_max": queries}}}
+    return {
+        "target": target,
+        "scenario": scenario,
+        "tokens": tokens,
+        "requests": {
+            name: {
+                "count": 100,
+                "failures": failures,
+                "rps": rps,
+                "p50_ms": 10.0,
+                "p99_ms": 20.0,
+                "mean_ms": 11.0,
+                "queries": queries,
+                "queries_max": queries,
+            }
+        },
+    }
 
 
 def test_report_targets_and_table():
     runs = [
-        _run("project", "1", 90, 1), _run("floor", "1", 100, 1), _run("stock", "1", 50, 1),
-        _run("project", "1", 80, 1, tokens=1_000_000), _run("floor", "1", 100, 1, tokens=1_000_000),
-        _run("project", "2", 50, 6), _run("floor", "2", 100, 6), _run("stock", "2", 1, 16),
-        _run("project", "3", 55, 7), _run("floor", "3", 100, 5), _run("stock", "3", 1, 10, failures=2),
+        _run("project", "1", 90, 1),
+        _run("floor", "1", 100, 1),
+        _run("stock", "1", 50, 1),
+        _run("project", "1", 80, 1, tokens=1_000_000),
+        _run("floor", "1", 100, 1, tokens=1_000_000),
+        _run("project", "2", 50, 6),
+        _run("floor", "2", 100, 6),
+        _run("stock", "2", 1, 16),
+        _run("project", "3", 55, 7),
+        _run("floor", "3", 100, 5),
+        _run("stock", "3", 1, 10, failures=2),
     ]
     config = {"users": 8, "workers": 4, "warmup_s": 3, "duration_s": 16, "tokens": 1000, "grown_tokens": 1_000_000}
     meta = {"date": "today", "nproc": "2", "cpu": "cpu", "git": "abc"}
@@ -198,10 +282,11 @@ def test_percentile_is_nearest_rank():
 
 
 def test_chart_is_written(tmp_path):
-    results = report.build(runs=[_run("project", "1", 90, 1), _run("floor", "1", 100, 1)],
-                           meta={"date": "today", "nproc": "2", "cpu": "cpu", "git": "abc"},
-                           config={"users": 8, "workers": 4, "warmup_s": 3, "duration_s": 16, "tokens": 1000,
-                                   "grown_tokens": 1_000_000})
+    results = report.build(
+        runs=[_run("project", "1", 90, 1), _run("floor", "1", 100, 1)],
+        meta={"date": "today", "nproc": "2", "cpu": "cpu", "git": "abc"},
+        config={"users": 8, "workers": 4, "warmup_s": 3, "duration_s": 16, "tokens": 1000, "grown_tokens": 1_000_000},
+    )
     report.chart(results, tmp_path / "chart.png")
     assert (tmp_path / "chart.png").read_bytes().startswith(b"\x89PNG")
 

@@ -1,10 +1,11 @@
 """Real OAuth client libraries against a live server: requests-oauthlib and Authlib.
 
-Each library, for a confidential and a public client, builds the authorization URL with PKCE
-(S256), exchanges the code, calls /v2/me, and refreshes by itself once its access token looks
-expired. Authlib then introspects (RFC 7662) and revokes (RFC 7009) with its own methods. The only settings are the client's own: OAUTHLIB_INSECURE_TRANSPORT for the plain-HTTP
-loopback server, and no client authentication for a public client. The user's part (log in,
-Allow) is a requests.Session posting the forms as a browser would.
+Each library, for a confidential and a public client, builds the authorization URL with PKCE (S256),
+exchanges the code, calls /v2/me, and refreshes by itself once its access token looks expired.
+Authlib then introspects (RFC 7662) and revokes (RFC 7009) with its own methods. The only settings
+are the client's own: OAUTHLIB_INSECURE_TRANSPORT for the plain-HTTP loopback server, and no client
+authentication for a public client. The user's part (log in, Allow) is a requests.Session posting
+the forms as a browser would.
 
 The server is pytest-django's live_server (a thread on the test database).
 """
@@ -122,39 +123,47 @@ def test_requests_oauthlib(server, user_agent, app, end_user, closed_after):
     client, secret, redirect_uri = app
     refreshed = []
     credentials = {"client_id": client.client_id, **({"client_secret": secret} if secret else {})}
-    oauth = closed_after(RequestsOAuthlibSession(
-        client.client_id,
-        redirect_uri=redirect_uri,
-        scope=SCOPES,
-        pkce="S256",
-        auto_refresh_url=server + TOKEN,
-        auto_refresh_kwargs=credentials,  # refresh: client_secret_post (or client_id alone)
-        token_updater=refreshed.append,
-    ))
+    oauth = closed_after(
+        RequestsOAuthlibSession(
+            client.client_id,
+            redirect_uri=redirect_uri,
+            scope=SCOPES,
+            pkce="S256",
+            auto_refresh_url=server + TOKEN,
+            auto_refresh_kwargs=credentials,  # refresh: client_secret_post (or client_id alone)
+            token_updater=refreshed.append,
+        )
+    )
     authorization_url, state = oauth.authorization_url(server + AUTHORIZE)
     assert "code_challenge_method=S256" in authorization_url
     location = allow(user_agent, server, authorization_url)
 
     if secret:  # exchange: client_secret_basic, the library's default
-        token = oauth.fetch_token(server + TOKEN, authorization_response=location, client_secret=secret, timeout=TIMEOUT)
+        token = oauth.fetch_token(
+            server + TOKEN, authorization_response=location, client_secret=secret, timeout=TIMEOUT
+        )
     else:
-        token = oauth.fetch_token(server + TOKEN, authorization_response=location, include_client_id=True, timeout=TIMEOUT)
+        token = oauth.fetch_token(
+            server + TOKEN, authorization_response=location, include_client_id=True, timeout=TIMEOUT
+        )
     call_and_refresh(oauth, server, dict(token), refreshed, end_user)
 
 
 def test_authlib(server, user_agent, app, end_user, closed_after):
     client, secret, redirect_uri = app
     refreshed = []
-    oauth = closed_after(AuthlibSession(
-        client.client_id,
-        secret,
-        token_endpoint_auth_method="client_secret_basic" if secret else "none",
-        scope=" ".join(SCOPES),
-        redirect_uri=redirect_uri,
-        code_challenge_method="S256",
-        token_endpoint=server + TOKEN,
-        update_token=lambda token, refresh_token=None, access_token=None: refreshed.append(dict(token)),
-    ))
+    oauth = closed_after(
+        AuthlibSession(
+            client.client_id,
+            secret,
+            token_endpoint_auth_method="client_secret_basic" if secret else "none",
+            scope=" ".join(SCOPES),
+            redirect_uri=redirect_uri,
+            code_challenge_method="S256",
+            token_endpoint=server + TOKEN,
+            update_token=lambda token, refresh_token=None, access_token=None: refreshed.append(dict(token)),
+        )
+    )
     verifier = generate_token(64)
     authorization_url, state = oauth.create_authorization_url(server + AUTHORIZE, code_verifier=verifier)
     location = allow(user_agent, server, authorization_url)
@@ -165,8 +174,13 @@ def test_authlib(server, user_agent, app, end_user, closed_after):
     current = oauth.token
     if secret:  # introspection is for confidential clients
         claims = oauth.introspect_token(server + INTROSPECT, token=current["access_token"], timeout=TIMEOUT).json()
-        assert claims["active"] is True and claims["client_id"] == client.client_id and claims["username"] == end_user.username
-    revoked = oauth.revoke_token(server + REVOKE, token=current["refresh_token"], token_type_hint="refresh_token",
-                                 timeout=TIMEOUT)
+        assert (
+            claims["active"] is True
+            and claims["client_id"] == client.client_id
+            and claims["username"] == end_user.username
+        )
+    revoked = oauth.revoke_token(
+        server + REVOKE, token=current["refresh_token"], token_type_hint="refresh_token", timeout=TIMEOUT
+    )
     assert revoked.status_code == 200
     assert oauth.get(server + ME, timeout=TIMEOUT).status_code == 401  # the whole authorization is gone

@@ -36,7 +36,7 @@ def assert_clean_503(response) -> None:
     assert response["Retry-After"] == "5"
     assert response["Cache-Control"] == "no-store"
     body = response.content.decode()
-    for leak in ("Traceback", "File \"", "OperationalError", "InterfaceError", "server closed"):
+    for leak in ("Traceback", 'File "', "OperationalError", "InterfaceError", "server closed"):
         assert leak not in body
 
 

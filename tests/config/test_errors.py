@@ -32,6 +32,9 @@ def test_django_400s_on_the_token_endpoints_use_the_rfc_6749_shape(db):
     for path in ("/v2/auth/oauth2/token", "/v2/auth/oauth2/revoke", "/v2/auth/oauth2/introspect"):
         response = bad_request(RequestFactory().post(path))
         assert response.status_code == 400
-        assert json.loads(response.content) == {"error": "invalid_request", "error_description": "The request could not be read."}
+        assert json.loads(response.content) == {
+            "error": "invalid_request",
+            "error_description": "The request could not be read.",
+        }
     other = bad_request(RequestFactory().get("/v2/me"))
     assert json.loads(other.content)["status"] == "error"

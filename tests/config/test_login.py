@@ -7,7 +7,8 @@ from tests.factories import PASSWORD
 
 
 @pytest.mark.parametrize(
-    "target", ["https://evil.example.com/", "//evil.example.com/x", "http:\\\\evil.example.com", "https:evil.example.com"]
+    "target",
+    ["https://evil.example.com/", "//evil.example.com/x", "http:\\\\evil.example.com", "https:evil.example.com"],
 )
 def test_an_off_site_next_is_ignored(end_user, target):
     response = Client().post("/accounts/login/", {"username": end_user.username, "password": PASSWORD, "next": target})

@@ -113,9 +113,23 @@ def private_cluster() -> Iterator[PrivateCluster]:
             entry = pwd.getpwnam("postgres")
             os.chown(directory, entry.pw_uid, entry.pw_gid)
         subprocess.run(
-            [*run_as, str(bindir / "initdb"), "-D", str(cluster.data), "-A", "trust", "-U", "postgres",
-             "-E", "UTF8", "--no-sync", "--no-instructions"],
-            check=True, timeout=COMMAND_TIMEOUT, capture_output=True,
+            [
+                *run_as,
+                str(bindir / "initdb"),
+                "-D",
+                str(cluster.data),
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "--no-instructions",
+            ],
+            check=True,
+            timeout=COMMAND_TIMEOUT,
+            capture_output=True,
         )
         cluster.start()
         yield cluster

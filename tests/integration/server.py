@@ -136,32 +136,41 @@ def running_server(
     database_url: str, *, workers: int = 4, timeout: int = 20, env: dict[str, str] | None = None
 ) -> Iterator[LiveServer]:
     """gunicorn with `workers` sync workers on 127.0.0.1, stopped (process group) on exit."""
-    log_file = tempfile.NamedTemporaryFile(prefix="gunicorn-", suffix=".log", delete=False)
-    log_path = Path(log_file.name)
+    with tempfile.NamedTemporaryFile(prefix="gunicorn-", suffix=".log", delete=False) as log_file:
+        log_path = Path(log_file.name)
     command = [
-        sys.executable, "-m", "gunicorn", "config.wsgi",
-        "--workers", str(workers),
-        "--worker-class", "sync",
-        "--bind", "127.0.0.1:0",
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "config.wsgi",
+        "--workers",
+        str(workers),
+        "--worker-class",
+        "sync",
+        "--bind",
+        "127.0.0.1:0",
         # Workers load the app in the master and fork: a worker killed by a test is back at once.
         "--preload",
-        "--timeout", str(timeout),
+        "--timeout",
+        str(timeout),
         # Workers stop at once on SIGINT; gunicorn 27's master still waits this long before it exits.
-        "--graceful-timeout", "1",
+        "--graceful-timeout",
+        "1",
         "--no-control-socket",
-        "--log-level", "info",
+        "--log-level",
+        "info",
     ]
-    process = subprocess.Popen(
-        command,
-        cwd=PROJECT_ROOT,
-        env=server_environment(database_url, **(env or {})),
-        stdin=subprocess.DEVNULL,
-        stdout=log_file,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group, so that stop() reaches every worker
-        preexec_fn=_die_with_parent,
-    )
-    log_file.close()
+    with log_path.open("ab") as log_file:
+        process = subprocess.Popen(
+            command,
+            cwd=PROJECT_ROOT,
+            env=server_environment(database_url, **(env or {})),
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, so that stop() reaches every worker
+            preexec_fn=_die_with_parent,
+        )
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT
         url = _wait_until_listening(process, log_path, deadline)

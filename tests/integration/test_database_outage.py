@@ -202,7 +202,7 @@ def test_a_database_restart_gives_503s_then_recovers_by_itself(cluster):
             for outcome in outcomes:
                 if outcome.status == 503:
                     assert outcome.retry_after == "5"
-                    assert "Traceback" not in outcome.body and "File \"" not in outcome.body
+                    assert "Traceback" not in outcome.body and 'File "' not in outcome.body
                     assert json.loads(outcome.body) == SERVICE_UNAVAILABLE
 
             # A page outside the API is a 503 page, with the same Retry-After.

@@ -6,7 +6,6 @@ SQLite file serializes the exchanges and only the first one finds the code unuse
 """
 
 import json
-import os
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -36,8 +35,15 @@ def sqlite_server(tmp_path):
     env = server_environment(url)
     manage = [sys.executable, "manage.py"]
     subprocess.run(manage + ["migrate", "--noinput", "-v", "0"], cwd=PROJECT_ROOT, env=env, check=True, timeout=120)
-    out = subprocess.run(manage + ["shell", "-c", SETUP], cwd=PROJECT_ROOT, env=env, check=True, timeout=60,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        manage + ["shell", "-c", SETUP],
+        cwd=PROJECT_ROOT,
+        env=env,
+        check=True,
+        timeout=60,
+        capture_output=True,
+        text=True,
+    )
     app = json.loads(out.stdout.strip().splitlines()[-1])
     client = SimpleNamespace(client_id=app["client_id"], redirect_uri_list=["http://localhost:8765/cb"])
     with running_server(url) as live:

@@ -52,9 +52,7 @@ def _must_have(reason: str) -> None:
 
 def _only_ours(client) -> bool:
     """Empty, or holding only what a run of this test leaves behind (lock, rate-limit counters)."""
-    return all(
-        key == REDIS_LOCK.encode() or b":ratelimit:" in key for key in client.scan_iter(count=1000)
-    )
+    return all(key == REDIS_LOCK.encode() or b":ratelimit:" in key for key in client.scan_iter(count=1000))
 
 
 @pytest.fixture

@@ -287,7 +287,9 @@ def test_audit_events_are_read_only(staff, client_obj):
 
 
 def test_audit_events_filter_by_client_from_the_client_page(staff, client_obj, approved):
-    response = staff.get(reverse("admin:oauthclients_clientauditevent_changelist"), {"client__id__exact": client_obj.pk})
+    response = staff.get(
+        reverse("admin:oauthclients_clientauditevent_changelist"), {"client__id__exact": client_obj.pk}
+    )
     assert response.status_code == 200
     assert {event.client_id for event in response.context["cl"].result_list} == {client_obj.pk}
 

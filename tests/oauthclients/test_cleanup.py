@@ -13,7 +13,6 @@ from django.utils import timezone
 
 from oauthclients.cleanup import ExpiredTokensDeleted, expired_tokens_delete, refresh_token_lifetime
 from oauthclients.models import AccessToken, Grant, RefreshToken, digest
-from tests.oauthflows.conftest import api, browser, confidential  # noqa: F401
 from tests.oauthflows.helpers import exchange, get_code, me, refresh
 
 NOTHING = ExpiredTokensDeleted(0, 0, 0, 0, 0)
@@ -129,7 +128,7 @@ def test_a_live_refresh_token_within_its_lifetime_stays_and_refreshes(browser, a
 
 
 def test_a_live_refresh_token_whose_access_token_is_gone_goes(browser, api, confidential):
-    tokens = issue(browser, api, confidential)
+    issue(browser, api, confidential)
     AccessToken.objects.all().delete()  # out of band: the refresh token is left an orphan
 
     assert expired_tokens_delete() == counts(refresh_tokens_orphaned=1)

@@ -10,7 +10,6 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from oauthclients.models import Grant, RefreshToken
-from tests.oauthflows.conftest import api, browser, confidential  # noqa: F401
 from tests.oauthflows.helpers import exchange, get_code, refresh
 
 
@@ -51,10 +50,13 @@ def test_revoked_days_sets_how_long_rotated_refresh_tokens_are_kept(browser, api
     assert RefreshToken.objects.get().revoked is None
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (("--batch-size", "0"), "--batch-size must be at least 1."),
-    (("--revoked-days", "-1"), "--revoked-days cannot be negative."),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--batch-size", "0"), "--batch-size must be at least 1."),
+        (("--revoked-days", "-1"), "--revoked-days cannot be negative."),
+    ],
+)
 def test_it_refuses_nonsense_options(db, args, message):
     out = StringIO()
     with pytest.raises(CommandError, match=message):

@@ -175,7 +175,13 @@ def test_show_prints_the_client_with_secret_hints_and_never_a_digest(created):
     assert result["scopes"] == created.client.scope_list
     assert result["redirect_uris"] == [GOOD_URI]
     assert result["secrets"] == [
-        {"id": secret.pk, "hint": secret.hint, "created": secret.created.isoformat(), "last_used": None, "revoked": None}
+        {
+            "id": secret.pk,
+            "hint": secret.hint,
+            "created": secret.created.isoformat(),
+            "last_used": None,
+            "revoked": None,
+        }
     ]
     assert {"created", "updated", "rejection_reason", "name"} <= set(result)
     assert secret.digest not in out.getvalue()
@@ -244,7 +250,9 @@ def test_revoke_secret_refuses_the_last_active_secret(created):
 def test_revoke_secret_refuses_another_clients_secret(created, approved):
     run("add-secret", created.client.client_id)
     foreign = approved.secret.secret
-    assert f"no active secret with id {foreign.pk}" in refused("revoke-secret", created.client.client_id, str(foreign.pk))
+    assert f"no active secret with id {foreign.pk}" in refused(
+        "revoke-secret", created.client.client_id, str(foreign.pk)
+    )
 
 
 def test_revoke_secret_refuses_a_secret_id_that_is_not_a_number(created):

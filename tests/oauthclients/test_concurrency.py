@@ -65,7 +65,9 @@ def test_concurrent_revocations_leave_one_secret_active(client_obj, owner):
     results = run_together(
         client_obj,
         # Half the threads revoke the first secret, half the second.
-        lambda index, client: services.client_secret_revoke(client=client, secret_id=secrets[index % 2].pk, actor=owner),
+        lambda index, client: services.client_secret_revoke(
+            client=client, secret_id=secrets[index % 2].pk, actor=owner
+        ),
     )
     assert active_count(client_obj) == 1
     refused = [result for result in results if not isinstance(result, ClientSecret)]

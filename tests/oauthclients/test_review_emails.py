@@ -29,7 +29,9 @@ def test_rejection_mails_the_owner_with_the_reason(owner, reviewer, mailoutbox, 
     assert created.secret.plaintext[3:] not in mailoutbox[0].body
 
 
-def test_no_mail_when_the_review_fails_or_for_other_changes(owner, reviewer, mailoutbox, django_capture_on_commit_callbacks):
+def test_no_mail_when_the_review_fails_or_for_other_changes(
+    owner, reviewer, mailoutbox, django_capture_on_commit_callbacks
+):
     created = make_client(owner)
     with django_capture_on_commit_callbacks(execute=True):
         services.client_secret_create(client=created.client, actor=owner)
@@ -37,9 +39,8 @@ def test_no_mail_when_the_review_fails_or_for_other_changes(owner, reviewer, mai
     with django_capture_on_commit_callbacks(execute=True):
         services.client_reject(client=created.client, actor=reviewer, reason="No.")
     mailoutbox.clear()
-    with django_capture_on_commit_callbacks(execute=True):
-        with pytest.raises(InvalidTransition):
-            services.client_approve(client=created.client, actor=reviewer)  # rejected: refused
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(InvalidTransition):
+        services.client_approve(client=created.client, actor=reviewer)  # rejected: refused
     assert mailoutbox == []
 
 

@@ -55,7 +55,11 @@ def test_it_creates_the_demo_cast_and_prints_the_secret_once(db, debug):
     assert ClientSecret.objects.get(client=client).digest == digest(plaintext)
     assert client.client_id in output
     assert f"DJANGO_DEBUG=1 .venv/bin/python manage.py oauthclient add-secret {client.client_id}" in output
-    for expected in ("http://127.0.0.1:8000/admin/", "http://127.0.0.1:8000/settings/developer/", "admin-demo-password"):
+    for expected in (
+        "http://127.0.0.1:8000/admin/",
+        "http://127.0.0.1:8000/settings/developer/",
+        "admin-demo-password",
+    ):
         assert expected in output
 
 

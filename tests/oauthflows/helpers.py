@@ -84,6 +84,7 @@ def refresh(api, client, refresh_token, *, secret=None, **extra):
 def me(api, access_token, method="get", **kw):
     return getattr(api, method)(ME, HTTP_AUTHORIZATION=f"Bearer {access_token}", **kw)
 
+
 REVOKE = "/v2/auth/oauth2/revoke"
 INTROSPECT = "/v2/auth/oauth2/introspect"
 

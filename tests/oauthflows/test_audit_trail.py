@@ -30,7 +30,9 @@ def actions(client):
     return list(ClientAuditEvent.objects.filter(client=client).order_by("id").values_list("action", flat=True))
 
 
-def test_authorize_deny_revoke_and_replay_are_audited(browser, api, confidential, end_user, django_capture_on_commit_callbacks):
+def test_authorize_deny_revoke_and_replay_are_audited(
+    browser, api, confidential, end_user, django_capture_on_commit_callbacks
+):
     client, secret = confidential
     with django_capture_on_commit_callbacks(execute=True):
         code = get_code(browser, client, scope="PROFILE_READ")
@@ -42,8 +44,13 @@ def test_authorize_deny_revoke_and_replay_are_audited(browser, api, confidential
         assert_tokens(exchange(api, client, get_code(browser, client), secret=secret), "PROFILE_READ")
         assert browser.post(f"/settings/apps/{client.client_id}/revoke/").status_code == 303
     grant_events = [a for a in actions(client) if a.startswith("grant.")]
-    assert grant_events == [AuditAction.GRANT_AUTHORIZED, AuditAction.GRANT_DENIED, AuditAction.FAMILY_REVOKED,
-                            AuditAction.GRANT_AUTHORIZED, AuditAction.ACCESS_REVOKED]
+    assert grant_events == [
+        AuditAction.GRANT_AUTHORIZED,
+        AuditAction.GRANT_DENIED,
+        AuditAction.FAMILY_REVOKED,
+        AuditAction.GRANT_AUTHORIZED,
+        AuditAction.ACCESS_REVOKED,
+    ]
     for event in ClientAuditEvent.objects.filter(client=client, action__startswith="grant."):
         assert event.user == end_user
     replay = ClientAuditEvent.objects.get(client=client, action=AuditAction.FAMILY_REVOKED)
@@ -56,7 +63,8 @@ def test_a_replayed_code_is_audited(browser, api, confidential):
     exchange(api, client, code, secret=secret)
     exchange(api, client, code, secret=secret)
     assert ClientAuditEvent.objects.get(client=client, action=AuditAction.FAMILY_REVOKED).detail == {
-        "reason": "authorization code replayed"}
+        "reason": "authorization code replayed"
+    }
 
 
 def test_a_plain_invalid_refresh_token_is_not_a_replay_event(api, confidential):
@@ -65,8 +73,9 @@ def test_a_plain_invalid_refresh_token_is_not_a_replay_event(api, confidential):
     assert not ClientAuditEvent.objects.filter(action=AuditAction.FAMILY_REVOKED).exists()
 
 
-def test_events_are_signalled_after_commit_and_logged_as_json(owner, reviewer, announced, caplog,
-                                                             django_capture_on_commit_callbacks):
+def test_events_are_signalled_after_commit_and_logged_as_json(
+    owner, reviewer, announced, caplog, django_capture_on_commit_callbacks
+):
     caplog.set_level(logging.INFO, logger="audit")
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         created = make_client(owner)

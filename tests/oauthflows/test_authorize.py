@@ -50,9 +50,20 @@ def test_the_consent_page_shows_the_app_its_owner_website_host_and_grouped_scope
     page = browser.get(authorize_url(client, scope="PROFILE_READ ORG_PROFILE_READ BOOKING_READ"))
     assert page.status_code == 200
     html = page.content.decode()
-    for text in (client.name, owner.username, client.website_url, "app.example.com", "Personal", "Organization",
-                 "View your profile", "View your organization&#x27;s teams", "TEAM_PROFILE_READ", ">Allow<", ">Deny<",
-                 "csrfmiddlewaretoken"):
+    for text in (
+        client.name,
+        owner.username,
+        client.website_url,
+        "app.example.com",
+        "Personal",
+        "Organization",
+        "View your profile",
+        "View your organization&#x27;s teams",
+        "TEAM_PROFILE_READ",
+        ">Allow<",
+        ">Deny<",
+        "csrfmiddlewaretoken",
+    ):
         assert text in html, text
     assert "Team</h3>" not in html  # no team scope was requested, the ORG_ one only implies one
     assert page["X-Frame-Options"] == "DENY"
@@ -121,7 +132,9 @@ def test_untrusted_client_or_redirect_uri_gets_an_error_page_and_no_redirect(bro
 
 def test_missing_redirect_uri_parameter_is_an_error_page(browser, confidential):
     client, _ = confidential
-    assert_error_page(browser.get(f"{AUTHORIZE}?client_id={client.client_id}&scope=PROFILE_READ"), "Missing redirect_uri")
+    assert_error_page(
+        browser.get(f"{AUTHORIZE}?client_id={client.client_id}&scope=PROFILE_READ"), "Missing redirect_uri"
+    )
 
 
 def test_duplicated_client_id_or_redirect_uri_is_an_error_page(browser, confidential):
@@ -178,7 +191,9 @@ def test_missing_scope_is_invalid_scope_for_a_scoped_client(browser, confidentia
 
 def test_unknown_scopes_are_named(browser, confidential):
     client, _ = confidential
-    query = assert_error_redirect(browser.get(authorize_url(client, scope="PROFILE_READ NUKE_ALL")), client, "invalid_scope")
+    query = assert_error_redirect(
+        browser.get(authorize_url(client, scope="PROFILE_READ NUKE_ALL")), client, "invalid_scope"
+    )
     assert "NUKE_ALL" in query["error_description"]
 
 
@@ -198,7 +213,9 @@ def test_the_post_revalidates_everything(browser, confidential):
     assert_error_redirect(response, client, "invalid_scope")
     # Hidden fields in the body are ignored: the grant follows the query only.
     allowed = authorize_url(client, scope="PROFILE_READ").replace(AUTHORIZE + "?", AUTHORIZE + "/allow?")
-    response = browser.post(allowed, {"scope": "PROFILE_READ PROFILE_WRITE", "redirect_uri": "https://evil.example.com"})
+    response = browser.post(
+        allowed, {"scope": "PROFILE_READ PROFILE_WRITE", "redirect_uri": "https://evil.example.com"}
+    )
     assert response["Location"].startswith(client.redirect_uri_list[0] + "?")
     from oauthclients.models import digest
 
@@ -284,8 +301,14 @@ def test_the_code_is_stored_only_as_a_digest_bound_to_everything(browser, public
     code = query_of(response["Location"])["code"]
     grant = Grant.objects.get()
     assert grant.code != code and code not in grant.code
-    assert (grant.application_id, grant.user_id, grant.redirect_uri, grant.scope, grant.code_challenge, grant.code_challenge_method) == (
-        public.pk, end_user.pk, "http://127.0.0.1:9000/cb", "PROFILE_READ", challenge, "S256")
+    assert (
+        grant.application_id,
+        grant.user_id,
+        grant.redirect_uri,
+        grant.scope,
+        grant.code_challenge,
+        grant.code_challenge_method,
+    ) == (public.pk, end_user.pk, "http://127.0.0.1:9000/cb", "PROFILE_READ", challenge, "S256")
     lifetime = (grant.expires - grant.created).total_seconds()
     assert 55 <= lifetime <= 61
 
@@ -312,8 +335,15 @@ def test_the_code_lifetime_setting_is_read_from_the_environment():
 
     env = {**os.environ, "OAUTH_AUTHORIZATION_CODE_LIFETIME": "17", "DJANGO_SETTINGS_MODULE": "config.settings_test"}
     out = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup(); from django.conf import settings; "
-         "print(settings.OAUTH2_PROVIDER['AUTHORIZATION_CODE_EXPIRE_SECONDS'])"],
-        env=env, capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-c",
+            "import django; django.setup(); from django.conf import settings; "
+            "print(settings.OAUTH2_PROVIDER['AUTHORIZATION_CODE_EXPIRE_SECONDS'])",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert out.stdout.strip() == "17"

@@ -103,8 +103,9 @@ def test_revoke_is_csrf_protected(api, confidential, end_user, browser):
 
 def test_a_public_clients_grant_is_listed_and_revocable(browser, api, public):
     verifier, challenge = pkce_pair()
-    tokens = assert_tokens(exchange(api, public, get_code(browser, public, code_challenge=challenge), verifier=verifier),
-                           "PROFILE_READ")
+    tokens = assert_tokens(
+        exchange(api, public, get_code(browser, public, code_challenge=challenge), verifier=verifier), "PROFILE_READ"
+    )
     assert public.name in browser.get(APPS).content.decode()
     browser.post(f"{APPS}{public.client_id}/revoke/")
     assert me(api, tokens["access_token"]).status_code == 401

@@ -91,7 +91,10 @@ def test_legacy_client_through_both_migration_steps(api, legacy, end_user, owner
     new_url = authorize_url(client, scope="PROFILE_READ")
     scoped = exchange(api, client, authorize(browser, new_url), secret=secret).json()
     assert scoped["scope"] == "PROFILE_READ"
-    assert me(api, scoped["access_token"], method="patch", data={"name": "n"}, content_type="application/json").status_code == 403
+    assert (
+        me(api, scoped["access_token"], method="patch", data={"name": "n"}, content_type="application/json").status_code
+        == 403
+    )
 
     # Step b: the scopes are selected on the client; the old URL now fails, the new one works.
     _command("set-scopes", client.client_id, "PROFILE_READ")
@@ -102,7 +105,12 @@ def test_legacy_client_through_both_migration_steps(api, legacy, end_user, owner
     # Tokens issued before migration keep working, unrestricted, through refresh.
     renewed = refresh(api, client, unrestricted["refresh_token"], secret=secret).json()
     assert renewed["scope"] == ""
-    assert me(api, renewed["access_token"], method="patch", data={"name": "n"}, content_type="application/json").status_code == 200
+    assert (
+        me(
+            api, renewed["access_token"], method="patch", data={"name": "n"}, content_type="application/json"
+        ).status_code
+        == 200
+    )
 
 
 def test_rejecting_an_approved_client_stops_its_tokens_at_once(api, browser, confidential, reviewer):

@@ -15,8 +15,10 @@ from tests.oauthflows.test_token import assert_token_error, assert_tokens
 @pytest.fixture
 def tokens(browser, api, confidential):
     client, secret = confidential
-    return assert_tokens(exchange(api, client, get_code(browser, client, scope="PROFILE_READ BOOKING_READ"), secret=secret),
-                         "PROFILE_READ BOOKING_READ")
+    return assert_tokens(
+        exchange(api, client, get_code(browser, client, scope="PROFILE_READ BOOKING_READ"), secret=secret),
+        "PROFILE_READ BOOKING_READ",
+    )
 
 
 def introspect(api, client, token, *, secret=None, hint=None, **kw):
@@ -41,7 +43,11 @@ def test_an_active_access_token_is_described(api, confidential, tokens, end_user
     assert body["active"] is True
     assert body["scope"] == "PROFILE_READ BOOKING_READ"
     assert (body["client_id"], body["username"], body["sub"], body["token_type"]) == (
-        client.client_id, end_user.username, str(end_user.pk), "bearer")
+        client.client_id,
+        end_user.username,
+        str(end_user.pk),
+        "bearer",
+    )
     assert 1700 <= body["exp"] - int(timezone.now().timestamp()) <= 1800
     assert body["iss"] == "http://testserver"
 
@@ -89,8 +95,9 @@ def test_tokens_of_a_rejected_client_are_inactive_and_it_cannot_ask(api, confide
 
 def test_a_public_client_learns_nothing(browser, api, public):
     verifier, challenge = pkce_pair()
-    tokens = assert_tokens(exchange(api, public, get_code(browser, public, code_challenge=challenge), verifier=verifier),
-                           "PROFILE_READ")
+    tokens = assert_tokens(
+        exchange(api, public, get_code(browser, public, code_challenge=challenge), verifier=verifier), "PROFILE_READ"
+    )
     assert inactive(introspect(api, public, tokens["access_token"]))
 
 
@@ -107,4 +114,8 @@ def test_a_missing_token_is_invalid_request(api, confidential):
 
 def test_an_unsupported_hint_is_refused(api, confidential, tokens):
     client, secret = confidential
-    assert_token_error(introspect(api, client, tokens["access_token"], secret=secret, hint="saml"), "unsupported_token_type", allowed={"unsupported_token_type"})
+    assert_token_error(
+        introspect(api, client, tokens["access_token"], secret=secret, hint="saml"),
+        "unsupported_token_type",
+        allowed={"unsupported_token_type"},
+    )

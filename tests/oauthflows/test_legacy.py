@@ -43,16 +43,28 @@ def test_migration_step_b_enforces_scopes_on_new_requests_and_keeps_old_tokens(b
     assert missing["error"] == "invalid_scope"
     outside = query_of(browser.get(authorize_url(client, scope="PROFILE_READ WEBHOOK_READ"))["Location"])
     assert outside["error"] == "invalid_scope" and "WEBHOOK_READ" in outside["error_description"]
-    new = assert_tokens(exchange(api, client, get_code(browser, client, scope="PROFILE_READ"), secret=secret), "PROFILE_READ")
+    new = assert_tokens(
+        exchange(api, client, get_code(browser, client, scope="PROFILE_READ"), secret=secret), "PROFILE_READ"
+    )
     assert me(api, new["access_token"]).status_code == 200
 
     # Tokens issued before stay unrestricted, through refreshes too, until the user re-authorizes.
-    assert me(api, old["access_token"], method="patch", data={"name": "x"}, content_type="application/json").status_code == 200
+    assert (
+        me(api, old["access_token"], method="patch", data={"name": "x"}, content_type="application/json").status_code
+        == 200
+    )
     renewed = assert_tokens(refresh(api, client, old["refresh_token"], secret=secret), "")
-    assert me(api, renewed["access_token"], method="patch", data={"name": "y"}, content_type="application/json").status_code == 200
+    assert (
+        me(
+            api, renewed["access_token"], method="patch", data={"name": "y"}, content_type="application/json"
+        ).status_code
+        == 200
+    )
 
 
 def test_an_unrestricted_legacy_token_cannot_be_narrowed_into_scopes_it_never_had(browser, api, legacy):
     client, secret = legacy
     tokens = assert_tokens(exchange(api, client, get_code(browser, client, scope=None), secret=secret), "")
-    assert_token_error(refresh(api, client, tokens["refresh_token"], secret=secret, scope="PROFILE_READ"), "invalid_scope")
+    assert_token_error(
+        refresh(api, client, tokens["refresh_token"], secret=secret, scope="PROFILE_READ"), "invalid_scope"
+    )

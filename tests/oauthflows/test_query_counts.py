@@ -33,7 +33,9 @@ def test_exchange_and_refresh_take_at_most_six_queries(browser, api, confidentia
     assert len(statements) <= 6, statements
     tokens = response.json()
     for _ in range(2):
-        response, statements = queries(lambda: refresh(api, client, tokens["refresh_token"], secret=secret))
+        response, statements = queries(
+            lambda tokens=tokens: refresh(api, client, tokens["refresh_token"], secret=secret)
+        )
         assert response.status_code == 200
         assert len(statements) <= 6, statements
         tokens = response.json()

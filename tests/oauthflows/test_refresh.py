@@ -37,9 +37,16 @@ def test_scopes_of_the_original_authorization_are_kept(browser, api, confidentia
 def test_a_scope_parameter_may_narrow(browser, api, confidential):
     client, secret = confidential
     tokens = first_tokens(browser, api, client, secret)
-    narrowed = assert_tokens(refresh(api, client, tokens["refresh_token"], secret=secret, scope="PROFILE_READ"), "PROFILE_READ")
+    narrowed = assert_tokens(
+        refresh(api, client, tokens["refresh_token"], secret=secret, scope="PROFILE_READ"), "PROFILE_READ"
+    )
     assert me(api, narrowed["access_token"]).status_code == 200
-    assert me(api, narrowed["access_token"], method="patch", data={"name": "x"}, content_type="application/json").status_code == 403
+    assert (
+        me(
+            api, narrowed["access_token"], method="patch", data={"name": "x"}, content_type="application/json"
+        ).status_code
+        == 403
+    )
 
 
 def test_a_scope_parameter_may_not_widen(browser, api, confidential):
@@ -126,9 +133,15 @@ def test_a_rejected_client_can_neither_refresh_nor_use_its_tokens(browser, api, 
 def test_a_client_sent_back_to_review_keeps_issued_access_tokens_but_cannot_refresh(browser, api, confidential, owner):
     client, secret = confidential
     tokens = first_tokens(browser, api, client, secret)
-    services.client_update(client=client, actor=owner, name="Renamed", purpose=client.purpose,
-                           website_url=client.website_url, redirect_uris=client.redirect_uri_list,
-                           scopes=client.scope_list)
+    services.client_update(
+        client=client,
+        actor=owner,
+        name="Renamed",
+        purpose=client.purpose,
+        website_url=client.website_url,
+        redirect_uris=client.redirect_uri_list,
+        scopes=client.scope_list,
+    )
     assert me(api, tokens["access_token"]).status_code == 200
     assert_token_error(refresh(api, client, tokens["refresh_token"], secret=secret), "invalid_client", 401)
 

@@ -95,8 +95,11 @@ def test_an_unsupported_token_type_hint_is_refused(api, confidential, tokens):
 
 def test_a_token_in_the_query_string_is_refused(api, confidential, tokens):
     client, secret = confidential
-    response = api.post(f"{REVOKE}?token={tokens['access_token']}", data=f"client_id={client.client_id}&client_secret={secret}",
-                        content_type="application/x-www-form-urlencoded")
+    response = api.post(
+        f"{REVOKE}?token={tokens['access_token']}",
+        data=f"client_id={client.client_id}&client_secret={secret}",
+        content_type="application/x-www-form-urlencoded",
+    )
     assert_token_error(response, "invalid_request")
     assert me(api, tokens["access_token"]).status_code == 200
 

@@ -11,8 +11,14 @@ from oauthclients.models import AccessToken, Grant, RefreshToken
 from tests.factories import make_client
 from tests.oauthflows.helpers import TOKEN, basic, exchange, get_code, me, pkce_pair, token_request
 
-ALLOWED_ERRORS = {"invalid_request", "invalid_client", "invalid_grant", "unauthorized_client",
-                  "unsupported_grant_type", "invalid_scope"}
+ALLOWED_ERRORS = {
+    "invalid_request",
+    "invalid_client",
+    "invalid_grant",
+    "unauthorized_client",
+    "unsupported_grant_type",
+    "invalid_scope",
+}
 
 
 def assert_token_error(response, error, status=400, allowed=ALLOWED_ERRORS):
@@ -67,8 +73,16 @@ def test_wrong_secret_and_unknown_client_look_the_same(browser, api, confidentia
     client, secret = confidential
     code = get_code(browser, client)
     wrong = exchange(api, client, code, secret=secret + "x")
-    unknown = token_request(api, {"grant_type": "authorization_code", "code": code, "client_id": "nope",
-                                  "client_secret": secret, "redirect_uri": client.redirect_uri_list[0]})
+    unknown = token_request(
+        api,
+        {
+            "grant_type": "authorization_code",
+            "code": code,
+            "client_id": "nope",
+            "client_secret": secret,
+            "redirect_uri": client.redirect_uri_list[0],
+        },
+    )
     assert_token_error(wrong, "invalid_client", 401)
     assert_token_error(unknown, "invalid_client", 401)
     assert wrong.content == unknown.content
@@ -122,8 +136,15 @@ def test_replaying_a_code_revokes_the_tokens_it_produced(browser, api, confident
     assert me(api, tokens["access_token"]).status_code == 200
     assert_token_error(exchange(api, client, code, secret=secret), "invalid_grant")
     assert me(api, tokens["access_token"]).status_code == 401
-    refreshed = token_request(api, {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"],
-                                    "client_id": client.client_id, "client_secret": secret})
+    refreshed = token_request(
+        api,
+        {
+            "grant_type": "refresh_token",
+            "refresh_token": tokens["refresh_token"],
+            "client_id": client.client_id,
+            "client_secret": secret,
+        },
+    )
     assert_token_error(refreshed, "invalid_grant")
     # Another authorization (another install of the same app) is untouched.
     assert me(api, other["access_token"]).status_code == 200
@@ -148,7 +169,9 @@ def test_the_redirect_uri_must_equal_the_authorization_requests(browser, api, co
     client, secret = confidential
     code = get_code(browser, client, redirect_uri="http://localhost:8765/cb")
     # Another registered URI is still a mismatch.
-    assert_token_error(exchange(api, client, code, secret=secret, redirect_uri=client.redirect_uri_list[0]), "invalid_grant")
+    assert_token_error(
+        exchange(api, client, code, secret=secret, redirect_uri=client.redirect_uri_list[0]), "invalid_grant"
+    )
     assert_tokens(exchange(api, client, code, secret=secret, redirect_uri="http://localhost:8765/cb"), "PROFILE_READ")
 
 
@@ -174,11 +197,21 @@ def test_a_rejected_client_cannot_get_tokens(browser, api, confidential, reviewe
     assert_token_error(exchange(api, client, code, secret=secret), "invalid_client", 401)
 
 
-@pytest.mark.parametrize("grant_type", ["password", "client_credentials", "implicit", "urn:ietf:params:oauth:grant-type:device_code"])
+@pytest.mark.parametrize(
+    "grant_type", ["password", "client_credentials", "implicit", "urn:ietf:params:oauth:grant-type:device_code"]
+)
 def test_other_grant_types_are_unsupported(api, confidential, grant_type):
     client, secret = confidential
-    response = token_request(api, {"grant_type": grant_type, "client_id": client.client_id, "client_secret": secret,
-                                   "username": "enduser", "password": "x"})
+    response = token_request(
+        api,
+        {
+            "grant_type": grant_type,
+            "client_id": client.client_id,
+            "client_secret": secret,
+            "username": "enduser",
+            "password": "x",
+        },
+    )
     assert_token_error(response, "unsupported_grant_type")
 
 
@@ -189,8 +222,12 @@ def test_missing_grant_type_is_invalid_request(api, confidential):
 
 def test_missing_code_is_invalid_request(api, confidential):
     client, secret = confidential
-    data = {"grant_type": "authorization_code", "client_id": client.client_id, "client_secret": secret,
-            "redirect_uri": client.redirect_uri_list[0]}
+    data = {
+        "grant_type": "authorization_code",
+        "client_id": client.client_id,
+        "client_secret": secret,
+        "redirect_uri": client.redirect_uri_list[0],
+    }
     assert_token_error(token_request(api, data), "invalid_request")
 
 
@@ -211,16 +248,21 @@ def test_json_that_is_not_an_object_of_strings_is_invalid_request(api, body):
 def test_credentials_in_the_query_string_are_refused(browser, api, confidential):
     client, secret = confidential
     code = get_code(browser, client)
-    response = api.post(f"{TOKEN}?client_secret={secret}", data=f"grant_type=authorization_code&code={code}",
-                        content_type="application/x-www-form-urlencoded")
+    response = api.post(
+        f"{TOKEN}?client_secret={secret}",
+        data=f"grant_type=authorization_code&code={code}",
+        content_type="application/x-www-form-urlencoded",
+    )
     assert_token_error(response, "invalid_request")
 
 
 def test_duplicated_parameters_are_refused(browser, api, confidential):
     client, secret = confidential
     code = get_code(browser, client)
-    body = (f"grant_type=authorization_code&code={code}&code={code}&client_id={client.client_id}"
-            f"&client_secret={secret}&redirect_uri={client.redirect_uri_list[0]}")
+    body = (
+        f"grant_type=authorization_code&code={code}&code={code}&client_id={client.client_id}"
+        f"&client_secret={secret}&redirect_uri={client.redirect_uri_list[0]}"
+    )
     response = api.post(TOKEN, data=body, content_type="application/x-www-form-urlencoded")
     assert_token_error(response, "invalid_request")
 
@@ -317,7 +359,12 @@ def test_unknown_client_and_wrong_secret_do_the_same_work(browser, api, confiden
     client, secret = confidential
     shapes = []
     for client_id, client_secret in ((client.client_id, secret + "x"), ("no-such-client", secret)):
-        data = {"grant_type": "refresh_token", "refresh_token": "x", "client_id": client_id, "client_secret": client_secret}
+        data = {
+            "grant_type": "refresh_token",
+            "refresh_token": "x",
+            "client_id": client_id,
+            "client_secret": client_secret,
+        }
         with CaptureQueriesContext(connection) as captured:
             response = token_request(api, data)
         assert response.status_code == 401
@@ -340,15 +387,22 @@ def test_a_code_sent_again_within_the_grace_window_revokes_nothing(browser, api,
 def test_a_public_client_may_identify_itself_with_basic_and_an_empty_password(browser, api, public):
     verifier, challenge = pkce_pair()
     code = get_code(browser, public, code_challenge=challenge)
-    data = {"grant_type": "authorization_code", "code": code, "redirect_uri": public.redirect_uri_list[0],
-            "code_verifier": verifier}
+    data = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": public.redirect_uri_list[0],
+        "code_verifier": verifier,
+    }
     assert_tokens(token_request(api, data, auth=basic(public.client_id, "")), "PROFILE_READ")
 
 
 def test_a_confidential_client_with_an_empty_basic_password_is_invalid_client(browser, api, confidential):
     client, _ = confidential
-    data = {"grant_type": "authorization_code", "code": get_code(browser, client),
-            "redirect_uri": client.redirect_uri_list[0]}
+    data = {
+        "grant_type": "authorization_code",
+        "code": get_code(browser, client),
+        "redirect_uri": client.redirect_uri_list[0],
+    }
     assert_token_error(token_request(api, data, auth=basic(client.client_id, "")), "invalid_client", 401)
 
 

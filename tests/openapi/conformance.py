@@ -64,7 +64,9 @@ def assert_conforms(method: str, path: str, response) -> None:
     """Status, media type, headers and body of `response` are what the document says."""
     responses = operation(method, path)["responses"]
     status = str(response.status_code)
-    assert status in responses, f"{method.upper()} {path} answered {status}, which is not documented: {response.content[:300]!r}"
+    assert status in responses, (
+        f"{method.upper()} {path} answered {status}, which is not documented: {response.content[:300]!r}"
+    )
     documented = responses[status]
 
     for name, header in documented.get("headers", {}).items():

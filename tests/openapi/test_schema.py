@@ -26,7 +26,6 @@ from tests.oauthflows.helpers import (
     get_code,
     me,
     pkce_pair,
-    refresh,
     token_request,
 )
 from tests.openapi.conformance import assert_conforms, assert_request_documented, openapi, operation
@@ -73,7 +72,7 @@ def _api_views(resolver=None, prefix="/"):
 
 def test_every_api_view_is_documented_and_every_documented_path_is_routed(db):
     documented = openapi()["paths"]
-    routed = {route: view for route, view in _api_views()}
+    routed = dict(_api_views())
     assert set(routed) - UNDOCUMENTED_VIEWS == set(documented)
     for path, methods in documented.items():
         for method in methods:
@@ -109,8 +108,13 @@ def test_token_success_bodies_and_requests_match_the_document(browser, api, conf
     redirect_uri = client.redirect_uri_list[0]
     for as_json in (False, True):
         code = get_code(browser, client, scope="PROFILE_READ BOOKING_READ")
-        request = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri,
-                   "client_id": client.client_id, "client_secret": secret}
+        request = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": redirect_uri,
+            "client_id": client.client_id,
+            "client_secret": secret,
+        }
         assert_request_documented("post", TOKEN, JSON if as_json else FORM, request)
         tokens = post(TOKEN, token_request(api, request, as_json=as_json)).json()
         assert (tokens["token_type"], tokens["expires_in"]) == ("bearer", 1800)
@@ -119,12 +123,18 @@ def test_token_success_bodies_and_requests_match_the_document(browser, api, conf
     assert_request_documented("post", TOKEN, FORM, request)
     post(TOKEN, token_request(api, request, auth=basic(client.client_id, secret)))
 
-    public = make_client(owner, name="Mobile", kind="public", redirect_uris=["http://127.0.0.1:9000/cb"],
-                         approve=True).client
+    public = make_client(
+        owner, name="Mobile", kind="public", redirect_uris=["http://127.0.0.1:9000/cb"], approve=True
+    ).client
     verifier, challenge = pkce_pair()
     code = get_code(browser, public, code_challenge=challenge, code_challenge_method="S256")
-    request = {"grant_type": "authorization_code", "code": code, "redirect_uri": "http://127.0.0.1:9000/cb",
-               "client_id": public.client_id, "code_verifier": verifier}
+    request = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": "http://127.0.0.1:9000/cb",
+        "client_id": public.client_id,
+        "code_verifier": verifier,
+    }
     assert_request_documented("post", TOKEN, FORM, request)
     post(TOKEN, token_request(api, request))
 
@@ -142,8 +152,12 @@ def test_a_legacy_clients_unrestricted_token_matches_the_document(browser, api, 
         {"grant_type": "password", "username": "u", "password": "p"},
         {"grant_type": "authorization_code", "code": "nope"},
         {"grant_type": "refresh_token", "refresh_token": "nope"},
-        {"grant_type": "authorization_code", "code": "nope", "redirect_uri": "https://app.example.com/callback",
-         "code_verifier": "short"},
+        {
+            "grant_type": "authorization_code",
+            "code": "nope",
+            "redirect_uri": "https://app.example.com/callback",
+            "code_verifier": "short",
+        },
     ],
 )
 def test_token_errors_match_the_document(api, confidential, data):
@@ -193,7 +207,9 @@ def test_introspection_answers_match_the_document(api, confidential, tokens):
         assert_request_documented("post", INTROSPECT, FORM, request)
         body = post(INTROSPECT, client_post(api, INTROSPECT, client, {"token": token}, secret=secret)).json()
         assert body["active"] is True
-    assert post(INTROSPECT, client_post(api, INTROSPECT, client, {"token": "nope"}, secret=secret)).json() == {"active": False}
+    assert post(INTROSPECT, client_post(api, INTROSPECT, client, {"token": "nope"}, secret=secret)).json() == {
+        "active": False
+    }
     post(INTROSPECT, client_post(api, INTROSPECT, client, {}, secret=secret))
     post(INTROSPECT, client_post(api, INTROSPECT, client, {"token": "x", "token_type_hint": "id_token"}, secret=secret))
     post(INTROSPECT, client_post(api, INTROSPECT, client, {"token": "x"}, auth=basic(client.client_id, "wrong")))
@@ -201,8 +217,12 @@ def test_introspection_answers_match_the_document(api, confidential, tokens):
 
 def test_revocation_answers_match_the_document(api, confidential, tokens):
     client, secret = confidential
-    assert_request_documented("post", REVOKE, JSON, {"token": tokens["access_token"], "token_type_hint": "access_token"})
-    response = post(REVOKE, client_post(api, REVOKE, client, {"token": tokens["access_token"]}, secret=secret, as_json=True))
+    assert_request_documented(
+        "post", REVOKE, JSON, {"token": tokens["access_token"], "token_type_hint": "access_token"}
+    )
+    response = post(
+        REVOKE, client_post(api, REVOKE, client, {"token": tokens["access_token"]}, secret=secret, as_json=True)
+    )
     assert response.status_code == 200
     post(REVOKE, client_post(api, REVOKE, client, {}, secret=secret))
     post(REVOKE, client_post(api, REVOKE, client, {"token": "x", "token_type_hint": "code"}, secret=secret))

@@ -39,7 +39,12 @@ def writer(issue_token):
 @pytest.fixture
 def profile(end_user):
     return Profile.objects.create(
-        user=end_user, name="Ada Lovelace", time_zone="Europe/London", locale="en-GB", time_format=12, week_start="Sunday"
+        user=end_user,
+        name="Ada Lovelace",
+        time_zone="Europe/London",
+        locale="en-GB",
+        time_format=12,
+        week_start="Sunday",
     )
 
 
@@ -81,7 +86,9 @@ def test_each_token_shows_its_own_users_profile(client, issue_token, end_user, o
     assert theirs["username"] == other_developer.username
 
 
-@pytest.mark.parametrize("granted", ["PROFILE_WRITE", "BOOKING_READ EVENT_TYPE_READ", "ORG_PROFILE_READ TEAM_PROFILE_READ"])
+@pytest.mark.parametrize(
+    "granted", ["PROFILE_WRITE", "BOOKING_READ EVENT_TYPE_READ", "ORG_PROFILE_READ TEAM_PROFILE_READ"]
+)
 def test_reading_needs_profile_read(client, issue_token, granted):
     response = me(client, issue_token(granted))
     assert_insufficient_scope(response, required="PROFILE_READ", granted=granted)
@@ -99,7 +106,13 @@ def test_reading_with_a_dead_token_is_refused(client, issue_token):
 
 
 def test_it_updates_the_profile_and_returns_it(client, writer, end_user, profile):
-    body = {"name": "Ada King", "timeZone": "America/New_York", "locale": "fr", "timeFormat": 24, "weekStart": "Saturday"}
+    body = {
+        "name": "Ada King",
+        "timeZone": "America/New_York",
+        "locale": "fr",
+        "timeFormat": 24,
+        "weekStart": "Saturday",
+    }
     data = assert_success(patch(client, writer, body))
     assert {k: data[k] for k in body} == body
     assert data["id"] == end_user.pk and data["email"] == end_user.email
@@ -116,7 +129,12 @@ def test_it_updates_the_profile_and_returns_it(client, writer, end_user, profile
 def test_a_partial_update_keeps_the_other_fields(client, writer, profile):
     data = assert_success(patch(client, writer, {"timeZone": "Asia/Tokyo"}))
     assert data["timeZone"] == "Asia/Tokyo"
-    assert (data["name"], data["locale"], data["timeFormat"], data["weekStart"]) == ("Ada Lovelace", "en-GB", 12, "Sunday")
+    assert (data["name"], data["locale"], data["timeFormat"], data["weekStart"]) == (
+        "Ada Lovelace",
+        "en-GB",
+        12,
+        "Sunday",
+    )
 
 
 def test_the_first_update_creates_the_profile_from_the_defaults(client, writer, end_user):
@@ -224,7 +242,10 @@ def test_a_body_over_the_upload_limit_is_a_413_in_the_error_shape(client, writer
         ('{"name": "Ada"}', "application/xml"),
         ('{"name": "Ada"}', ""),
         ('{"name": "Ada"}', "application/octet-stream"),
-        ('--x\r\nContent-Disposition: form-data; name="name"\r\n\r\nAda\r\n--x--\r\n', "multipart/form-data; boundary=x"),
+        (
+            '--x\r\nContent-Disposition: form-data; name="name"\r\n\r\nAda\r\n--x--\r\n',
+            "multipart/form-data; boundary=x",
+        ),
     ],
 )
 def test_a_body_that_is_not_json_typed_is_a_415(client, writer, body, content_type):

@@ -12,8 +12,9 @@ from tests.factories import make_user
 def test_profile_data_equals_the_output_serializer(db, saved):
     user = make_user("ada", first_name="Ada")
     if saved:
-        Profile.objects.create(user=user, name="Ada L.", time_zone="Europe/London", locale="en-GB",
-                               time_format=12, week_start="Sunday")
+        Profile.objects.create(
+            user=user, name="Ada L.", time_zone="Europe/London", locale="en-GB", time_format=12, week_start="Sunday"
+        )
     profile = profile_get_for_user(user=user)
     assert profile_data(profile) == dict(MeApi.OutputSerializer(profile).data)
     assert set(profile_data(profile)) == set(MeApi.OutputSerializer().fields)

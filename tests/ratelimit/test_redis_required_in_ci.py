@@ -14,7 +14,11 @@ def run_redis_test(**env: str) -> subprocess.CompletedProcess:
     environment.update(REDIS_URL="redis://127.0.0.1:1/0", **env)  # nothing listens on port 1
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", REDIS_TEST],
-        cwd=PROJECT, env=environment, capture_output=True, text=True, timeout=120,
+        cwd=PROJECT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

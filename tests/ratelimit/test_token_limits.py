@@ -204,4 +204,3 @@ def test_the_limiter_can_be_switched_off(api, limits, settings):
     limits(token_failures_per_address=(1, 60))
     for _ in range(3):
         assert unknown_client(api, "guess").status_code == 401
-

@@ -28,7 +28,12 @@ def test_every_scope_has_a_plain_language_description():
 
 @pytest.mark.parametrize(
     "raw",
-    ["PROFILE_READ BOOKING_READ", "PROFILE_READ,BOOKING_READ", "PROFILE_READ, BOOKING_READ", " PROFILE_READ ,,BOOKING_READ  "],
+    [
+        "PROFILE_READ BOOKING_READ",
+        "PROFILE_READ,BOOKING_READ",
+        "PROFILE_READ, BOOKING_READ",
+        " PROFILE_READ ,,BOOKING_READ  ",
+    ],
 )
 def test_it_parses_space_and_comma_separated_scopes(raw):
     assert parse_scopes(raw) == ["PROFILE_READ", "BOOKING_READ"]

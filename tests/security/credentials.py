@@ -42,7 +42,7 @@ class Ledger:
         for label, value in self.values.items():
             found[label] = value
             if value.startswith(SECRET_PREFIX):
-                found[f"{label} (random part)"] = value[len(SECRET_PREFIX):]
+                found[f"{label} (random part)"] = value[len(SECRET_PREFIX) :]
         return found
 
     def leaks_in(self, text: str) -> list[str]:
@@ -120,9 +120,7 @@ def issue_everything(cast: Cast) -> Issued:
 
     # A developer registers a confidential client (secret shown once), a reviewer approves it,
     # and the developer generates a second secret for rotation.
-    confidential, first = register_client(
-        cast.developer, scopes=["PROFILE_READ", "PROFILE_WRITE", "BOOKING_READ"]
-    )
+    confidential, first = register_client(cast.developer, scopes=["PROFILE_READ", "PROFILE_WRITE", "BOOKING_READ"])
     ledger.add("secret shown at registration", first)
     approve_in_admin(cast.reviewer, confidential)
     second = ledger.add("second secret", generate_secret_on_page(cast.developer, confidential))
@@ -219,8 +217,16 @@ def fail_in_every_way(cast: Cast, issued: Issued) -> None:
 def secrets_from_the_command(ledger: Ledger) -> None:
     """`manage.py oauthclient create` and `add-secret` print secrets; they must not be logged."""
     created = command(
-        "create", "--owner", "owner", "--name", "Shell App",
-        "--redirect-uri", "https://shell.example.com/cb", "--scope", "PROFILE_READ", "--approve",
+        "create",
+        "--owner",
+        "owner",
+        "--name",
+        "Shell App",
+        "--redirect-uri",
+        "https://shell.example.com/cb",
+        "--scope",
+        "PROFILE_READ",
+        "--approve",
     )
     ledger.add("secret printed by `oauthclient create`", created["client_secret"])
     added = command("add-secret", created["client_id"])

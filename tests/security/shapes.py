@@ -2,8 +2,14 @@
 
 # RFC 6749 §5.2: the only error codes the token endpoint returns.
 TOKEN_ERRORS = frozenset(
-    {"invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type",
-     "invalid_scope"}
+    {
+        "invalid_request",
+        "invalid_client",
+        "invalid_grant",
+        "unauthorized_client",
+        "unsupported_grant_type",
+        "invalid_scope",
+    }
 )
 
 

@@ -13,7 +13,6 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.factories import make_client
 from tests.oauthflows.helpers import AUTHORIZE, ME, TOKEN, authorize_url, basic, query_of
-from tests.security.credentials import logged_in
 from tests.security.shapes import assert_api_error, assert_error_page, assert_token_error
 
 KB100 = "a" * 100_000
@@ -76,8 +75,12 @@ def test_token_refuses_oversized_requests_before_any_work(http, db, path, body):
 
 def test_token_refuses_a_100kb_json_body_before_any_work(http, db):
     with no_queries() as queries:
-        response = post_form(http, TOKEN, '{"grant_type": "refresh_token", "refresh_token": "%s"}' % KB100,
-                             content_type="application/json")
+        response = post_form(
+            http,
+            TOKEN,
+            f'{{"grant_type": "refresh_token", "refresh_token": "{KB100}"}}',
+            content_type="application/json",
+        )
     assert_token_error(response, status=400, error="invalid_request")
     assert len(queries) == 0
 
@@ -85,8 +88,9 @@ def test_token_refuses_a_100kb_json_body_before_any_work(http, db):
 def test_token_refuses_a_100kb_basic_header_as_an_unknown_client(http, db):
     response = post_form(http, TOKEN, "grant_type=refresh_token&refresh_token=x", HTTP_AUTHORIZATION="Basic " + KB100)
     assert_token_error(response, status=401, error="invalid_client")
-    response = post_form(http, TOKEN, "grant_type=refresh_token&refresh_token=x",
-                         HTTP_AUTHORIZATION=basic("x" * 50_000, "y" * 40_000))
+    response = post_form(
+        http, TOKEN, "grant_type=refresh_token&refresh_token=x", HTTP_AUTHORIZATION=basic("x" * 50_000, "y" * 40_000)
+    )
     assert_token_error(response, status=401, error="invalid_client")
 
 
@@ -128,8 +132,15 @@ def test_token_refuses_a_query_string_that_is_not_utf8(http, db, query):
 
 @pytest.mark.parametrize(
     "content_type",
-    ["text/plain", "multipart/form-data; boundary=x", "application/xml", "application/json-patch+json", "",
-     "application/x-www-form-urlencoded-not", "text/html; charset=utf-8"],
+    [
+        "text/plain",
+        "multipart/form-data; boundary=x",
+        "application/xml",
+        "application/json-patch+json",
+        "",
+        "application/x-www-form-urlencoded-not",
+        "text/html; charset=utf-8",
+    ],
 )
 def test_token_refuses_other_content_types(http, db, content_type):
     response = post_form(http, TOKEN, "grant_type=refresh_token&refresh_token=x&client_id=c", content_type=content_type)
@@ -138,9 +149,22 @@ def test_token_refuses_other_content_types(http, db, content_type):
 
 @pytest.mark.parametrize(
     "body",
-    [b"[]", b'["grant_type", "refresh_token"]', b'"grant_type=refresh_token"', b"1", b"null", b"true",
-     b'{"grant_type": {"x": 1}}', b'{"grant_type": ["refresh_token"]}', b'{"grant_type": null}',
-     b'{"grant_type": true}', b"[" * 50_000, b'{"a":' * 10_000 + b"1" + b"}" * 10_000, b"", b"{"],
+    [
+        b"[]",
+        b'["grant_type", "refresh_token"]',
+        b'"grant_type=refresh_token"',
+        b"1",
+        b"null",
+        b"true",
+        b'{"grant_type": {"x": 1}}',
+        b'{"grant_type": ["refresh_token"]}',
+        b'{"grant_type": null}',
+        b'{"grant_type": true}',
+        b"[" * 50_000,
+        b'{"a":' * 10_000 + b"1" + b"}" * 10_000,
+        b"",
+        b"{",
+    ],
     ids=lambda body: repr(body[:20]),
 )
 def test_token_refuses_json_that_is_not_an_object_of_strings(http, db, body):
@@ -208,8 +232,13 @@ def test_authorize_refuses_a_duplicated_client_id_or_redirect_uri_with_a_page(br
 
 @pytest.mark.parametrize(
     "name, value",
-    [("scope", "PROFILE_READ"), ("state", "xyz"), ("response_type", "code"), ("code_challenge", "A" * 43),
-     ("code_challenge_method", "S256")],
+    [
+        ("scope", "PROFILE_READ"),
+        ("state", "xyz"),
+        ("response_type", "code"),
+        ("code_challenge", "A" * 43),
+        ("code_challenge_method", "S256"),
+    ],
 )
 def test_authorize_reports_other_duplicates_to_the_verified_redirect_uri(browser, app, name, value):
     url = authorize_url(app.client, response_type="code", code_challenge="A" * 43, code_challenge_method="S256")
@@ -256,7 +285,7 @@ def test_me_refuses_a_100kb_token_without_a_query(http, db):
 
 @pytest.mark.parametrize(
     "body",
-    ['{"name": "%s"}' % KB100, '{"name": "Ada", "timeZone": "%s"}' % KB100, '{"%s": 1}' % KB100],
+    [f'{{"name": "{KB100}"}}', f'{{"name": "Ada", "timeZone": "{KB100}"}}', f'{{"{KB100}": 1}}'],
     ids=["100KB name", "100KB timeZone", "100KB key"],
 )
 def test_me_refuses_100kb_fields(http, token, body):

@@ -36,20 +36,69 @@ fuzz = settings(
 REDIRECT_URI = "https://fuzz.example.com/cb"
 LOGIN_PATH = "/accounts/login/"
 OAUTH_PARAMS = [
-    "grant_type", "code", "redirect_uri", "client_id", "client_secret", "refresh_token", "code_verifier",
-    "scope", "state", "response_type", "code_challenge", "code_challenge_method", "password", "token",
-    "resource", "audience", "nonce", "prompt",
+    "grant_type",
+    "code",
+    "redirect_uri",
+    "client_id",
+    "client_secret",
+    "refresh_token",
+    "code_verifier",
+    "scope",
+    "state",
+    "response_type",
+    "code_challenge",
+    "code_challenge_method",
+    "password",
+    "token",
+    "resource",
+    "audience",
+    "nonce",
+    "prompt",
 ]
 FIXED_VALUES = [
-    "authorization_code", "refresh_token", "client_credentials", "password", "code", "token", "S256", "plain",
-    REDIRECT_URI, REDIRECT_URI + "/", "http://localhost:8765/cb", "https://evil.example/cb", "PROFILE_READ",
-    "PROFILE_READ PROFILE_WRITE", "PROFILE_READ,BOOKING_READ", "ORG_PROFILE_READ", "NOPE", "", " ", "\x00",
-    "A" * 43, "a" * 128, "a" * 129, "x" * 2049, "%00", "null", "[]", "{}", "é", "\u202e", "\U0001f600",
+    "authorization_code",
+    "refresh_token",
+    "client_credentials",
+    "password",
+    "code",
+    "token",
+    "S256",
+    "plain",
+    REDIRECT_URI,
+    REDIRECT_URI + "/",
+    "http://localhost:8765/cb",
+    "https://evil.example/cb",
+    "PROFILE_READ",
+    "PROFILE_READ PROFILE_WRITE",
+    "PROFILE_READ,BOOKING_READ",
+    "ORG_PROFILE_READ",
+    "NOPE",
+    "",
+    " ",
+    "\x00",
+    "A" * 43,
+    "a" * 128,
+    "a" * 129,
+    "x" * 2049,
+    "%00",
+    "null",
+    "[]",
+    "{}",
+    "é",
+    "\u202e",
+    "\U0001f600",
 ]
 CONTENT_TYPES = [
-    "application/x-www-form-urlencoded", "application/json", "application/json; charset=utf-8",
-    "application/x-www-form-urlencoded; charset=latin-1", "text/plain", "multipart/form-data; boundary=x",
-    "application/xml", "", "application/merge-patch+json", "*/*",
+    "application/x-www-form-urlencoded",
+    "application/json",
+    "application/json; charset=utf-8",
+    "application/x-www-form-urlencoded; charset=latin-1",
+    "text/plain",
+    "multipart/form-data; boundary=x",
+    "application/xml",
+    "",
+    "application/merge-patch+json",
+    "*/*",
 ]
 
 # Text without surrogates (they cannot be encoded in a real request).
@@ -85,8 +134,9 @@ def bodies(client_values):
         lambda children: st.lists(children, max_size=4) | st.dictionaries(text, children, max_size=4),
         max_leaves=12,
     )
-    json_objects = st.dictionaries(st.one_of(st.sampled_from(OAUTH_PARAMS), text), values(client_values) | json_values,
-                                   max_size=8)
+    json_objects = st.dictionaries(
+        st.one_of(st.sampled_from(OAUTH_PARAMS), text), values(client_values) | json_values, max_size=8
+    )
     return st.one_of(
         params(client_values).map(lambda pairs: urlencode(pairs).encode()),
         json_objects.map(lambda data: json.dumps(data).encode()),
@@ -127,17 +177,26 @@ def world(owner, end_user, settings):
     its own tests cover it, and here the requests must reach the endpoints.
     """
     settings.RATELIMIT_ENABLED = False
-    confidential = make_client(owner, redirect_uris=[REDIRECT_URI], scopes=["PROFILE_READ", "PROFILE_WRITE"],
-                               approve=True)
-    public = make_client(owner, name="Fuzz Mobile", kind="public", redirect_uris=["http://localhost:8765/cb"],
-                         approve=True).client
-    token = access_token_create(user=end_user, client=confidential.client, scope="PROFILE_READ PROFILE_WRITE",
-                                expires_in=1800)
+    confidential = make_client(
+        owner, redirect_uris=[REDIRECT_URI], scopes=["PROFILE_READ", "PROFILE_WRITE"], approve=True
+    )
+    public = make_client(
+        owner, name="Fuzz Mobile", kind="public", redirect_uris=["http://localhost:8765/cb"], approve=True
+    ).client
+    token = access_token_create(
+        user=end_user, client=confidential.client, scope="PROFILE_READ PROFILE_WRITE", expires_in=1800
+    )
     browser = Client(raise_request_exception=False)
     browser.force_login(end_user)
     verifier, challenge = pkce_pair()
-    client_values = [confidential.client.client_id, confidential.secret.plaintext, public.client_id, verifier,
-                     challenge, token]
+    client_values = [
+        confidential.client.client_id,
+        confidential.secret.plaintext,
+        public.client_id,
+        verifier,
+        challenge,
+        token,
+    ]
     return {
         "confidential": confidential.client,
         "public": public,
@@ -221,7 +280,9 @@ def test_the_authorization_endpoint_never_fails_and_never_redirects_off_the_regi
             response = http.get(f"{path}?{query}")
         else:
             body = data.draw(bodies(world["values"]), label="body")
-            response = http.generic("POST", f"{path}?{query}", body, content_type=data.draw(st.sampled_from(CONTENT_TYPES)))
+            response = http.generic(
+                "POST", f"{path}?{query}", body, content_type=data.draw(st.sampled_from(CONTENT_TYPES))
+            )
         assert_safe_authorization_answer(response, world, logged_in=who == "browser")
 
     run()
@@ -241,7 +302,9 @@ def test_v2_me_never_fails_and_always_answers_in_the_api_shape(world):
         body = data.draw(bodies(v), label="body") if method in ("PATCH", "POST", "PUT") else b""
         content_type = data.draw(st.sampled_from(CONTENT_TYPES), label="content_type")
         path = ME + ("?" + query if query else "")
-        response = world["anonymous"].generic(method, path, body, content_type=content_type, **headers_for(authorization))
+        response = world["anonymous"].generic(
+            method, path, body, content_type=content_type, **headers_for(authorization)
+        )
 
         assert response.status_code < 500, response.content[:300]
         if method == "HEAD":
@@ -252,7 +315,14 @@ def test_v2_me_never_fails_and_always_answers_in_the_api_shape(world):
             assert response.status_code == 200
             payload = response.json()
             assert payload["status"] == "success" and set(payload["data"]) == {
-                "id", "username", "email", "name", "timeZone", "locale", "timeFormat", "weekStart"
+                "id",
+                "username",
+                "email",
+                "name",
+                "timeZone",
+                "locale",
+                "timeFormat",
+                "weekStart",
             }
 
     run()

@@ -187,8 +187,14 @@ def settings_built_with(**env) -> dict:
     return json.loads(result.stdout)
 
 
-HTTPS_SETTINGS = ["SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS", "SESSION_COOKIE_SECURE",
-                  "CSRF_COOKIE_SECURE", "SESSION_COOKIE_HTTPONLY", "SECURE_SSL_REDIRECT"]
+HTTPS_SETTINGS = [
+    "SECURE_HSTS_SECONDS",
+    "SECURE_HSTS_INCLUDE_SUBDOMAINS",
+    "SESSION_COOKIE_SECURE",
+    "CSRF_COOKIE_SECURE",
+    "SESSION_COOKIE_HTTPONLY",
+    "SECURE_SSL_REDIRECT",
+]
 
 
 def test_production_settings_require_https_by_default():
@@ -222,9 +228,7 @@ def test_with_https_required_pages_send_hsts_and_cookies_are_secure_and_httponly
         assert login_page["Strict-Transport-Security"] == "max-age=31536000; includeSubDomains"
         assert browser.cookies["csrftoken"]["secure"]
 
-        response = browser.post(
-            "/accounts/login/", {"username": end_user.username, "password": PASSWORD}, secure=True
-        )
+        response = browser.post("/accounts/login/", {"username": end_user.username, "password": PASSWORD}, secure=True)
         assert response.status_code == 302
         session = browser.cookies["sessionid"]
         assert session["secure"] and session["httponly"]

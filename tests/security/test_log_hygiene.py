@@ -15,16 +15,27 @@ from io import StringIO
 from urllib.parse import urlencode
 
 import oauthlib
-from django.test import Client
 import pytest
+from django.test import Client
 
 from config.logfilters import REDACTED, RedactCredentials, RedactInPlaceHandler
 from oauthclients.models import digest
 from tests.security.credentials import fail_in_every_way, issue_everything, secrets_from_the_command
 
 NAMED = (
-    "django", "django.request", "django.server", "django.security", "django.db.backends", "django.template",
-    "oauthlib", "oauth2_provider", "rest_framework", "oauthclients", "oauthflows", "scopes", "profiles",
+    "django",
+    "django.request",
+    "django.server",
+    "django.security",
+    "django.db.backends",
+    "django.template",
+    "oauthlib",
+    "oauth2_provider",
+    "rest_framework",
+    "oauthclients",
+    "oauthflows",
+    "scopes",
+    "profiles",
 )
 
 
@@ -132,7 +143,7 @@ def test_it_redacts_key_value_pairs_and_headers_left_inside_a_repr():
     class Request:
         def __repr__(self):
             return (
-                "<Request body=\"grant_type=authorization_code&code=c0de&client_secret=cs_s3cret&code_verifier=v3r\""
+                '<Request body="grant_type=authorization_code&code=c0de&client_secret=cs_s3cret&code_verifier=v3r"'
                 " headers={'HTTP_AUTHORIZATION': 'Basic YTpi', 'HTTP_COOKIE': 'csrftoken=x; sessionid=s3ss'}>"
             )
 
@@ -191,10 +202,17 @@ def test_an_error_report_of_a_failing_token_request_carries_no_credential(cast, 
     got_request_exception.connect(report)
     try:
         http = Client(raise_request_exception=False)
-        data = {"grant_type": "refresh_token", "refresh_token": values["refreshed refresh token"],
-                "client_id": issued.confidential.client_id, "client_secret": values["second secret"]}
+        data = {
+            "grant_type": "refresh_token",
+            "refresh_token": values["refreshed refresh token"],
+            "client_id": issued.confidential.client_id,
+            "client_secret": values["second secret"],
+        }
         body = urlencode(data)
-        assert http.post("/v2/auth/oauth2/token", body, content_type="application/x-www-form-urlencoded").status_code == 500
+        assert (
+            http.post("/v2/auth/oauth2/token", body, content_type="application/x-www-form-urlencoded").status_code
+            == 500
+        )
     finally:
         got_request_exception.disconnect(report)
 

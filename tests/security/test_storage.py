@@ -60,12 +60,24 @@ def test_no_dump_of_the_database_contains_a_credential_that_was_handed_out(cast)
     assert issued.ledger.leaks_in(sessions) == []
     # Positive controls: both dumps include the rows that hold the digests.
     # (The first access token was deleted when its refresh token rotated; the rest remain.)
-    for label in ("secret shown at registration", "second secret", "code", "refresh token",
-                  "refreshed access token", "refreshed refresh token", "public client's code"):
+    for label in (
+        "secret shown at registration",
+        "second secret",
+        "code",
+        "refresh token",
+        "refreshed access token",
+        "refreshed refresh token",
+        "public client's code",
+    ):
         assert digest(values[label]) in dumped, label
         assert digest(values[label]) in raw, label
-    assert {"oauthclients_accesstoken", "oauthclients_refreshtoken", "oauthclients_grant",
-            "oauthclients_clientsecret", "django_session"} <= set(tables)
+    assert {
+        "oauthclients_accesstoken",
+        "oauthclients_refreshtoken",
+        "oauthclients_grant",
+        "oauthclients_clientsecret",
+        "django_session",
+    } <= set(tables)
     assert "oauthclients.accesstoken" in dumped and "sessions.session" in dumped
     assert "_auth_user_id" in sessions
 

@@ -229,4 +229,6 @@ class Command(BaseCommand):
         return {"client_id": client_id, "secret_id": secret.pk, "hint": secret.hint, "revoked": _iso(secret.revoked_at)}
 
     def do_set_scopes(self, *, actor, client_id, scopes, **_):
-        return client_json(services.client_set_scopes(client=self._client(client_id), scopes=split_scopes(scopes), actor=actor))
+        return client_json(
+            services.client_set_scopes(client=self._client(client_id), scopes=split_scopes(scopes), actor=actor)
+        )

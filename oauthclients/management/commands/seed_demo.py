@@ -63,7 +63,9 @@ class Command(BaseCommand):
             self.stdout.write("  It is stored only as a digest and will not be shown again.")
         else:
             self.stdout.write("Demo client_secret: not shown (it was printed when the client was created).")
-        self.stdout.write(f"  For another one: DJANGO_DEBUG=1 .venv/bin/python manage.py oauthclient add-secret {client.client_id}")
+        self.stdout.write(
+            f"  For another one: DJANGO_DEBUG=1 .venv/bin/python manage.py oauthclient add-secret {client.client_id}"
+        )
 
     def _user(self, username: str, password: str, admin: bool):
         User = get_user_model()
