@@ -155,6 +155,10 @@ OAUTH_AUTHORIZE_PATH = "/auth/oauth2/authorize"
 OAUTH_TOKEN_PATH = "/v2/auth/oauth2/token"
 OAUTH_REVOKE_PATH = "/v2/auth/oauth2/revoke"
 OAUTH_INTROSPECT_PATH = "/v2/auth/oauth2/introspect"
+# How /v2 views in this process verify bearer tokens (scopes.verifiers): here, one indexed query on
+# the token table. Other services use scopes.introspection.IntrospectionVerifier
+# (docs/protecting-endpoints.md).
+OAUTH_TOKEN_VERIFIER = "oauthclients.verifier.LocalTokenVerifier"
 
 OAUTH2_PROVIDER = {
     "SCOPES_BACKEND_CLASS": "scopes.backends.CatalogScopes",
@@ -186,7 +190,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["scopes.permissions.HasRequiredScope"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["scopes.parsers.JSONParser"],
-    "EXCEPTION_HANDLER": "scopes.exception_handlers.api_exception_handler",
+    "EXCEPTION_HANDLER": "config.exception_handlers.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }

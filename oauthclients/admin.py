@@ -55,7 +55,10 @@ class ClientAddForm(forms.Form):
         label="Kind", choices=ClientKind.choices, initial=ClientKind.CONFIDENTIAL, widget=forms.RadioSelect
     )
     redirect_uris = forms.CharField(
-        label="Redirect URIs", widget=forms.Textarea(attrs={"rows": 4}), help_text="One per line, up to 10."
+        label="Redirect URIs",
+        widget=forms.Textarea(attrs={"rows": 4}),
+        required=False,
+        help_text="One per line, up to 10. None for a resource server.",
     )
     scopes = forms.MultipleChoiceField(
         choices=[
@@ -66,7 +69,7 @@ class ClientAddForm(forms.Form):
         required=False,
         help_text="At least one, unless the client is legacy.",
     )
-    website_url = forms.CharField(label="Website URL")
+    website_url = forms.CharField(label="Website URL", required=False, help_text="Not needed for a resource server.")
     purpose = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
     is_legacy = forms.BooleanField(
         label="Legacy",
@@ -193,6 +196,21 @@ class OAuthClientAdmin(admin.ModelAdmin):
 
     # --- adding goes through services.client_create, and shows the first secret once ---
 
+    @staticmethod
+    def _create_app(request, data) -> services.ClientCreated:
+        return services.client_create(
+            owner=data["owner"],
+            name=data["name"],
+            website_url=data["website_url"],
+            kind=data["client_type"],
+            redirect_uris=data["redirect_uris"].split(),
+            scopes=data["scopes"],
+            purpose=data["purpose"],
+            is_legacy=data["is_legacy"],
+            approve=data["approve"],
+            actor=request.user,
+        )
+
     def add_view(self, request, form_url="", extra_context=None):
         if not self.has_add_permission(request):
             raise PermissionDenied
@@ -200,17 +218,10 @@ class OAuthClientAdmin(admin.ModelAdmin):
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
             try:
-                created = services.client_create(
-                    owner=data["owner"],
-                    name=data["name"],
-                    website_url=data["website_url"],
-                    kind=data["client_type"],
-                    redirect_uris=data["redirect_uris"].split(),
-                    scopes=data["scopes"],
-                    purpose=data["purpose"],
-                    is_legacy=data["is_legacy"],
-                    approve=data["approve"],
-                    actor=request.user,
+                created = (
+                    services.resource_server_create(owner=data["owner"], name=data["name"], actor=request.user)
+                    if data["client_type"] == ClientKind.RESOURCE_SERVER
+                    else self._create_app(request, data)
                 )
             except ValidationError as exc:
                 form.add_service_error(exc)

@@ -4,7 +4,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from oauthclients.exceptions import ApplicationError
-from oauthclients.models import ClientKind, OAuthClient
+from oauthclients.models import APP_KIND_CHOICES, ClientKind, OAuthClient
 from oauthclients.services import MAX_NAME_LENGTH, MAX_PURPOSE_LENGTH
 from oauthclients.validators import MAX_REDIRECT_URI_LENGTH, MAX_REDIRECT_URIS
 from scopes.catalog import SCOPE_NAMES, Scope, group_by_level
@@ -90,7 +90,7 @@ class ClientForm(forms.Form):
 
 class ClientCreateForm(ClientForm):
     # No legacy option: legacy clients come only from an administrator or the management command.
-    kind = forms.ChoiceField(choices=ClientKind.choices, widget=forms.RadioSelect, initial=ClientKind.CONFIDENTIAL)
+    kind = forms.ChoiceField(choices=APP_KIND_CHOICES, widget=forms.RadioSelect, initial=ClientKind.CONFIDENTIAL)
 
     field_order = ["name", "purpose", "website_url", "kind", "redirect_uris", "scopes"]
 

@@ -41,6 +41,14 @@ class ClientStatus(models.TextChoices):
 class ClientKind(models.TextChoices):
     CONFIDENTIAL = AbstractApplication.CLIENT_CONFIDENTIAL, "Confidential (server-side, has a secret)"
     PUBLIC = AbstractApplication.CLIENT_PUBLIC, "Public (browser or mobile, uses PKCE)"
+    # An API service that verifies bearer tokens by introspection (RFC 7662); made by administrators
+    # only. It has secrets but no grants, redirect URIs, scopes or users of its own.
+    RESOURCE_SERVER = "resource_server", "Resource server (introspects tokens)"
+
+
+# The kinds a developer can register: applications that act for users.
+APP_KINDS = (ClientKind.CONFIDENTIAL, ClientKind.PUBLIC)
+APP_KIND_CHOICES = [(kind.value, kind.label) for kind in APP_KINDS]
 
 
 class OAuthClient(AbstractApplication):
@@ -94,9 +102,15 @@ class OAuthClient(AbstractApplication):
         constraints = [
             models.CheckConstraint(condition=Q(status__in=ClientStatus.values), name="oauthclient_status_valid"),
             models.CheckConstraint(condition=Q(client_type__in=ClientKind.values), name="oauthclient_kind_valid"),
-            # Spec §2.1: a scoped client has at least one scope; only a legacy client has none.
+            # Spec §2.1: a scoped client has at least one scope; only a legacy client (or a resource
+            # server, which is granted nothing) has none.
             models.CheckConstraint(
-                condition=Q(is_legacy=True) | ~Q(scopes=""), name="oauthclient_scopes_unless_legacy"
+                condition=Q(is_legacy=True) | ~Q(scopes="") | Q(client_type="resource_server"),
+                name="oauthclient_scopes_unless_legacy",
+            ),
+            models.CheckConstraint(
+                condition=~Q(client_type="resource_server") | (Q(scopes="") & Q(redirect_uris="") & Q(is_legacy=False)),
+                name="oauthclient_resource_server_grants_nothing",
             ),
             models.CheckConstraint(
                 condition=Q(is_legacy=False) | Q(scopes=""), name="oauthclient_legacy_has_no_scopes"
@@ -128,6 +142,10 @@ class OAuthClient(AbstractApplication):
         return self.client_type == ClientKind.CONFIDENTIAL
 
     @property
+    def is_resource_server(self) -> bool:
+        return self.client_type == ClientKind.RESOURCE_SERVER
+
+    @property
     def is_approved(self) -> bool:
         return self.status == ClientStatus.APPROVED
 
@@ -137,6 +155,10 @@ class OAuthClient(AbstractApplication):
     def redirect_uri_allowed(self, uri: str) -> bool:
         # SECURITY.md: exact string match, no prefix/case/port/path/query/userinfo tolerance.
         return uri in self.redirect_uri_list
+
+    def allows_grant_type(self, *grant_types) -> bool:
+        # A resource server may only introspect: every grant is unauthorized_client (RFC 6749 §5.2).
+        return not self.is_resource_server and super().allows_grant_type(*grant_types)
 
     def get_allowed_schemes(self):
         return ["https", "http"]

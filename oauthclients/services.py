@@ -20,6 +20,7 @@ from oauthclients.exceptions import (
     SecretNotFound,
 )
 from oauthclients.models import (
+    APP_KINDS,
     AuditAction,
     ClientKind,
     ClientSecret,
@@ -140,8 +141,9 @@ def client_create(
 ) -> ClientCreated:
     """Register a client (pending); a confidential one gets its first secret, returned once."""
     errors: dict[str, list] = {}
-    if kind not in ClientKind.values:
-        errors["client_type"] = [f"Kind must be one of: {', '.join(ClientKind.values)}."]
+    if kind not in APP_KINDS:
+        # Resource servers have their own service (resource_server_create): they get no grants.
+        errors["client_type"] = [f"Kind must be one of: {', '.join(APP_KINDS)}."]
     try:
         cleaned = _clean_fields(
             name=name,
@@ -182,6 +184,30 @@ def client_create(
     if approve:
         client = client_approve(client=client, actor=actor)
     return ClientCreated(client=client, secret=issued)
+
+
+@transaction.atomic
+def resource_server_create(*, owner, name: str, actor=None) -> ClientCreated:
+    """Register a resource server (approved at once: only administrators make them) and its first secret.
+
+    It may only introspect tokens (RFC 7662): no redirect URI, no scope, no grant, no review email.
+    """
+    cleaned = _clean_text(name, field="name", label="Name", max_length=MAX_NAME_LENGTH, required=True)
+    creator = actor or owner
+    client = OAuthClient.objects.create(
+        user=owner,
+        name=cleaned,
+        website_url="",
+        client_type=ClientKind.RESOURCE_SERVER,
+        redirect_uris="",
+        scopes="",
+        status=ClientStatus.APPROVED,
+        reviewed_by=actor if getattr(actor, "pk", None) else None,
+        reviewed_at=timezone.now(),
+    )
+    _audit(client=client, actor=creator, action=AuditAction.CLIENT_CREATED, kind=ClientKind.RESOURCE_SERVER)
+    _audit(client=client, actor=actor, action=AuditAction.CLIENT_APPROVED)
+    return ClientCreated(client=client, secret=_new_secret(client=client, actor=creator))
 
 
 def _needs_review(client: OAuthClient, *, name, website_url, redirect_uris, scopes) -> list[str]:
@@ -346,7 +372,7 @@ def client_reject(*, client: OAuthClient, actor, reason: str) -> OAuthClient:
 def client_secret_create(*, client: OAuthClient, actor) -> IssuedSecret:
     """Add a secret while fewer than two are active (spec §3, §5.7 step a)."""
     client = _lock(client)
-    if client.client_type != ClientKind.CONFIDENTIAL:
+    if client.client_type == ClientKind.PUBLIC:
         raise ClientKindError("A public client has no secrets; it authenticates with PKCE.")
     active = client.secrets.filter(revoked_at__isnull=True).count()
     if active >= MAX_ACTIVE_SECRETS:

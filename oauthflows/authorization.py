@@ -118,7 +118,8 @@ def _client(params: QueryDict, user) -> OAuthClient:
     client = None
     if len(client_id) <= 255 and "\x00" not in client_id:
         client = OAuthClient.objects.select_related("user").filter(client_id=client_id).first()
-    if client is None:
+    if client is None or client.is_resource_server:
+        # A resource server is no app a user can authorize: the same page as an unknown client.
         raise AuthorizationPageError("Unknown application", "No application is registered with this client_id.")
     if client.status == ClientStatus.APPROVED:
         return client

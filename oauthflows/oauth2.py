@@ -14,6 +14,7 @@ import contextvars
 import re
 import secrets
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -35,9 +36,11 @@ from oauthclients.models import (
     ClientSecret,
     ClientStatus,
     Grant,
+    OAuthClient,
     RefreshToken,
     digest,
 )
+from oauthclients.selectors import access_token_get_for_introspection, access_token_get_valid
 from oauthflows.requestparams import basic_credentials, request_json_pairs
 
 # RFC 7636 §4.1 / §4.2: verifier 43-128 unreserved characters; S256 challenge is 43 base64url chars.
@@ -46,6 +49,22 @@ CODE_CHALLENGE_RE = re.compile(r"^[A-Za-z0-9_-]{43}$")
 
 # When the current token request started (set by the token endpoint). See _is_concurrent_duplicate.
 request_started_at: contextvars.ContextVar[datetime | None] = contextvars.ContextVar("request_started_at", default=None)
+
+
+@dataclass
+class ClientCall:
+    """What one request to a client endpoint (token, revoke, introspect) tells the validator, and back.
+
+    Set by the endpoint view for the length of the request: whether a resource server may use it
+    (introspection only), and, once authenticated, the client (so the view and the rate limiter can
+    tell a resource server's call from an app's).
+    """
+
+    resource_servers_allowed: bool = False
+    client: OAuthClient | None = None
+
+
+client_call: contextvars.ContextVar[ClientCall | None] = contextvars.ContextVar("client_call", default=None)
 
 
 def generate_token(request=None) -> str:
@@ -107,8 +126,17 @@ class Validator(OAuth2Validator):
         if secret is None or not secret.matches(provided):
             return False
         client = secret.client
-        if client.client_type != ClientKind.CONFIDENTIAL or not client.is_usable(request):
+        if client.client_type == ClientKind.PUBLIC or not client.is_usable(request):
             return False
+        call = client_call.get()
+        if client.is_resource_server and not (call and call.resource_servers_allowed):
+            # Its credentials are right, but it may only introspect (RFC 6749 §5.2: unauthorized_client).
+            raise errors.UnauthorizedClientError(
+                description="A resource server can only introspect tokens; it has no grants and cannot revoke.",
+                request=request,
+            )
+        if call is not None:
+            call.client = client
         request.client = client
         request.client_id = client_id
         now = timezone.now()
@@ -124,6 +152,11 @@ class Validator(OAuth2Validator):
             return False
         request.client_id = client_id
         return True
+
+    def authenticate_client_id(self, client_id, request, *args, **kwargs):
+        # Identification by client_id alone is for public clients only. DOT lets any kind that is
+        # not "confidential" through, which would let a resource server introspect without its secret.
+        return self._public_client_identified(client_id, request) if isinstance(client_id, str) else False
 
     def _load_application(self, client_id, request):
         if not isinstance(client_id, str) or not client_id or len(client_id) > 255 or "\x00" in client_id:
@@ -366,6 +399,8 @@ class Validator(OAuth2Validator):
 
     def introspect_token(self, token, token_type_hint, request, *args, **kwargs):
         client = request.client
+        if client is not None and client.is_resource_server:
+            return access_token_claims_for_resource_server(token)
         if client is None or client.client_type != ClientKind.CONFIDENTIAL:
             return None  # only an authenticated client learns anything (public clients cannot)
         found = self._own_token(token, token_type_hint, request)
@@ -411,57 +446,27 @@ class Validator(OAuth2Validator):
         return True
 
 
-BEARER_FIELDS = (
-    "expires",
-    "scope",
-    "created",
-    "user_id",
-    "application_id",
-    "application__client_id",
-    "application__name",
-    "application__status",
-    "application__client_type",
-    "application__user_id",
-    "user__username",
-    "user__email",
-    "user__first_name",
-    "user__last_name",
-    "user__is_active",
-    "user__is_staff",
-    "user__is_superuser",
-    "user__profile__name",
-    "user__profile__time_zone",
-    "user__profile__locale",
-    "user__profile__time_format",
-    "user__profile__week_start",
-    "user__profile__user_id",
-)
+def access_token_claims_for_resource_server(raw_token) -> dict | None:
+    """RFC 7662 §2.2 claims of a live access token, for a resource server; None: `active: false`.
 
-
-def access_token_get_valid(raw_token: str) -> AccessToken | None:
-    """The live access token for a presented bearer value, with its client and user, or None.
-
-    One indexed query. A token of a rejected client is dead at once; a client sent back to
-    review by an edit keeps its already-issued tokens (it cannot get new ones).
+    Any client's token, never a refresh token (no credential at a resource server). One indexed
+    lookup joined to the client (a rejected client's tokens are dead) and the user.
     """
-    if not isinstance(raw_token, str) or not raw_token or len(raw_token) > 512:
+    token = access_token_get_for_introspection(raw_token)
+    if token is None:
         return None
-    # One row joined across four tables; only the columns a resource request reads are loaded
-    # (building full client and user instances was a measurable share of GET /v2/me).
-    access_token = (
-        AccessToken.objects.select_related("application", "user", "user__profile")
-        .only(*BEARER_FIELDS)
-        .filter(token_checksum=digest(raw_token))[:1]
-    )
-    access_token = access_token[0] if access_token else None
-    if access_token is None or access_token.is_expired():
-        return None
-    application = access_token.application
-    if application is None or application.status == ClientStatus.REJECTED:
-        return None
-    if access_token.user is None or not access_token.user.is_active:
-        return None
-    return access_token
+    return {
+        "scope": token.scope,  # as granted: ORG_ grants are not expanded
+        "client_id": token.application.client_id,
+        "username": token.user.get_username(),
+        "sub": str(token.user_id),  # the primary key: never reassigned
+        "exp": int(token.expires.timestamp()),
+        "iat": int(token.created.timestamp()),
+        "iss": settings.OAUTH_ISSUER,
+        "token_type": "Bearer",
+        # A legacy client's token has no scope and no scope restriction (spec §2.1).
+        "unrestricted": token.scope == "",
+    }
 
 
 class Backend(OAuthLibCore):

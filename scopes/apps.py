@@ -4,3 +4,7 @@ from django.apps import AppConfig
 class ScopesConfig(AppConfig):
     name = "scopes"
     verbose_name = "Scopes"
+
+    def ready(self):
+        # Scope declarations are checked at start (manage.py check, runserver, migrate, test).
+        from scopes import checks  # noqa: F401

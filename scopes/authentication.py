@@ -1,9 +1,13 @@
-"""Bearer-token authentication for DRF views (RFC 6750 §2.1: the Authorization header only)."""
+"""Bearer-token authentication for DRF views (RFC 6750 §2.1: the Authorization header only).
+
+The token is checked by the verifier `OAUTH_TOKEN_VERIFIER` names (scopes.verifiers): in this
+process or by introspection at the authorization server. Either way the answers are the same.
+"""
 
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 
-from oauthflows.oauth2 import access_token_get_valid
+from scopes.verifiers import get_verifier
 
 REALM = "api"
 
@@ -12,7 +16,7 @@ class BearerTokenAuthentication(BaseAuthentication):
     """Authenticates `Authorization: Bearer <token>`; the scheme is case-insensitive.
 
     A token in the query string or body is ignored (RFC 9700 §4.3.2): it neither authenticates
-    nor blocks a valid header token.
+    nor blocks a valid header token. `request.auth` is a scopes.verifiers.VerifiedToken.
     """
 
     def authenticate(self, request):
@@ -28,13 +32,13 @@ class BearerTokenAuthentication(BaseAuthentication):
             raw = parts[1].decode("ascii")
         except UnicodeDecodeError:
             raw = ""
-        access_token = access_token_get_valid(raw)
-        if access_token is None:
+        verification = get_verifier().verify(raw) if raw else None
+        if verification is None:
             request._bearer_error = "invalid_token"
             raise exceptions.AuthenticationFailed(
                 "The access token is invalid, expired or revoked.", code="invalid_token"
             )
-        return access_token.user, access_token
+        return verification.user, verification.token
 
     def authenticate_header(self, request):
         error = getattr(request, "_bearer_error", None)

@@ -1,4 +1,8 @@
-"""One DRF exception handler: every /v2 error is {"status": "error", "error": {"code", "message"}}."""
+"""One DRF exception handler: every /v2 error is {"status": "error", "error": {"code", "message"}}.
+
+Any service that protects endpoints with scopes uses it (REST_FRAMEWORK["EXCEPTION_HANDLER"]); the
+authorization server wraps it (config.exception_handlers) to add its own domain errors.
+"""
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
@@ -7,8 +11,8 @@ from django.http import Http404
 from rest_framework import exceptions
 from rest_framework.views import exception_handler
 
-from oauthclients.exceptions import ApplicationError
 from scopes.permissions import InsufficientScope
+from scopes.verifiers import AuthorizationServerUnavailable
 
 
 class RequestTooLarge(exceptions.APIException):
@@ -28,8 +32,6 @@ def _message(detail) -> str:
 def api_exception_handler(exc, context):
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
-    elif isinstance(exc, ApplicationError):
-        exc = exceptions.ValidationError(exc.message)
     elif isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
@@ -54,6 +56,8 @@ def api_exception_handler(exc, context):
         error["details"] = details
     response.data = {"status": "error", "error": error}
 
+    if isinstance(exc, AuthorizationServerUnavailable):
+        response["Retry-After"] = str(exc.retry_after)
     if isinstance(exc, InsufficientScope):
         scope = f', scope="{exc.required}"' if exc.required else ""
         response["WWW-Authenticate"] = f'Bearer realm="api", error="insufficient_scope"{scope}'

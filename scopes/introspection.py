@@ -1,0 +1,138 @@
+"""Verifying bearer tokens in another service: RFC 7662 introspection as a resource server.
+
+Settings (all from the environment in examples/bookings_service):
+
+- `OAUTH_INTROSPECTION_URL` — the authorization server's introspection endpoint;
+- `OAUTH_RESOURCE_SERVER_ID`, `OAUTH_RESOURCE_SERVER_SECRET` — this service's credentials
+  (`manage.py oauthclient create --resource-server` on the authorization server);
+- `OAUTH_INTROSPECTION_CACHE_SECONDS` — keep an *active* answer this long (never past the token's
+  `exp`; inactive answers are never kept). 0, the default, asks on every request, so a revocation
+  takes effect at once; N seconds means a revoked token may still pass for up to N seconds;
+- `OAUTH_INTROSPECTION_TIMEOUT` — seconds to connect and to read (default 5);
+- `OAUTH_INTROSPECTION_CACHE` — which of Django's caches holds answers (default "default").
+
+The cache key is a SHA-256 digest of the token, never the token. When the authorization server
+cannot be reached, times out or answers anything but a 200 JSON object, the request gets 503
+(scopes.verifiers.AuthorizationServerUnavailable): never 401, never 500, never "allowed".
+"""
+
+import base64
+import hashlib
+import logging
+import time
+from urllib.parse import quote
+
+import requests
+from django.conf import settings
+from django.core.cache import caches
+from django.core.exceptions import ImproperlyConfigured
+
+from scopes.verifiers import AuthorizationServerUnavailable, TokenUser, TokenVerifier, Verification, VerifiedToken
+
+logger = logging.getLogger(__name__)
+
+CACHE_KEY_PREFIX = "oauth-introspection:"
+
+
+def _setting(name: str, default=None):
+    value = getattr(settings, name, default)
+    if value in (None, ""):
+        raise ImproperlyConfigured(f"{name} must be set to verify tokens by introspection.")
+    return value
+
+
+def cache_key(raw_token: str) -> str:
+    return CACHE_KEY_PREFIX + hashlib.sha256(raw_token.encode("utf-8")).hexdigest()
+
+
+def basic_authorization(client_id: str, secret: str) -> str:
+    """RFC 6749 §2.3.1: each part form-urlencoded, then HTTP Basic."""
+    pair = f"{quote(client_id, safe='')}:{quote(secret, safe='')}".encode()
+    return "Basic " + base64.b64encode(pair).decode("ascii")
+
+
+class IntrospectionVerifier(TokenVerifier):
+    def __init__(self):
+        self.url = _setting("OAUTH_INTROSPECTION_URL")
+        self.authorization = basic_authorization(
+            _setting("OAUTH_RESOURCE_SERVER_ID"), _setting("OAUTH_RESOURCE_SERVER_SECRET")
+        )
+        self.cache_seconds = int(getattr(settings, "OAUTH_INTROSPECTION_CACHE_SECONDS", 0) or 0)
+        self.cache = caches[getattr(settings, "OAUTH_INTROSPECTION_CACHE", "default")]
+        self.timeout = float(getattr(settings, "OAUTH_INTROSPECTION_TIMEOUT", 5))
+        # One session per process: connections to the authorization server are kept alive.
+        self.session = requests.Session()
+        self.session.headers.update({"Authorization": self.authorization, "Accept": "application/json"})
+
+    def verify(self, raw_token: str) -> Verification | None:
+        key = cache_key(raw_token) if self.cache_seconds > 0 else None
+        claims = self.cache.get(key) if key else None
+        if claims is None:
+            claims = self._introspect(raw_token)
+            if claims is None:
+                return None  # inactive answers are never cached
+            if key:
+                # Never past the token's own expiry.
+                ttl = min(self.cache_seconds, int(claims["exp"] - time.time()))
+                if ttl > 0:
+                    self.cache.set(key, claims, timeout=ttl)
+        if claims["exp"] <= time.time():
+            return None
+        scopes = tuple(claims["scope"].split())
+        return Verification(
+            user=TokenUser(pk=claims["sub"], username=claims["username"]),
+            token=VerifiedToken(
+                scopes=scopes,
+                unrestricted=bool(claims.get("unrestricted")) and not scopes,
+                client_id=claims["client_id"],
+                subject=claims["sub"],
+                expires_at=int(claims["exp"]),
+            ),
+        )
+
+    def _introspect(self, raw_token: str) -> dict | None:
+        try:
+            response = self.session.post(
+                self.url,
+                data={"token": raw_token, "token_type_hint": "access_token"},
+                timeout=self.timeout,
+                allow_redirects=False,
+            )
+        except requests.RequestException as exc:
+            logger.error("Token introspection failed: %s reaching %s", type(exc).__name__, self.url)
+            raise AuthorizationServerUnavailable() from None
+        if response.status_code != 200:
+            # 401: this service's credentials are wrong or its client was rejected; 429, 5xx: the
+            # server is overloaded or down. None of these says anything about the user's token.
+            logger.error("Token introspection failed: %s answered %s", self.url, response.status_code)
+            raise AuthorizationServerUnavailable()
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict) or not isinstance(body.get("active"), bool):
+            logger.error("Token introspection failed: %s answered 200 without an RFC 7662 body", self.url)
+            raise AuthorizationServerUnavailable()
+        if not body["active"]:
+            return None
+        claims = _claims(body)
+        if claims is None:
+            logger.error("Token introspection failed: %s answered active without the claims needed", self.url)
+            raise AuthorizationServerUnavailable()
+        return claims
+
+
+def _claims(body: dict) -> dict | None:
+    """The claims a resource server relies on, type-checked; None if any is missing or malformed."""
+    strings = ("scope", "client_id", "username", "sub")
+    if not all(isinstance(body.get(name), str) for name in strings):
+        return None
+    exp = body.get("exp")
+    if not isinstance(exp, int) or isinstance(exp, bool):
+        return None
+    if str(body.get("token_type", "Bearer")).lower() != "bearer":
+        return None
+    claims = {name: body[name] for name in strings}
+    claims["exp"] = exp
+    claims["unrestricted"] = body.get("unrestricted") is True
+    return claims
