@@ -119,6 +119,13 @@ def client_authentication_failed(response: HttpResponse) -> bool:
     return response.status_code == 401
 
 
+def not_for_a_resource_server(response: HttpResponse) -> bool:
+    # Introspection is the hot path of every API call in the services that protect the API: a
+    # resource server that authenticated is never counted (oauthflows.endpoints marks its answers).
+    # Everything else is, failed authentications included, so guessing its secret stays limited.
+    return not getattr(response, "answered_resource_server", False)
+
+
 def not_logged_in(response: HttpResponse) -> bool:
     # The login views redirect on success and render the form again (200) on a wrong password.
     return not 300 <= response.status_code < 400
@@ -188,7 +195,14 @@ ROUTES: dict[str, Route] = {
         _json_refusal,
     ),
     settings.OAUTH_REVOKE_PATH: _endpoint("revoke"),
-    settings.OAUTH_INTROSPECT_PATH: _endpoint("introspect"),
+    # Counted after the answer, so that a resource server's calls can be left out.
+    settings.OAUTH_INTROSPECT_PATH: Route(
+        (
+            Limit("introspect_requests_per_address", per_address, not_for_a_resource_server),
+            Limit("introspect_requests_per_client", per_client, not_for_a_resource_server),
+        ),
+        _json_refusal,
+    ),
     # The admin's login form checks the same passwords: one budget for both forms.
     settings.LOGIN_URL: _LOGIN,
     "/admin/login/": _LOGIN,

@@ -17,7 +17,7 @@ from oauth2_provider.views.mixins import OAuthLibMixin
 from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
 
-from oauthflows.oauth2 import request_started_at
+from oauthflows.oauth2 import ClientCall, client_call, request_started_at
 from oauthflows.openapi import introspect_schema, revoke_schema, token_schema
 from oauthflows.requestparams import BodyError, request_json_pairs
 from scopes.catalog import SCOPE_NAMES
@@ -74,6 +74,8 @@ class ClientEndpoint(OAuthLibMixin, APIView):
     throttle_classes = []
     # The error codes this endpoint may answer with; anything else oauthlib says is invalid_request.
     errors: frozenset[str] = frozenset({"invalid_request", "invalid_client"})
+    # Only introspection answers resource servers; elsewhere they are unauthorized_client.
+    resource_servers_allowed = False
 
     def perform_authentication(self, request):
         pass  # request.user stays Django's (lazy) user
@@ -92,7 +94,17 @@ class ClientEndpoint(OAuthLibMixin, APIView):
         raise exc  # Django's handlers answer, not the /v2 exception handler
 
     def post(self, request, *args, **kwargs):
-        request = request._request  # the Django request, not DRF's wrapper
+        call = ClientCall(resource_servers_allowed=self.resource_servers_allowed)
+        reset = client_call.set(call)
+        try:
+            response = self.answer(request._request)  # the Django request, not DRF's wrapper
+        finally:
+            client_call.reset(reset)
+        # The rate limiter reads this: a resource server's introspections are never counted.
+        response.answered_resource_server = call.client is not None and call.client.is_resource_server
+        return response
+
+    def answer(self, request) -> HttpResponse:
         self.basic_used = request.META.get("HTTP_AUTHORIZATION", "").lower().startswith("basic ")
         params, problem = self.read_params(request)
         if problem is None:
@@ -235,7 +247,7 @@ class RevokeView(ClientEndpoint):
     Unknown or foreign tokens answer 200 and nothing happens (RFC 7009 §2.2).
     """
 
-    errors = frozenset({"invalid_request", "invalid_client", "unsupported_token_type"})
+    errors = frozenset({"invalid_request", "invalid_client", "unauthorized_client", "unsupported_token_type"})
 
     def check(self, params):
         return _check_token_param(params)
@@ -254,13 +266,16 @@ class RevokeView(ClientEndpoint):
 
 @introspect_schema
 class IntrospectView(ClientEndpoint):
-    """POST /v2/auth/oauth2/introspect (RFC 7662): an authenticated client asks about its own tokens.
+    """POST /v2/auth/oauth2/introspect (RFC 7662).
 
-    Anything else — another client's token, an unknown, expired or revoked one, a public client
-    asking — is `{"active": false}` and nothing more.
+    A resource server asks about any access token this server issued (the hot path of every API
+    call in other services); an app's confidential client asks about its own access and refresh
+    tokens. Anything else — a refresh token asked by a resource server, another client's token, an
+    unknown, expired or revoked one, a public client asking — is `{"active": false}` and nothing more.
     """
 
     errors = frozenset({"invalid_request", "invalid_client", "unsupported_token_type"})
+    resource_servers_allowed = True
 
     def check(self, params):
         return _check_token_param(params)

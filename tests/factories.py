@@ -49,3 +49,8 @@ def make_client(
         approve=approve,
         actor=owner,
     )
+
+
+def make_resource_server(owner, *, name: str = "Bookings API"):
+    """A resource server (approved at once) and its first secret. Returns services.ClientCreated."""
+    return services.resource_server_create(owner=owner, name=name, actor=owner)

@@ -94,9 +94,11 @@ class Command(BaseCommand):
             "create",
             help="Register a client.",
             description="Register a client (pending unless --approve). Prints "
-            '{"client_id", "client_secret", "secret_id", "status"}. A confidential client gets its '
-            "first secret, printed only this once (it is stored as a digest); for a public client "
-            "client_secret and secret_id are null.",
+            '{"client_id", "client_secret", "secret_id", "kind", "status"}. A confidential client or a '
+            "resource server gets its first secret, printed only this once (it is stored as a digest); "
+            "for a public client client_secret and secret_id are null. With --resource-server, only "
+            "--owner and --name are given: a resource server is approved at once and can only "
+            "introspect tokens.",
         )
         create.add_argument("--owner", required=True, metavar="USERNAME", help="The developer who owns the client.")
         create.add_argument("--name", required=True)
@@ -104,9 +106,10 @@ class Command(BaseCommand):
             "--redirect-uri",
             dest="redirect_uris",
             action="append",
-            required=True,
+            default=[],
             metavar="URI",
-            help="Repeat for each URI (1 to 10). https, or http on localhost/127.0.0.1/[::1] only.",
+            help="Repeat for each URI (1 to 10). https, or http on localhost/127.0.0.1/[::1] only. "
+            "Required unless --resource-server.",
         )
         create.add_argument(
             "--scope",
@@ -122,6 +125,12 @@ class Command(BaseCommand):
         create.add_argument("--public", action="store_true", help="A public client (PKCE, no secret).")
         create.add_argument("--legacy", action="store_true", help="A legacy client: no scopes, tokens unrestricted.")
         create.add_argument("--approve", action="store_true", help="Approve it at once.")
+        create.add_argument(
+            "--resource-server",
+            action="store_true",
+            help="An API service that verifies tokens by introspection (RFC 7662): no redirect URI, "
+            "no scope, no grant; approved at once.",
+        )
 
         approve = commands.add_parser("approve", help="Approve a pending client.")
         approve.add_argument("client_id")
@@ -182,8 +191,24 @@ class Command(BaseCommand):
             raise CommandError(f"Unknown client: no OAuth client with client_id {client_id!r}.")
         return client
 
-    def do_create(self, *, actor, owner, name, redirect_uris, scopes, website, purpose, public, legacy, approve, **_):
+    def do_create(
+        self, *, actor, owner, name, redirect_uris, scopes, website, purpose, public, legacy, approve, **options
+    ):
         owner = self._user(owner, role="owner")
+        if options.get("resource_server"):
+            return self._create_resource_server(
+                actor=actor,
+                owner=owner,
+                name=name,
+                redirect_uris=redirect_uris,
+                scopes=scopes,
+                website=website,
+                purpose=purpose,
+                public=public,
+                legacy=legacy,
+            )
+        if not redirect_uris:
+            raise CommandError("--redirect-uri is required (at least one) unless --resource-server is given.")
         with transaction.atomic():
             created = services.client_create(
                 owner=owner,
@@ -205,7 +230,24 @@ class Command(BaseCommand):
             "client_id": client.client_id,
             "client_secret": created.secret.plaintext if created.secret else None,
             "secret_id": created.secret.secret.pk if created.secret else None,
+            "kind": client.client_type,
             "status": client.status,
+        }
+
+    def _create_resource_server(self, *, actor, owner, name, **app_only) -> dict:
+        flags = {"redirect_uris": "--redirect-uri", "scopes": "--scope"}
+        given = sorted(
+            flags.get(option, "--" + option) for option, value in app_only.items() if value not in (None, [], "", False)
+        )
+        if given:
+            raise CommandError(f"A resource server has no {', '.join(given)}: give only --owner and --name.")
+        created = services.resource_server_create(owner=owner, name=name, actor=actor)
+        return {
+            "client_id": created.client.client_id,
+            "client_secret": created.secret.plaintext,
+            "secret_id": created.secret.secret.pk,
+            "kind": created.client.client_type,
+            "status": created.client.status,
         }
 
     def do_approve(self, *, actor, client_id, **_):
