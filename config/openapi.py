@@ -5,7 +5,6 @@ written here rather than derived, so they can say exactly what the endpoints ans
 required keys, no extra keys); tests/openapi checks them against real responses.
 """
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
@@ -33,11 +32,14 @@ API_ERROR_CODES = {
     403: "`insufficient_scope`",
     413: "`request_too_large`",
     415: "`unsupported_media_type`",
+    503: "`service_unavailable`",
 }
 
 API_ERROR_DESCRIPTIONS = {
     400: "The body is not valid JSON, or a field is invalid.",
     401: "No bearer token, or an invalid, expired or revoked one.",
+    503: "The access token could not be verified: the authorization server is unavailable (a resource server "
+    "verifying by introspection). Retry after the `Retry-After` seconds.",
     403: "The token's scopes do not include the one this method needs "
     '(`WWW-Authenticate: Bearer realm="api", error="insufficient_scope", scope="…"`, naming the required '
     "and the granted scopes).",
@@ -75,12 +77,6 @@ SCHEMAS = {
 }
 
 SECURITY_SCHEMES = {
-    "bearerAuth": {
-        "type": "http",
-        "scheme": "bearer",
-        "description": "An access token from the token endpoint: `Authorization: Bearer <access_token>` "
-        "(header only; a token in the query string is ignored).",
-    },
     "clientBasic": {
         "type": "http",
         "scheme": "basic",
@@ -111,14 +107,6 @@ def add_components(result, generator, request, public):
             if operation.get("operationId") in BODY_REQUIRED and "requestBody" in operation:
                 operation["requestBody"]["required"] = True
     return result
-
-
-class BearerTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "scopes.authentication.BearerTokenAuthentication"
-    name = "bearerAuth"
-
-    def get_security_definition(self, auto_schema):
-        return SECURITY_SCHEMES["bearerAuth"]
 
 
 def api_errors(*codes: int) -> dict:

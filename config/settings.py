@@ -192,8 +192,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["scopes.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "config.exception_handlers.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Operation security and descriptions from the scope declarations (scopes/openapi.py).
+    "DEFAULT_SCHEMA_CLASS": "scopes.openapi.ScopedAutoSchema",
 }
+
+# The public client Swagger UI (/v2/docs/) authorizes as; `seed_demo` makes one with this client_id.
+OAUTH_DOCS_CLIENT_ID = env_str("OAUTH_DOCS_CLIENT_ID", "api-docs-demo")
 
 # OpenAPI schema at /v2/schema/, docs at /v2/docs/ (config/openapi.py, README "API documentation").
 SPECTACULAR_SETTINGS = {
@@ -208,6 +212,14 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "POSTPROCESSING_HOOKS": ["config.openapi.add_components"],  # enums stay inline
+    # Swagger UI's "Authorize" runs the authorization code flow with PKCE against this server, as a
+    # public client whose redirect URI is the page below (seed_demo registers one for the demo).
+    "SWAGGER_UI_SETTINGS": {"oauth2RedirectUrl": f"{OAUTH_ISSUER}/v2/docs/oauth2-redirect.html"},
+    "SWAGGER_UI_OAUTH2_CONFIG": {
+        "clientId": OAUTH_DOCS_CLIENT_ID,
+        "usePkceWithAuthorizationCodeGrant": True,
+        "scopes": ["PROFILE_READ"],
+    },
 }
 
 # Mail (client review notifications): console by default, SMTP when EMAIL_HOST is set.

@@ -134,19 +134,26 @@ SCHEMAS = {
     },
     "ActiveToken": {
         "type": "object",
-        "description": "RFC 7662 §2.2, for a live token of the asking (confidential) client.",
+        "description": "RFC 7662 §2.2: for a resource server, any live access token; for an app's "
+        "confidential client, its own live access or refresh token.",
         "required": ["active", "scope", "client_id", "username", "sub", "exp", "iat", "iss"],
         "additionalProperties": False,
         "properties": {
             "active": {"type": "boolean", "enum": [True]},
             "scope": _string("Space-separated; empty for a legacy client's unrestricted token."),
-            "client_id": _string("The client the token was issued to (the asking client)."),
+            "client_id": _string("The client the token was issued to."),
             "username": _string("The user's username."),
             "sub": _string("The user's id, as a string."),
             "token_type": {
                 "type": "string",
-                "enum": ["bearer"],
-                "description": "RFC 6749 §7.1 type of an access token; absent for a refresh token.",
+                "enum": ["bearer", "Bearer"],
+                "description": "RFC 6749 §7.1 type of an access token (`Bearer` to a resource server); absent for "
+                "a refresh token.",
+            },
+            "unrestricted": {
+                "type": "boolean",
+                "description": "Resource servers only: true for a legacy client's full-access token (its scope is "
+                "empty and no scope restriction applies), false otherwise.",
             },
             "exp": {
                 "type": "integer",
@@ -264,6 +271,9 @@ revoke_schema = _token_operation(
 introspect_schema = _token_operation(
     "oauth2_introspect",
     "Introspect a token (RFC 7662)",
-    "A confidential client asks about one of its own tokens.",
+    "A resource server (a client of kind resource_server) asks about any access token this server issued: "
+    "this is how services that serve the API verify bearer tokens. A refresh token is never active for it. "
+    "An app's confidential client asks about one of its own tokens. Nothing else may ask about other "
+    "clients' tokens.",
     OpenApiResponse(ref("IntrospectionResponse"), description='`{"active": false}` or the token\'s claims.'),
 )

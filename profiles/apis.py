@@ -94,23 +94,23 @@ class MeApi(ScopedApiView):
 
     @extend_schema(
         summary="The token's user",
-        description="Scope `PROFILE_READ`.",
         tags=["Profile"],
         parameters=[_bearer_errors],
         responses={200: _profile_response, **api_errors(401, 403)},
     )
     def get(self, request):
+        """The profile of the token's user: defaults until the user saves one."""
         return self._render(profile_get_for_user(user=request.user))
 
     @extend_schema(
         summary="Update the token's user's profile",
-        description="Scope `PROFILE_WRITE`. Only the fields sent change; unknown or read-only fields are a 400.",
         tags=["Profile"],
         parameters=[_bearer_errors],
         request=InputSerializer,
         responses={200: _profile_response, **api_errors(400, 401, 403, 413, 415)},
     )
     def patch(self, request):
+        """Only the fields sent change; unknown or read-only fields are a 400."""
         if not isinstance(request.data, dict):
             raise serializers.ValidationError("The request body must be a JSON object.")
         serializer = self.InputSerializer(data=request.data)

@@ -47,9 +47,9 @@ def test_the_document_is_valid_openapi_3():
     document = openapi()
     validate_schema(document)
     assert document["openapi"].startswith("3.")
-    assert set(document["components"]["securitySchemes"]) == {"bearerAuth", "clientBasic"}
+    assert set(document["components"]["securitySchemes"]) == {"oauth2", "clientBasic"}
     assert document["components"]["securitySchemes"]["clientBasic"]["scheme"] == "basic"
-    assert document["components"]["securitySchemes"]["bearerAuth"]["scheme"] == "bearer"
+    assert document["components"]["securitySchemes"]["oauth2"]["type"] == "oauth2"
 
 
 def test_the_documented_operations_are_exactly_the_api():
@@ -266,6 +266,6 @@ def test_me_answers_match_the_document(browser, api, confidential, end_user, set
 def test_the_documented_token_lifetime_and_scopes_are_the_servers(settings):
     token = operation("post", TOKEN)
     assert token["security"] == [{"clientBasic": []}, {}]
-    assert operation("get", ME)["security"] == [{"bearerAuth": []}]
+    assert operation("get", ME)["security"] == [{"oauth2": ["PROFILE_READ"]}]
     schemas = openapi()["components"]["schemas"]
     assert schemas["TokenResponse"]["properties"]["expires_in"]["enum"] == [settings.OAUTH_ACCESS_TOKEN_LIFETIME]

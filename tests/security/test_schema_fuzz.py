@@ -126,8 +126,18 @@ def in_test_transaction():
             signal.connect(close_old_connections)
 
 
-@pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=["positive", "negative"])
-@pytest.mark.parametrize(("method", "path"), OPERATIONS, ids=[f"{m} {p}" for m, p in OPERATIONS])
+# GET /v2/me has no parameters and no body, and its OAuth 2.0 security is no header parameter that
+# schemathesis could break: there is nothing to negate. Malformed Authorization headers on it are
+# fuzzed by tests/security/test_fuzz.py (hypothesis) instead.
+CASES = [
+    (method, path, mode)
+    for method, path in OPERATIONS
+    for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
+    if not (mode is GenerationMode.NEGATIVE and (method, path) == ("GET", ME))
+]
+
+
+@pytest.mark.parametrize(("method", "path", "mode"), CASES, ids=[f"{m} {p}-{mode.value}" for m, p, mode in CASES])
 def test_fuzzed_requests_get_documented_answers_and_no_server_error(schema, world, method, path, mode):
     operation = schema[path][method]
     statuses = []
