@@ -17,8 +17,15 @@ from scopes.permissions import HasRequiredScope
 _PLACEHOLDER = re.compile(r"<(?:[^>:]+:)?([^>]+)>")
 
 
+def routes(urlconf=None):
+    """(path, kwarg names, view class) of every class-based view's route, nested includes followed.
+
+    Paths are written as OpenAPI writes them: `/v2/teams/{teamId}/bookings`.
+    """
+    return _routes(get_resolver(urlconf))
+
+
 def _routes(resolver, prefix: str = "", names: tuple[str, ...] = ()):
-    """(path, kwarg names, view class) of every route, nested includes followed."""
     for entry in resolver.url_patterns:
         pattern = entry.pattern
         route = prefix + str(pattern)
@@ -77,7 +84,7 @@ def check_scope_declarations(app_configs=None, urlconf=None, **kwargs):
     errors = []
     seen = set()
     scoped_routes = False
-    for path, kwarg_names, view in _routes(get_resolver(urlconf)):
+    for path, kwarg_names, view in routes(urlconf):
         if not _is_scoped(view):
             continue
         scoped_routes = True
