@@ -43,7 +43,7 @@ def create_args(*extra, owner="owner", uris=(GOOD_URI,), scopes=("PROFILE_READ",
 def test_create_registers_a_pending_confidential_client_and_prints_its_first_secret_once(owner):
     result = run(*create_args(scopes=("PROFILE_READ BOOKING_READ", "SCHEDULE_READ,PROFILE_WRITE")))
 
-    assert set(result) == {"client_id", "client_secret", "secret_id", "status"}
+    assert set(result) == {"client_id", "client_secret", "secret_id", "kind", "status"}
     client = OAuthClient.objects.get(client_id=result["client_id"])
     assert client.owner == owner
     assert result["status"] == client.status == ClientStatus.PENDING
