@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from oauthclients.models import ClientAuditEvent, ClientSecret, ClientStatus, OAuthClient, digest
+from oauthclients.models import ClientAuditEvent, ClientKind, ClientSecret, ClientStatus, OAuthClient, digest
 from tests.factories import make_user
 
 SECRET_LINE = re.compile(r"^Demo client_secret: (cs_\S+)$", re.MULTILINE)
@@ -97,3 +97,16 @@ def test_force_runs_it_without_debug(db, settings):
     settings.DEBUG = False
     seed("--force")
     assert OAuthClient.objects.filter(name="Demo Calendar App", status=ClientStatus.APPROVED).exists()
+
+
+def test_it_registers_the_api_docs_client_for_swagger_ui(db, settings):
+    settings.DEBUG = True
+    settings.OAUTH_ISSUER = "http://127.0.0.1:8000"
+    out = StringIO()
+    call_command("seed_demo", stdout=out)
+    docs = OAuthClient.objects.get(client_id=settings.OAUTH_DOCS_CLIENT_ID)
+    assert (docs.client_type, docs.status) == (ClientKind.PUBLIC, "approved")
+    assert docs.redirect_uri_list == ["http://127.0.0.1:8000/v2/docs/oauth2-redirect.html"]
+    assert f"client_id {settings.OAUTH_DOCS_CLIENT_ID}" in out.getvalue()
+    call_command("seed_demo", stdout=StringIO())  # a second run keeps it
+    assert OAuthClient.objects.filter(client_id=settings.OAUTH_DOCS_CLIENT_ID).count() == 1

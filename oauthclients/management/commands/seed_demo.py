@@ -2,11 +2,12 @@
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from oauthclients import selectors, services
-from oauthclients.models import ClientKind
+from oauthclients.models import ClientKind, OAuthClient
 
 BASE_URL = "http://127.0.0.1:8000"
 # Well-known passwords: this is why the command refuses to run unless DEBUG is on.
@@ -47,6 +48,7 @@ class Command(BaseCommand):
         with transaction.atomic():
             users = {username: self._user(username, password, admin) for username, password, admin in DEMO_USERS}
             client, secret = self._client(developer=users["developer"], admin=users["admin"])
+            docs_client = self._docs_client(admin=users["admin"])
 
         self.stdout.write("")
         self.stdout.write("Logins:")
@@ -66,6 +68,11 @@ class Command(BaseCommand):
         self.stdout.write(
             f"  For another one: DJANGO_DEBUG=1 .venv/bin/python manage.py oauthclient add-secret {client.client_id}"
         )
+        if docs_client is not None:
+            self.stdout.write(
+                f"API docs:           {settings.OAUTH_ISSUER}/v2/docs/ (Authorize: client_id {docs_client.client_id}, "
+                "PKCE, no secret)"
+            )
 
     def _user(self, username: str, password: str, admin: bool):
         User = get_user_model()
@@ -80,6 +87,37 @@ class Command(BaseCommand):
             user = User.objects.create_user(username=username, email=f"{username}@example.com", password=password)
         self.stdout.write(f"Created user {username}.")
         return user
+
+    def _docs_client(self, *, admin):
+        """The public client Swagger UI authorizes as (settings.OAUTH_DOCS_CLIENT_ID), owned by the admin."""
+        client_id = settings.OAUTH_DOCS_CLIENT_ID
+        existing = selectors.client_get(client_id=client_id)
+        if existing is not None:
+            return existing
+        try:
+            created = self._create_docs_client(admin=admin)
+        except ValidationError as exc:
+            # An issuer on plain http other than loopback cannot have a redirect URI (SECURITY.md).
+            self.stdout.write(f"API docs client not created: {'; '.join(exc.messages)}")
+            return None
+        # A fixed, well-known client_id, so that the docs page can name it (a public client has no secret).
+        OAuthClient.objects.filter(pk=created.client.pk).update(client_id=client_id)
+        created.client.client_id = client_id
+        self.stdout.write(f"Created the API docs client {client_id}.")
+        return services.client_approve(client=created.client, actor=admin)
+
+    @staticmethod
+    def _create_docs_client(*, admin) -> services.ClientCreated:
+        return services.client_create(
+            owner=admin,
+            actor=admin,
+            name="API docs (Swagger UI)",
+            kind=ClientKind.PUBLIC,
+            scopes=["PROFILE_READ", "PROFILE_WRITE"],
+            redirect_uris=[f"{settings.OAUTH_ISSUER}/v2/docs/oauth2-redirect.html"],
+            website_url=f"{settings.OAUTH_ISSUER}/v2/docs/",
+            purpose="Try the API from its documentation page.",
+        )
 
     def _client(self, *, developer, admin):
         client = selectors.client_list_for_owner(owner=developer).filter(name=DEMO_CLIENT["name"]).first()
