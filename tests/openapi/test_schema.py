@@ -10,10 +10,12 @@ from urllib.parse import urlencode
 
 import pytest
 from django.test import Client
-from django.urls import URLPattern, URLResolver, get_resolver
 from drf_spectacular.validation import validate_schema
 from rest_framework.views import APIView
 
+from scopes.checks import routes
+from scopes.declarations import served_methods
+from scopes.views import ScopedApiView
 from tests.factories import make_client
 from tests.oauthflows.helpers import (
     INTROSPECT,
@@ -61,19 +63,49 @@ def test_the_documented_operations_are_exactly_the_api():
     }
 
 
-def _api_views(resolver=None, prefix="/"):
-    for pattern in (resolver or get_resolver()).url_patterns:
-        route = prefix + str(pattern.pattern)
-        if isinstance(pattern, URLResolver):
-            yield from _api_views(pattern, route)
-        elif isinstance(pattern, URLPattern) and issubclass(getattr(pattern.callback, "cls", object), APIView):
-            yield route, pattern.callback.cls
+def _api_views(urlconf=None):
+    """{OpenAPI path: view class} of every DRF view routed, parameters written {likeThis}."""
+    return {path: view for path, _kwargs, view in routes(urlconf) if issubclass(view, APIView)}
+
+
+def test_routes_with_parameters_are_documented_with_their_methods_and_scopes():
+    # The test-only URLs declare scopes every way scopes allow, on routes with path parameters.
+    from drf_spectacular.generators import SchemaGenerator
+
+    document = SchemaGenerator(urlconf="tests.scopes.urls_for_tests").get_schema(request=None, public=True)
+    routed = {path: view for path, view in _api_views("tests.scopes.urls_for_tests").items() if path.startswith("/v2/")}
+    assert set(routed) - UNDOCUMENTED_VIEWS - {"/v2/docs/oauth2-redirect.html"} == set(document["paths"])
+    for path, view in routed.items():
+        if path in document["paths"]:
+            served = {m.lower() for m in served_methods(view)} - {"head"}
+            assert set(document["paths"][path]) == served, path
+    team = document["paths"]["/v2/teams/{teamId}/bookings"]
+    assert team["get"]["security"] == [{"oauth2": ["TEAM_BOOKING_READ"]}]
+    assert team["delete"]["security"] == [{"oauth2": ["TEAM_BOOKING_WRITE"]}]
+    assert "`ORG_BOOKING_READ` also grants it" in team["get"]["description"]
+    assert document["paths"]["/v2/organizations/{orgId}/bookings"]["get"]["security"] == [
+        {"oauth2": ["ORG_BOOKING_READ"]}
+    ]
+    assert "security" not in document["paths"]["/v2/bookings/create"]["post"]  # public: no token needed
+    assert "no access token needed" in document["paths"]["/v2/bookings/create"]["post"]["description"]
+    assert document["paths"]["/v2/schedules"]["delete"]["security"] == [{"oauth2": []}]  # declared for no scope
+    # No operation shows the base class's docstring.
+    base_doc = ScopedApiView.__doc__.strip().splitlines()[0]
+    assert not [
+        (path, method)
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+        if base_doc in operation.get("description", "")
+    ]
 
 
 def test_every_api_view_is_documented_and_every_documented_path_is_routed(db):
     documented = openapi()["paths"]
-    routed = dict(_api_views())
+    routed = _api_views()
     assert set(routed) - UNDOCUMENTED_VIEWS == set(documented)
+    for path, view in routed.items():
+        if path in documented:
+            assert set(documented[path]) == {m.lower() for m in served_methods(view)} - {"head"}, path
     for path, methods in documented.items():
         for method in methods:
             # No credentials: each operation exists and refuses (it is not a 404 or a 405).
