@@ -133,16 +133,26 @@ def stop(process: subprocess.Popen) -> None:
 
 @contextlib.contextmanager
 def running_server(
-    database_url: str, *, workers: int = 4, timeout: int = 20, env: dict[str, str] | None = None
+    database_url: str | None,
+    *,
+    workers: int = 4,
+    timeout: int = 20,
+    env: dict[str, str] | None = None,
+    app: str = "config.wsgi",
+    environment: dict[str, str] | None = None,
 ) -> Iterator[LiveServer]:
-    """gunicorn with `workers` sync workers on 127.0.0.1, stopped (process group) on exit."""
+    """gunicorn with `workers` sync workers on 127.0.0.1, stopped (process group) on exit.
+
+    `app` and `environment` serve another WSGI application (the example resource server) with
+    exactly that environment instead of this project's production settings.
+    """
     with tempfile.NamedTemporaryFile(prefix="gunicorn-", suffix=".log", delete=False) as log_file:
         log_path = Path(log_file.name)
     command = [
         sys.executable,
         "-m",
         "gunicorn",
-        "config.wsgi",
+        app,
         "--workers",
         str(workers),
         "--worker-class",
@@ -164,7 +174,7 @@ def running_server(
         process = subprocess.Popen(
             command,
             cwd=PROJECT_ROOT,
-            env=server_environment(database_url, **(env or {})),
+            env=environment if environment is not None else server_environment(database_url, **(env or {})),
             stdin=subprocess.DEVNULL,
             stdout=log_file,
             stderr=subprocess.STDOUT,

@@ -1,0 +1,152 @@
+"""This server and the example resource server (examples/bookings_service) as separate gunicorn
+processes: tokens issued here are verified there by introspection, over real HTTP."""
+
+import os
+import time
+
+import pytest
+import requests
+
+from oauthclients import services
+from tests.factories import make_client, make_resource_server
+from tests.integration.flows import TIMEOUT, authorize, exchange, make_server_user
+from tests.integration.server import running_server, stop
+
+REVOKE = "/v2/auth/oauth2/revoke"
+
+
+@pytest.fixture
+def credentials(transactional_db):
+    created = make_resource_server(make_server_user("ops", staff=True), name="Bookings API")
+    return created.client.client_id, created.secret.plaintext
+
+
+@pytest.fixture
+def service_cache_seconds():
+    return 0
+
+
+@pytest.fixture
+def bookings(server, credentials, service_cache_seconds):
+    """The example service, configured only by its four variables, pointing at `server`."""
+    client_id, secret = credentials
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DJANGO_", "OAUTH_", "DATABASE_", "RATELIMIT_", "REDIS_"))
+    }
+    environment.update(
+        OAUTH_INTROSPECTION_URL=server.url + "/v2/auth/oauth2/introspect",
+        OAUTH_RESOURCE_SERVER_ID=client_id,
+        OAUTH_RESOURCE_SERVER_SECRET=secret,
+        OAUTH_INTROSPECTION_CACHE_SECONDS=str(service_cache_seconds),
+        PYTHONUNBUFFERED="1",
+    )
+    # One worker, so that a cached answer is seen by the next request (the cache is per process).
+    with running_server(None, workers=1, app="examples.bookings_service.wsgi", environment=environment) as live:
+        yield live
+
+
+@pytest.fixture
+def user(transactional_db):
+    return make_server_user("alice")
+
+
+def issue(server, user, *, scope: str, legacy: bool = False) -> tuple:
+    """(the app client, its secret, the token response) after a real consent and exchange."""
+    from tests.integration.flows import login
+
+    created = make_client(
+        user,
+        name="Legacy" if legacy else "Calendar",
+        redirect_uris=["http://localhost:8765/cb"],
+        scopes=None if legacy else scope.split(),
+        is_legacy=legacy,
+        approve=True,
+    )
+    browser = login(server.url, user.username)
+    code = authorize(browser, server.url, created.client, scope="" if legacy else scope)
+    response = exchange(server.url, created.client, created.secret.plaintext, code)
+    assert response.status_code == 200, response.text
+    return created.client, created.secret.plaintext, response.json()
+
+
+def call(service, path, token=None, method="get"):
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return requests.request(method, service.url + path, headers=headers, timeout=TIMEOUT)
+
+
+def test_scopes_are_enforced_by_the_second_service(server, bookings, user):
+    _client, _secret, tokens = issue(server, user, scope="PROFILE_READ BOOKING_READ")
+    token = tokens["access_token"]
+    answer = call(bookings, "/v2/bookings", token)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["username"] == "alice" and answer.json()["scopes"] == ["PROFILE_READ", "BOOKING_READ"]
+    refused = call(bookings, "/v2/bookings", token, method="post")
+    assert refused.status_code == 403
+    assert refused.headers["WWW-Authenticate"] == (
+        'Bearer realm="api", error="insufficient_scope", scope="BOOKING_WRITE"'
+    )
+    assert call(bookings, "/v2/teams/4/bookings", token).status_code == 403
+    assert call(bookings, "/v2/slots").json()["username"] is None  # public
+    missing = call(bookings, "/v2/bookings")
+    assert missing.status_code == 401 and missing.headers["WWW-Authenticate"] == 'Bearer realm="api"'
+    # The refresh token is no credential at a resource server.
+    assert call(bookings, "/v2/bookings", tokens["refresh_token"]).status_code == 401
+
+
+def test_an_org_scope_grants_the_team_scope_there_too(server, bookings, user):
+    _client, _secret, tokens = issue(server, user, scope="ORG_BOOKING_READ")
+    assert call(bookings, "/v2/teams/4/bookings", tokens["access_token"]).json()["teamId"] == 4
+    assert call(bookings, "/v2/organizations/2/teams/4/bookings", tokens["access_token"]).status_code == 200
+    assert call(bookings, "/v2/bookings", tokens["access_token"]).status_code == 403
+
+
+def test_a_legacy_token_has_full_access_there(server, bookings, user):
+    _client, _secret, tokens = issue(server, user, scope="", legacy=True)
+    for path, method in [("/v2/bookings", "post"), ("/v2/organizations/2/teams/4/bookings", "get")]:
+        answer = call(bookings, path, tokens["access_token"], method=method)
+        assert answer.status_code in (200, 201), answer.text
+        assert answer.json()["scopes"] == []
+
+
+def test_a_revoked_token_and_a_rejected_clients_token_are_refused_at_once(server, bookings, user):
+    client, secret, tokens = issue(server, user, scope="BOOKING_READ")
+    assert call(bookings, "/v2/bookings", tokens["access_token"]).status_code == 200
+    revoke = requests.post(
+        server.url + REVOKE,
+        data={"token": tokens["access_token"], "client_id": client.client_id, "client_secret": secret},
+        timeout=TIMEOUT,
+    )
+    assert revoke.status_code == 200
+    assert call(bookings, "/v2/bookings", tokens["access_token"]).status_code == 401
+
+    client, _secret, tokens = issue(server, user, scope="BOOKING_READ")
+    assert call(bookings, "/v2/bookings", tokens["access_token"]).status_code == 200
+    services.client_reject(client=client, actor=None, reason="Abuse")
+    assert call(bookings, "/v2/bookings", tokens["access_token"]).status_code == 401
+
+
+@pytest.mark.parametrize("service_cache_seconds", [2])
+def test_with_a_cache_a_revocation_bites_within_the_cache_time(server, bookings, user):
+    client, secret, tokens = issue(server, user, scope="BOOKING_READ")
+    assert call(bookings, "/v2/bookings", tokens["access_token"]).status_code == 200
+    revoked_at = time.monotonic()
+    requests.post(
+        server.url + REVOKE,
+        data={"token": tokens["access_token"], "client_id": client.client_id, "client_secret": secret},
+        timeout=TIMEOUT,
+    )
+    assert call(bookings, "/v2/bookings", tokens["access_token"]).status_code == 200  # the cached answer
+    time.sleep(max(0.0, 2.2 - (time.monotonic() - revoked_at)))
+    assert call(bookings, "/v2/bookings", tokens["access_token"]).status_code == 401
+
+
+def test_the_authorization_server_down_is_503_there(server, bookings, user):
+    _client, _secret, tokens = issue(server, user, scope="BOOKING_READ")
+    assert call(bookings, "/v2/bookings", tokens["access_token"]).status_code == 200
+    stop(server.process)
+    answer = call(bookings, "/v2/bookings", tokens["access_token"])
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["error"]["code"] == "service_unavailable" and answer.headers["Retry-After"] == "5"
+    assert call(bookings, "/v2/slots").status_code == 200  # public, no token: still served
