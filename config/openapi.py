@@ -5,6 +5,10 @@ written here rather than derived, so they can say exactly what the endpoints ans
 required keys, no extra keys); tests/openapi checks them against real responses.
 """
 
+from django.http import HttpResponse
+from django.templatetags.static import static
+from django.utils.html import format_html
+from django.views import View
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
@@ -142,4 +146,25 @@ class SwaggerView(SpectacularSwaggerSplitView):
     def get(self, request, *args, **kwargs):
         response = super().get(request, *args, **kwargs)
         response["Content-Security-Policy"] = DOCS_CONTENT_SECURITY_POLICY
+        return response
+
+
+class SwaggerOAuthRedirectView(View):
+    """GET /v2/docs/oauth2-redirect.html: where Swagger UI's authorization popup lands with the code.
+
+    Swagger UI's own page, served here rather than redirected to the static file: the code then
+    makes no extra hop, and the page gets the same headers as the docs page (the same
+    Cross-Origin-Opener-Policy keeps the popup's link to its opener, through which the page hands
+    the code back). Its script comes from our static files.
+    """
+
+    def get(self, request, *args, **kwargs):
+        script = static("drf_spectacular_sidecar/swagger-ui-dist/oauth2-redirect.js")
+        page = format_html(
+            '<!doctype html><html lang="en-US"><head><title>Authorized</title></head>'
+            '<body><script src="{}"></script></body></html>',
+            script,
+        )
+        response = HttpResponse(page)
+        response["Cache-Control"] = "no-store"  # the URL carries the authorization code
         return response

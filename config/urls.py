@@ -2,9 +2,9 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerOauthRedirectView
+from drf_spectacular.views import SpectacularAPIView
 
-from config.openapi import SwaggerView
+from config.openapi import SwaggerOAuthRedirectView, SwaggerView
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/settings/developer/", permanent=False)),
@@ -15,9 +15,7 @@ urlpatterns = [
     path("", include("oauthflows.urls")),
     path("v2/schema/", SpectacularAPIView.as_view(), name="schema"),  # public: README "API documentation"
     path("v2/docs/", SwaggerView.as_view(url_name="schema"), name="api_docs"),
-    path(
-        "v2/docs/oauth2-redirect.html", SpectacularSwaggerOauthRedirectView.as_view(), name="api_docs_oauth2_redirect"
-    ),
+    path("v2/docs/oauth2-redirect.html", SwaggerOAuthRedirectView.as_view(), name="api_docs_oauth2_redirect"),
     path("v2/", include("profiles.urls")),
 ]
 
