@@ -144,18 +144,20 @@ class OAuthClient(AbstractApplication):
     def is_usable(self, request) -> bool:
         """DOT asks this before issuing codes and tokens: only an approved client is usable...
 
-        ...except that the owner may try their own pending client at the authorization endpoint,
-        where the consent view marks the request (with the Python object True, which no request
-        parameter can be) after checking the logged-in user. Tokens always need approval.
+        ...except that the owner may test their own pending client end to end. At the
+        authorization endpoint the consent view marks the request after checking the logged-in
+        user; at the token, revocation and introspection endpoints the validator marks it and
+        then allows codes and refresh tokens of the owner's own account only. Both marks are the
+        Python object True, which no request parameter can be.
         """
         if self.status == ClientStatus.APPROVED:
             return True
+        if self.status != ClientStatus.PENDING:
+            return False
+        if getattr(request, "pending_owner_only", None) is True:
+            return True
         user = getattr(request, "user", None)
-        return (
-            self.status == ClientStatus.PENDING
-            and getattr(request, "pending_owner_preview", None) is True
-            and getattr(user, "pk", None) == self.user_id
-        )
+        return getattr(request, "pending_owner_preview", None) is True and getattr(user, "pk", None) == self.user_id
 
 
 class ClientSecret(models.Model):

@@ -56,7 +56,8 @@ def generate_token(request=None) -> str:
 def _is_concurrent_duplicate(consumed_at: datetime | None) -> bool:
     """A second presentation that raced the first one: refused, but not treated as theft.
 
-    A code or refresh token consumed while this request was already running, or less than
+    Refresh tokens only (codes are strictly single use, see validate_code). A refresh token
+    consumed while this request was already running, or less than
     OAUTH_REPLAY_GRACE_SECONDS before it started, was sent twice at about the same time (a retry,
     two workers, a double click): requests queued in front of busy server processes start late,
     so "already running" alone misses them. Later presentations are replays and revoke the
@@ -68,8 +69,31 @@ def _is_concurrent_duplicate(consumed_at: datetime | None) -> bool:
     return consumed_at >= started - timedelta(seconds=settings.OAUTH_REPLAY_GRACE_SECONDS)
 
 
+PENDING_CLIENT_OWNER_ONLY = (
+    "This application is awaiting review; until it is approved it can get tokens for its owner's account only."
+)
+
+
+def _owner_only_if_pending(client, user_id, request) -> None:
+    """A pending client serves its owner's own account only (the owner tests it before review)."""
+    if client is not None and client.status == ClientStatus.PENDING and user_id != client.user_id:
+        raise errors.UnauthorizedClientError(description=PENDING_CLIENT_OWNER_ONLY, request=request)
+
+
 class Validator(OAuth2Validator):
     # --- client authentication -------------------------------------------------------------
+
+    # The token, revocation and introspection endpoints start with one of these three hooks. A
+    # pending client may authenticate there (OAuthClient.is_usable); validate_code and
+    # validate_refresh_token then allow only its owner's grants (_owner_only_if_pending).
+
+    def client_authentication_required(self, request, *args, **kwargs):
+        request.pending_owner_only = True
+        return super().client_authentication_required(request, *args, **kwargs)
+
+    def authenticate_client_id(self, client_id, request, *args, **kwargs):
+        request.pending_owner_only = True
+        return super().authenticate_client_id(client_id, request, *args, **kwargs)
 
     def _check_secret(self, provided_secret, stored_secret):
         # Not used: secrets are checked against ClientSecret rows in authenticate_client.
@@ -82,6 +106,7 @@ class Validator(OAuth2Validator):
         two active secrets works; a revoked one fails at once. Unknown client and wrong secret
         take the same path and the same time.
         """
+        request.pending_owner_only = True
         auth_string = self._extract_basic_auth(request)
         if auth_string:
             credentials = basic_credentials(auth_string)
@@ -178,8 +203,10 @@ class Validator(OAuth2Validator):
         if grant is None:
             return False
         if grant.used_at is not None:
-            if not _is_concurrent_duplicate(grant.used_at) and grant.token_family:
-                # RFC 6749 §4.1.2 / RFC 9700 §4.14: a replayed code revokes what it produced.
+            # RFC 6749 §4.1.2 / RFC 9700 §4.5: strictly single use. Any second presentation, however
+            # soon (even one that raced the first), revokes what the code produced. The replay
+            # grace (_is_concurrent_duplicate) is for refresh tokens only.
+            if grant.token_family:
                 RefreshToken.revoke_family(grant.token_family)
                 audit_record(
                     client=grant.application,
@@ -193,6 +220,7 @@ class Validator(OAuth2Validator):
             raise errors.InvalidGrantError(description="The authorization code has already been used.", request=request)
         if grant.is_expired():
             raise errors.InvalidGrantError(description="The authorization code has expired.", request=request)
+        _owner_only_if_pending(request.client, grant.user_id, request)
         verifier = getattr(request, "code_verifier", None)
         if verifier is not None and not CODE_VERIFIER_RE.match(verifier):
             raise errors.InvalidRequestError(
@@ -326,6 +354,7 @@ class Validator(OAuth2Validator):
             return False
         if rt.application_id != getattr(client, "pk", None) or not rt.user.is_active:
             return False
+        _owner_only_if_pending(client, rt.user_id, request)
         request.user = rt.user
         request.refresh_token = refresh_token
         request.refresh_token_instance = rt
