@@ -81,7 +81,9 @@ def authorization_request_validate(*, params: QueryDict, user) -> AuthorizationR
     """Check every parameter; raise AuthorizationPageError or AuthorizationRedirectError."""
     client = _client(params, user)
     redirect_uri = _redirect_uri(params, client)
-    state = params.get("state")
+    # An empty state is no state: oauthlib leaves it out of the Allow redirect, so the Deny
+    # redirect and error redirects leave it out too (RFC 6749 §4.1.2: echoed only if present).
+    state = params.get("state") or None
 
     def fail(error: str, description: str):
         raise AuthorizationRedirectError(error, description, redirect_uri=redirect_uri, state=state)

@@ -19,14 +19,13 @@ from rest_framework.views import APIView
 
 from oauthflows.oauth2 import request_started_at
 from oauthflows.openapi import introspect_schema, revoke_schema, token_schema
-from oauthflows.requestparams import BodyError, request_json_pairs
+from oauthflows.requestparams import BodyError, basic_credentials, request_json_pairs
 from scopes.catalog import SCOPE_NAMES
 
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
 JSON_CONTENT_TYPE = "application/json"
 CREDENTIAL_PARAMS = ("client_secret", "code", "refresh_token", "code_verifier", "password", "token")
 GRANT_TYPES = ("authorization_code", "refresh_token")
-TOKEN_TYPE_HINTS = ("access_token", "refresh_token")
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 
 DEFAULT_DESCRIPTIONS = {
@@ -36,7 +35,6 @@ DEFAULT_DESCRIPTIONS = {
     "unsupported_grant_type": "grant_type must be authorization_code or refresh_token.",
     "invalid_scope": "The requested scope is invalid or wider than the original grant.",
     "unauthorized_client": "This client may not use this grant type.",
-    "unsupported_token_type": "token_type_hint must be access_token or refresh_token.",
 }
 
 
@@ -93,6 +91,7 @@ class ClientEndpoint(OAuthLibMixin, APIView):
 
     def post(self, request, *args, **kwargs):
         request = request._request  # the Django request, not DRF's wrapper
+        # RFC 9110 §11.1: the scheme name is case-insensitive.
         self.basic_used = request.META.get("HTTP_AUTHORIZATION", "").lower().startswith("basic ")
         params, problem = self.read_params(request)
         if problem is None:
@@ -141,6 +140,11 @@ class ClientEndpoint(OAuthLibMixin, APIView):
                 "invalid_request",
                 "Use one client authentication method: HTTP Basic or client_secret in the body, not both.",
             )
+        if self.basic_used and params.get("client_id"):
+            credentials = basic_credentials(request.META["HTTP_AUTHORIZATION"][6:].strip())
+            if credentials is not None and credentials[0] != params["client_id"]:
+                # RFC 6749 §2.3: one client per request; two different client_ids are ambiguous.
+                return params, ("invalid_request", "The client_id in the body differs from the one in HTTP Basic.")
         return params, None
 
     def check(self, params: dict) -> tuple[str, str] | None:
@@ -163,7 +167,9 @@ class ClientEndpoint(OAuthLibMixin, APIView):
             status=401 if error == "invalid_client" else 400,
         )
         if error == "invalid_client":
-            response["WWW-Authenticate"] = 'Basic realm="oauth"' if self.basic_used else 'Bearer realm="oauth"'
+            # RFC 6749 §5.2: the challenge names the scheme the client may use, HTTP Basic (a 401
+            # must carry one, RFC 9110 §15.5.2). Never Bearer: these endpoints take no bearer token.
+            response["WWW-Authenticate"] = 'Basic realm="oauth"'
         return response
 
 
@@ -220,11 +226,10 @@ class TokenView(ClientEndpoint):
 
 
 def _check_token_param(params) -> tuple[str, str] | None:
+    # RFC 7009 §2.1 / RFC 7662 §2.1: token_type_hint is only a hint; an unknown one is ignored and
+    # every token type is searched (Validator._own_token), never unsupported_token_type.
     if not params.get("token"):
         return "invalid_request", "The token parameter is required."
-    hint = params.get("token_type_hint")
-    if hint is not None and hint not in TOKEN_TYPE_HINTS:
-        return "unsupported_token_type", DEFAULT_DESCRIPTIONS["unsupported_token_type"]
     return None
 
 
@@ -235,8 +240,6 @@ class RevokeView(ClientEndpoint):
     Unknown or foreign tokens answer 200 and nothing happens (RFC 7009 §2.2).
     """
 
-    errors = frozenset({"invalid_request", "invalid_client", "unsupported_token_type"})
-
     def check(self, params):
         return _check_token_param(params)
 
@@ -246,7 +249,10 @@ class RevokeView(ClientEndpoint):
         return status, body
 
     def success(self, data):
+        # RFC 7009 §2.2: 200 whatever the token was; the body is empty, so no Content-Type claims
+        # it is HTML (Django's default).
         response = HttpResponse(status=200)
+        del response["Content-Type"]
         for header, value in NO_STORE.items():
             response[header] = value
         return response
@@ -260,10 +266,18 @@ class IntrospectView(ClientEndpoint):
     asking — is `{"active": false}` and nothing more.
     """
 
-    errors = frozenset({"invalid_request", "invalid_client", "unsupported_token_type"})
-
     def check(self, params):
+        if not self._secret_presented(params):
+            # Metadata lists no "none" for introspection: a client without a secret (a public
+            # client) is refused as unauthenticated rather than told {"active": false}.
+            return "invalid_client", "Client authentication failed."
         return _check_token_param(params)
+
+    def _secret_presented(self, params) -> bool:
+        if self.basic_used:
+            credentials = basic_credentials(self.request.META["HTTP_AUTHORIZATION"][6:].strip())
+            return credentials is None or credentials[1] != ""  # malformed Basic fails later
+        return bool(params.get("client_secret"))
 
     def respond(self, request):
         core = self.get_oauthlib_core()

@@ -95,6 +95,14 @@ class Validator(OAuth2Validator):
         request.pending_owner_only = True
         return super().authenticate_client_id(client_id, request, *args, **kwargs)
 
+    def _extract_basic_auth(self, request):
+        # RFC 7617 §2 / RFC 9110 §11.1: the scheme name is case-insensitive (DOT wants "Basic").
+        auth = request.headers.get("HTTP_AUTHORIZATION", None)
+        scheme, _, credentials = (auth or "").strip().partition(" ")
+        if scheme.lower() != "basic" or not credentials.strip():
+            return None
+        return credentials.strip()
+
     def _check_secret(self, provided_secret, stored_secret):
         # Not used: secrets are checked against ClientSecret rows in authenticate_client.
         return False

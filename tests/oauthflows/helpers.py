@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, quote, urlencode, urlsplit
 AUTHORIZE = "/auth/oauth2/authorize"
 TOKEN = "/v2/auth/oauth2/token"
 ME = "/v2/me"
+METADATA = "/.well-known/oauth-authorization-server"
 
 
 def pkce_pair() -> tuple[str, str]:

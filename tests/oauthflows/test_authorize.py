@@ -81,6 +81,17 @@ def test_allow_redirects_with_code_state_and_issuer(browser, confidential):
     assert len(query["code"]) >= 22
 
 
+def test_an_empty_state_is_treated_alike_on_allow_and_deny(browser, confidential):
+    # Neither redirect echoes an empty state (oauthlib omits it on Allow; Deny follows).
+    client, _ = confidential
+    allowed = consent(browser, authorize_url(client, state=""))
+    assert set(query_of(allowed["Location"])) == {"code", "iss"}
+    denied = consent(browser, authorize_url(client, state=""), decision="deny")
+    assert_error_redirect(denied, client, "access_denied", state=None)
+    refused = browser.get(authorize_url(client, state="", scope="NOT_A_SCOPE"))
+    assert_error_redirect(refused, client, "invalid_scope", state=None)
+
+
 def test_no_state_sent_means_none_returned(browser, confidential):
     client, _ = confidential
     response = consent(browser, authorize_url(client, state=None))

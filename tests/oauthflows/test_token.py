@@ -98,6 +98,49 @@ def test_invalid_client_with_basic_answers_www_authenticate_basic(browser, api, 
     assert response["WWW-Authenticate"].startswith("Basic")
 
 
+def test_invalid_client_without_basic_challenges_basic_never_bearer(browser, api, confidential):
+    # RFC 6749 §5.2: the token endpoint takes no bearer token, so it never asks for one.
+    client, secret = confidential
+    response = exchange(api, client, get_code(browser, client), secret=secret + "x")
+    assert_token_error(response, "invalid_client", 401)
+    assert response["WWW-Authenticate"] == 'Basic realm="oauth"'
+
+
+@pytest.mark.parametrize("scheme", ["basic", "BASIC", "bAsIc"])
+def test_the_basic_scheme_name_is_case_insensitive(browser, api, confidential, scheme):
+    # RFC 7617 §2, RFC 9110 §11.1.
+    client, secret = confidential
+    data = {
+        "grant_type": "authorization_code",
+        "code": get_code(browser, client),
+        "redirect_uri": client.redirect_uri_list[0],
+    }
+    auth = basic(client.client_id, secret).replace("Basic", scheme, 1)
+    assert_tokens(token_request(api, data, auth=auth), "PROFILE_READ")
+    wrong = basic(client.client_id, "wrong").replace("Basic", scheme, 1)
+    response = token_request(api, {**data, "code": get_code(browser, client)}, auth=wrong)
+    assert_token_error(response, "invalid_client", 401)
+    assert response["WWW-Authenticate"] == 'Basic realm="oauth"'
+
+
+def test_a_body_client_id_that_differs_from_basic_is_invalid_request(browser, api, confidential, owner):
+    client, secret = confidential
+    other = make_client(owner, name="Other", approve=True).client
+    data = {
+        "grant_type": "authorization_code",
+        "code": get_code(browser, client),
+        "redirect_uri": client.redirect_uri_list[0],
+        "client_id": other.client_id,
+    }
+    body = assert_token_error(token_request(api, data, auth=basic(client.client_id, secret)), "invalid_request")
+    assert "client_id" in body["error_description"]
+    # The same client_id in both places is fine.
+    assert_tokens(
+        token_request(api, {**data, "client_id": client.client_id}, auth=basic(client.client_id, secret)),
+        "PROFILE_READ",
+    )
+
+
 def test_missing_secret_for_a_confidential_client_is_invalid_client(browser, api, confidential):
     client, _ = confidential
     assert_token_error(exchange(api, client, get_code(browser, client)), "invalid_client", 401)
