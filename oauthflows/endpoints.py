@@ -17,7 +17,7 @@ from oauth2_provider.views.mixins import OAuthLibMixin
 from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
 
-from oauthflows.oauth2 import request_started_at
+from oauthflows.oauth2 import request_attribute_names, request_started_at
 from oauthflows.openapi import introspect_schema, revoke_schema, token_schema
 from oauthflows.requestparams import BodyError, basic_credentials, request_json_pairs
 from scopes.catalog import SCOPE_NAMES
@@ -27,6 +27,8 @@ JSON_CONTENT_TYPE = "application/json"
 CREDENTIAL_PARAMS = ("client_secret", "code", "refresh_token", "code_verifier", "password", "token")
 GRANT_TYPES = ("authorization_code", "refresh_token")
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+REQUEST_ATTRIBUTE_NAMES = request_attribute_names()
+CLIENT_PARAMS = frozenset({"client_id", "client_secret"})
 
 DEFAULT_DESCRIPTIONS = {
     "invalid_grant": (
@@ -72,6 +74,8 @@ class ClientEndpoint(OAuthLibMixin, APIView):
     throttle_classes = []
     # The error codes this endpoint may answer with; anything else oauthlib says is invalid_request.
     errors: frozenset[str] = frozenset({"invalid_request", "invalid_client"})
+    # The parameters this endpoint takes; other names of oauthlib Request attributes are refused.
+    accepted: frozenset[str] = CLIENT_PARAMS | {"token", "token_type_hint"}
 
     def perform_authentication(self, request):
         pass  # request.user stays Django's (lazy) user
@@ -135,6 +139,16 @@ class ClientEndpoint(OAuthLibMixin, APIView):
             return {}, ("invalid_request", str(exc))
         except (RequestDataTooBig, TooManyFieldsSent):
             return {}, ("invalid_request", "The request body is too large.")
+        colliding = sorted(
+            name
+            for name in {*params, *request.GET}
+            if name not in self.accepted and (name in REQUEST_ATTRIBUTE_NAMES or name.startswith("_"))
+        )
+        if colliding:
+            # oauthlib would serve these values as its own request attributes (see
+            # request_attribute_names); RFC 6749 §3.2 lets us ignore unknown parameters, but
+            # these are not unknown to the code that reads them.
+            return params, ("invalid_request", "These parameters are not accepted here: " + ", ".join(colliding) + ".")
         if self.basic_used and "client_secret" in params:
             return params, (
                 "invalid_request",
@@ -187,6 +201,7 @@ class TokenView(ClientEndpoint):
             "invalid_scope",
         }
     )  # RFC 6749 §5.2, nothing else
+    accepted = CLIENT_PARAMS | {"grant_type", "code", "redirect_uri", "code_verifier", "refresh_token", "scope"}
 
     def check(self, params):
         grant_type = params.get("grant_type")

@@ -24,7 +24,7 @@ from oauth2_provider.models import revoke_access_token, set_token_value
 from oauth2_provider.oauth2_backends import OAuthLibCore
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.settings import oauth2_settings
-from oauthlib.common import urlencode
+from oauthlib.common import Request, urlencode
 from oauthlib.oauth2.rfc6749 import errors
 
 from oauthclients.audit import audit_record
@@ -46,6 +46,46 @@ CODE_CHALLENGE_RE = re.compile(r"^[A-Za-z0-9_-]{43}$")
 
 # When the current token request started (set by the token endpoint). See _is_concurrent_duplicate.
 request_started_at: contextvars.ContextVar[datetime | None] = contextvars.ContextVar("request_started_at", default=None)
+
+
+# Attributes that these hooks, DOT and oauthlib set on (or read from) oauthlib's Request while
+# a token, revocation or introspection request is processed.
+HOOK_REQUEST_ATTRIBUTES = frozenset(
+    {
+        "_grant",
+        "_new_token_family",
+        "_json_body_pairs",
+        "refresh_token_instance",
+        "pending_owner_only",
+        "pending_owner_preview",
+        "oauth_normalized_query",
+        "access_token",
+        "client",
+        "user",
+        "scopes",
+        "claims",
+        "resource",
+        "id_token",
+        "token_type",
+        "using_default_redirect_uri",
+        "extra_credentials",
+        "method",
+        "path",
+    }
+)
+
+
+def request_attribute_names() -> frozenset[str]:
+    """Every name under which oauthlib's Request answers an attribute lookup.
+
+    oauthlib's Request serves every query and body parameter as an attribute (`__getattr__`), so a
+    parameter named like an attribute that is set later (`client`, `_grant`,
+    `refresh_token_instance`, ...) would be read in its place by code that runs before it is set.
+    The endpoints refuse such names unless they are parameters the endpoint takes.
+    """
+    sample = Request("https://example.invalid/")
+    names = {name for name in dir(sample) if not name.startswith("__")}
+    return frozenset(names | set(sample._params) | HOOK_REQUEST_ATTRIBUTES)
 
 
 def generate_token(request=None) -> str:
