@@ -21,6 +21,7 @@ from oauth2_provider.models import (
     ApplicationManager,
 )
 
+from oauthclients.validators import is_private_use_redirect, loopback_ip_redirect_without_port
 from scopes.catalog import sort_scopes
 
 
@@ -135,11 +136,19 @@ class OAuthClient(AbstractApplication):
         self.scopes = " ".join(sort_scopes(names))
 
     def redirect_uri_allowed(self, uri: str) -> bool:
-        # SECURITY.md: exact string match, no prefix/case/port/path/query/userinfo tolerance.
-        return uri in self.redirect_uri_list
+        # SECURITY.md: exact string match, no prefix/case/port/path/query/userinfo tolerance...
+        registered = self.redirect_uri_list
+        if uri in registered:
+            return True
+        # ...except the port of a loopback IP literal: RFC 8252 §7.3 says any port must match, as
+        # a native app listens on whatever port the system gives it. Not for "localhost" (§8.3).
+        presented = loopback_ip_redirect_without_port(uri)
+        return presented is not None and any(loopback_ip_redirect_without_port(r) == presented for r in registered)
 
     def get_allowed_schemes(self):
-        return ["https", "http"]
+        # DOT's clean() checks schemes; a native app's private-use schemes are its own (RFC 8252 §7.1).
+        private = {uri.partition(":")[0] for uri in self.redirect_uri_list if is_private_use_redirect(uri)}
+        return ["https", "http", *sorted(private)]
 
     def is_usable(self, request) -> bool:
         """DOT asks this before issuing codes and tokens: only an approved client is usable...

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from django.http import QueryDict
 
 from oauthclients.models import ClientKind, ClientStatus, OAuthClient
+from oauthclients.validators import is_private_use_redirect
 from oauthflows.oauth2 import CODE_CHALLENGE_RE
 from scopes.catalog import UnknownScopeError, parse_scopes
 
@@ -59,6 +60,9 @@ class AuthorizationRequest:
 
     @property
     def redirect_host(self) -> str:
+        # A native app's private-use scheme names the app (RFC 8252 §7.1): com.example.app.
+        if is_private_use_redirect(self.redirect_uri):
+            return self.redirect_uri.partition(":")[0]
         return urlsplit(self.redirect_uri).netloc
 
     def oauthlib_query(self) -> list[tuple[str, str]]:

@@ -8,7 +8,8 @@ from django.test import Client
 from oauthclients import services
 from oauthclients.models import Grant
 from tests.factories import PASSWORD, make_client
-from tests.oauthflows.helpers import AUTHORIZE, authorize_url, consent, pkce_pair, query_of
+from tests.oauthflows.helpers import AUTHORIZE, authorize_url, consent, exchange, pkce_pair, query_of
+from tests.oauthflows.test_token import assert_token_error, assert_tokens
 
 
 def assert_error_page(response, text):
@@ -358,3 +359,73 @@ def test_the_code_lifetime_setting_is_read_from_the_environment():
         check=True,
     )
     assert out.stdout.strip() == "17"
+
+
+# --- native apps (RFC 8252) --------------------------------------------------------------------
+
+
+def test_a_native_app_with_a_private_use_scheme_completes_the_flow(browser, api, owner):
+    native = make_client(
+        owner, name="Phone", kind="public", redirect_uris=["com.example.app:/oauth/callback"], approve=True
+    ).client
+    verifier, challenge = pkce_pair()
+    url = authorize_url(native, code_challenge=challenge)
+    page = browser.get(url)
+    assert page.status_code == 200 and "com.example.app</strong>" in page.content.decode()
+    response = consent(browser, url)
+    assert response.status_code == 302
+    assert response["Location"].startswith("com.example.app:/oauth/callback?code=")
+    code = query_of(response["Location"])["code"]
+    assert_tokens(exchange(api, native, code, verifier=verifier), "PROFILE_READ")
+    denied = consent(browser, url, decision="deny")
+    assert denied["Location"].startswith("com.example.app:/oauth/callback?error=access_denied")
+
+
+def test_a_native_app_still_needs_pkce(browser, owner):
+    native = make_client(owner, kind="public", redirect_uris=["com.example.app:/oauth/callback"], approve=True).client
+    response = browser.get(authorize_url(native))
+    assert_error_redirect(response, native, "invalid_request")
+
+
+@pytest.mark.parametrize("registered", ["http://127.0.0.1/cb", "http://127.0.0.1:9000/cb"])
+@pytest.mark.parametrize("port", ["", ":1", ":51234"])
+def test_a_loopback_ip_redirect_matches_any_port(browser, api, owner, registered, port):
+    # RFC 8252 §7.3; the token request must repeat the exact URI used (RFC 6749 §4.1.3).
+    native = make_client(owner, kind="public", redirect_uris=[registered], approve=True).client
+    used = f"http://127.0.0.1{port}/cb"
+    verifier, challenge = pkce_pair()
+    response = consent(browser, authorize_url(native, redirect_uri=used, code_challenge=challenge))
+    assert response["Location"].startswith(used + "?code=")
+    code = query_of(response["Location"])["code"]
+    other_port = "http://127.0.0.1:2/cb"
+    assert_token_error(exchange(api, native, code, verifier=verifier, redirect_uri=other_port), "invalid_grant")
+
+
+def test_an_ipv6_loopback_redirect_matches_any_port(browser, owner):
+    native = make_client(owner, kind="public", redirect_uris=["http://[::1]/cb"], approve=True).client
+    _, challenge = pkce_pair()
+    response = consent(browser, authorize_url(native, redirect_uri="http://[::1]:8123/cb", code_challenge=challenge))
+    assert response["Location"].startswith("http://[::1]:8123/cb?code=")
+
+
+@pytest.mark.parametrize(
+    "used",
+    [
+        "http://127.0.0.1:5000/other",  # the path still matches exactly
+        "http://127.0.0.1:5000/cb/",
+        "http://127.0.0.1:5000/cb?x=1",
+        "http://[::1]:5000/cb",  # another host
+        "http://localhost:5000/cb",
+        "https://127.0.0.1:5000/cb",
+    ],
+)
+def test_only_the_port_of_a_loopback_ip_redirect_is_free(browser, owner, used):
+    native = make_client(owner, kind="public", redirect_uris=["http://127.0.0.1/cb"], approve=True).client
+    _, challenge = pkce_pair()
+    assert_error_page(browser.get(authorize_url(native, redirect_uri=used, code_challenge=challenge)), "not registered")
+
+
+def test_localhost_keeps_exact_port_matching(browser, confidential):
+    client, _ = confidential  # registers http://localhost:8765/cb
+    assert browser.get(authorize_url(client, redirect_uri="http://localhost:8765/cb")).status_code == 200
+    assert_error_page(browser.get(authorize_url(client, redirect_uri="http://localhost:8766/cb")), "not registered")
