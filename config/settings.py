@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served from our static files (no CDN)
+    "corsheaders",  # CORS for single-page apps; oauthflows/cors.py decides which origin
     "oauth2_provider",
     "scopes",
     "oauthclients",
@@ -46,6 +47,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "config.dbfailure.DatabaseUnavailableMiddleware",
+    "corsheaders.middleware.CorsMiddleware",
     "config.securityheaders.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.ratelimit.RateLimitMiddleware",
@@ -155,6 +157,17 @@ OAUTH_AUTHORIZE_PATH = "/auth/oauth2/authorize"
 OAUTH_TOKEN_PATH = "/v2/auth/oauth2/token"
 OAUTH_REVOKE_PATH = "/v2/auth/oauth2/revoke"
 OAUTH_INTROSPECT_PATH = "/v2/auth/oauth2/introspect"
+OAUTH_METADATA_PATH = "/.well-known/oauth-authorization-server"
+
+# CORS (django-cors-headers) for the metadata, token and revocation endpoints only; which origin
+# may read an answer is decided per request by oauthflows.cors (no static allow-list, never
+# credentials). Introspection is for servers, so it has none.
+CORS_URLS_REGEX = r"^(/\.well-known/oauth-authorization-server|/v2/auth/oauth2/(token|revoke))$"
+CORS_ALLOWED_ORIGINS: list[str] = []
+CORS_ALLOW_CREDENTIALS = False
+CORS_ALLOW_METHODS = ("GET", "POST", "OPTIONS")
+CORS_ALLOW_HEADERS = ("accept", "authorization", "content-type")
+CORS_PREFLIGHT_MAX_AGE = 600
 
 OAUTH2_PROVIDER = {
     "SCOPES_BACKEND_CLASS": "scopes.backends.CatalogScopes",

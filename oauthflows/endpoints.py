@@ -67,7 +67,7 @@ class ClientEndpoint(OAuthLibMixin, APIView):
     plain Django view would. CSRF-exempt (APIView.as_view).
     """
 
-    http_method_names = ["post"]
+    http_method_names = ["post", "options"]
     authentication_classes = []
     permission_classes = [AllowAny]
     parser_classes = []
@@ -92,6 +92,12 @@ class ClientEndpoint(OAuthLibMixin, APIView):
 
     def handle_exception(self, exc):
         raise exc  # Django's handlers answer, not the /v2 exception handler
+
+    def options(self, request, *args, **kwargs):
+        # RFC 9110 §9.3.7. A CORS preflight never gets here: django-cors-headers answers it.
+        response = HttpResponse(status=204)
+        response["Allow"] = "POST, OPTIONS"
+        return response
 
     def post(self, request, *args, **kwargs):
         request = request._request  # the Django request, not DRF's wrapper
@@ -307,7 +313,7 @@ class IntrospectView(ClientEndpoint):
 class MetadataView(View):
     """GET /.well-known/oauth-authorization-server (RFC 8414)."""
 
-    http_method_names = ["get", "head"]
+    http_method_names = ["get", "head", "options"]
 
     def get(self, request, *args, **kwargs):
         issuer = settings.OAUTH_ISSUER

@@ -516,3 +516,12 @@ def test_a_json_body_is_parsed_once_per_request(browser, api, confidential, monk
     monkeypatch.setattr(requestparams, "json_body_pairs", lambda raw: calls.append(1) or original(raw))
     assert_tokens(exchange(api, client, code, secret=secret, as_json=True), "PROFILE_READ")
     assert len(calls) == 1  # the rate limiter, the endpoint's checks and oauthlib's backend share it
+
+
+@pytest.mark.parametrize("path", [TOKEN, "/v2/auth/oauth2/revoke", "/v2/auth/oauth2/introspect"])
+def test_options_answers_204_with_allow(db, api, path):
+    # RFC 9110 §9.3.7: not 401 or 405. (A CORS preflight is tests/oauthflows/test_cors.py.)
+    response = api.options(path)
+    assert response.status_code == 204 and response["Allow"] == "POST, OPTIONS"
+    assert not response.has_header("WWW-Authenticate")
+    assert api.get(path).status_code == 405
