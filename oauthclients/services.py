@@ -1,6 +1,7 @@
 """Every state change of a client: atomic, row-locked, audited in the same transaction."""
 
 import secrets
+import unicodedata
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from functools import partial
@@ -74,8 +75,14 @@ def _lock(client: OAuthClient) -> OAuthClient:
     return OAuthClient.objects.select_for_update().get(pk=client.pk)
 
 
-def _clean_text(value: str, *, field: str, label: str, max_length: int, required: bool) -> str:
+def _clean_text(
+    value: str, *, field: str, label: str, max_length: int, required: bool, single_line: bool = False
+) -> str:
     value = (value or "").strip()
+    if single_line and any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in value):
+        # The name goes into email headers (the review mail's subject): CR/LF there would be
+        # header injection, and Django refuses such a header at send time, after the review.
+        raise ValidationError({field: f"{label} must be a single line, without control characters."})
     if required and not value:
         raise ValidationError({field: f"{label} is required."})
     if len(value) > max_length:
@@ -94,7 +101,9 @@ def _clean_fields(*, name, purpose, website_url, redirect_uris, scopes, is_legac
         ("purpose", "Purpose", purpose, MAX_PURPOSE_LENGTH, False),
     ):
         try:
-            cleaned[field] = _clean_text(value, field=field, label=label, max_length=max_length, required=required)
+            cleaned[field] = _clean_text(
+                value, field=field, label=label, max_length=max_length, required=required, single_line=field == "name"
+            )
         except ValidationError as exc:
             errors.update(exc.message_dict)
     try:

@@ -42,6 +42,20 @@ def loopback_ip_redirect_without_port(uri: str) -> str | None:
     return f"http://{host}{rest or ''}"
 
 
+def web_origin(uri: str) -> str | None:
+    """The RFC 6454 origin a browser sends for a page at this http(s) URI, or None."""
+    try:
+        parts = urlsplit(uri)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    default = 443 if parts.scheme == "https" else 80
+    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None and port != default else "")
+
+
 def _validate_private_use_redirect_uri(uri: str) -> str:
     scheme, _, rest = uri.partition(":")
     if "#" in uri:
