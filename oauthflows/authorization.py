@@ -29,10 +29,43 @@ SINGLE_VALUED = (
 class AuthorizationPageError(Exception):
     """Shown to the user as a 400 page: the redirect target is not trustworthy (no redirect)."""
 
-    def __init__(self, title: str, message: str):
+    def __init__(self, title: str, message: str, *, details: dict | None = None):
         super().__init__(message)
         self.title = title
         self.message = message
+        self.details = details or {}
+
+
+MAX_SHOWN_URI_LENGTH = 300
+
+
+def _shown(uri: str) -> str:
+    return uri if len(uri) <= MAX_SHOWN_URI_LENGTH else uri[:MAX_SHOWN_URI_LENGTH] + "…"
+
+
+def redirect_uri_mismatch_hint(sent: str, registered: list[str]) -> str | None:
+    """What almost matches, for the developer debugging a mismatch: port, scheme or trailing slash."""
+    try:
+        parts = urlsplit(sent)
+        sent_port = parts.port
+    except ValueError:
+        return None
+    for candidate in registered:
+        try:
+            other = urlsplit(candidate)
+            other_port = other.port
+        except ValueError:
+            continue
+        same_rest = (parts.path, parts.query) == (other.path, other.query)
+        if parts.scheme == other.scheme and parts.hostname == other.hostname and same_rest and sent_port != other_port:
+            return f"Only the port differs from the registered {candidate}: ports must match exactly."
+        if parts.scheme != other.scheme and parts.netloc == other.netloc and same_rest:
+            return f"Only the scheme differs from the registered {candidate}."
+        if (parts.scheme, parts.netloc, parts.query) == (other.scheme, other.netloc, other.query) and (
+            parts.path.rstrip("/") == other.path.rstrip("/")
+        ):
+            return f"Only a trailing slash differs from the registered {candidate}."
+    return None
 
 
 class AuthorizationRedirectError(Exception):
@@ -149,9 +182,16 @@ def _redirect_uri(params: QueryDict, client: OAuthClient) -> str:
         raise AuthorizationPageError("Invalid request", "The redirect_uri parameter was sent more than once.")
     # SECURITY.md: exact string match against the registered list, nothing looser.
     if not client.redirect_uri_allowed(uris[0]):
+        # What a developer needs to debug it; registered redirect URIs are not secret (every
+        # authorization request carries one).
         raise AuthorizationPageError(
             "Redirect URI not registered",
             "The redirect_uri in this request is not one of the application's registered redirect URIs.",
+            details={
+                "sent": _shown(uris[0]),
+                "registered": client.redirect_uri_list,
+                "hint": redirect_uri_mismatch_hint(uris[0], client.redirect_uri_list),
+            },
         )
     return uris[0]
 

@@ -51,7 +51,8 @@ def _error_redirect(error: AuthorizationRedirectError) -> HttpResponseRedirect:
 
 
 def _error_page(request, error: AuthorizationPageError) -> HttpResponse:
-    return render(request, "oauth/error.html", {"title": error.title, "message": error.message}, status=400)
+    context = {"title": error.title, "message": error.message, "details": error.details}
+    return render(request, "oauth/error.html", context, status=400)
 
 
 @method_decorator(never_cache, name="dispatch")

@@ -429,3 +429,43 @@ def test_localhost_keeps_exact_port_matching(browser, confidential):
     client, _ = confidential  # registers http://localhost:8765/cb
     assert browser.get(authorize_url(client, redirect_uri="http://localhost:8765/cb")).status_code == 200
     assert_error_page(browser.get(authorize_url(client, redirect_uri="http://localhost:8766/cb")), "not registered")
+
+
+# --- what a redirect-URI mismatch page tells the developer --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "sent, hint",
+    [
+        ("http://localhost:8766/cb", "Only the port differs from the registered http://localhost:8765/cb"),
+        (
+            "http://app.example.com/callback",
+            "Only the scheme differs from the registered https://app.example.com/callback",
+        ),
+        (
+            "https://app.example.com/callback/",
+            "Only a trailing slash differs from the registered https://app.example.com/callback",
+        ),
+        ("https://elsewhere.example.net/callback", None),
+    ],
+)
+def test_a_mismatch_page_shows_what_was_sent_and_what_is_registered(browser, confidential, sent, hint):
+    client, _ = confidential
+    response = browser.get(authorize_url(client, redirect_uri=sent))
+    assert_error_page(response, "not registered")
+    page = response.content.decode()
+    assert f'Sent: <code class="mono">{sent}</code>' in page
+    for uri in client.redirect_uri_list:
+        assert f'<li><code class="mono">{uri}</code></li>' in page
+    if hint:
+        assert hint in page
+    else:
+        assert "differs" not in page
+
+
+def test_the_mismatch_page_escapes_and_shortens_what_was_sent(browser, confidential):
+    client, _ = confidential
+    sent = "https://app.example.com/<script>" + "x" * 1000
+    page = browser.get(authorize_url(client, redirect_uri=sent)).content.decode()
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "x" * 300 not in page and "x" * 200 in page
