@@ -219,11 +219,12 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": ["config.openapi.add_components"],  # enums stay inline
 }
 
-# Mail (client review notifications): console by default, SMTP when EMAIL_HOST is set.
+# Mail (client review notifications): printed on stderr by default (stdout stays for the JSON of
+# management commands), SMTP when EMAIL_HOST is set.
 EMAIL_HOST = env_str("EMAIL_HOST", "")
 EMAIL_BACKEND = env_str(
     "EMAIL_BACKEND",
-    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend",
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "config.mail.StderrEmailBackend",
 )
 EMAIL_PORT = env_int("EMAIL_PORT", 587, minimum=1)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
