@@ -167,7 +167,8 @@ def _client(params: QueryDict, user) -> OAuthClient:
     if client.status == ClientStatus.PENDING:
         raise AuthorizationPageError(
             "Application not yet approved",
-            f"“{client.name}” is waiting for review by the service's administrators and cannot be used yet.",
+            f"“{client.name}” is awaiting review by the service's administrators and cannot be used yet; "
+            "until then only its owner can test it.",
         )
     raise AuthorizationPageError(
         "Application not available", f"“{client.name}” has been rejected by the service's administrators."

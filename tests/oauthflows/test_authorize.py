@@ -164,7 +164,7 @@ def test_other_duplicated_parameters_redirect_with_invalid_request(browser, conf
 
 def test_a_pending_client_is_refused_to_other_users(browser, owner):
     client = make_client(owner).client
-    assert_error_page(browser.get(authorize_url(client)), "waiting for review")
+    assert_error_page(browser.get(authorize_url(client)), "awaiting review")
 
 
 def test_the_owner_may_test_their_own_pending_client(owner):
