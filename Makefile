@@ -1,10 +1,15 @@
-# The two commands: `make run` (demo server on http://127.0.0.1:8000) and `make test` (whole suite).
+# The two commands: `make run` (demo server on http://127.0.0.1:8000, or PORT=…) and `make test` (whole suite).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# The server's public base URL (issuer, metadata, `iss`, emails, seed_demo's URLs) follows HOST and
+# PORT unless OAUTH_ISSUER is set: `make run PORT=8123` is consistent on :8123. A wildcard bind
+# address is not a URL a browser can use, so it becomes the loopback address.
+ISSUER_HOST = $(if $(filter 0.0.0.0,$(HOST)),127.0.0.1,$(if $(filter ::,$(HOST)),[::1],$(HOST)))
+OAUTH_ISSUER ?= http://$(ISSUER_HOST):$(PORT)
 
 .PHONY: run test install migrate clean
 
@@ -19,6 +24,7 @@ install: $(STAMP)
 
 # Debug on by default so that no secret key or HTTPS is needed for the local demo.
 run: export DJANGO_DEBUG ?= 1
+run: export OAUTH_ISSUER := $(OAUTH_ISSUER)
 run: $(STAMP)
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0

@@ -22,7 +22,6 @@ import ipaddress
 import logging
 import math
 import time
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -56,12 +55,33 @@ def _bounded(value: str | None) -> str | None:
     return value if len(value) <= MAX_VALUE_LENGTH else OVERSIZED
 
 
+# Requests that arrive with no client address (e.g. over a Unix socket from a proxy that is not
+# configured as trusted) share one counter: limited together, never unlimited.
+NO_ADDRESS = "\x00no-address"
+_no_address_warned = False
+
+
+def _warn_no_address_once() -> None:
+    global _no_address_warned
+    if not _no_address_warned:
+        _no_address_warned = True
+        logger.warning(
+            "Configuration: a request arrived without a client address (empty REMOTE_ADDR, e.g. a "
+            "Unix socket behind a proxy that is not in DJANGO_TRUSTED_PROXIES). All such requests "
+            "share one rate-limit counter per address limit; configure the proxy to pass the "
+            "client address and list it as trusted. (Logged once per process.)"
+        )
+
+
 def per_address(request: HttpRequest) -> str | None:
-    address = client_address(request)
+    address = client_address(request).strip()
+    if not address:
+        _warn_no_address_once()
+        return NO_ADDRESS
     parsed = parse_address(address)
     if isinstance(parsed, ipaddress.IPv6Address):
         return str(ipaddress.ip_network(f"{parsed}/{IPV6_PREFIX}", strict=False))
-    return address or None
+    return _bounded(address)
 
 
 def _basic_client_id(request: HttpRequest) -> str | None:
@@ -91,12 +111,15 @@ def per_client(request: HttpRequest) -> str | None:
 
 
 def per_username(request: HttpRequest) -> str | None:
+    from django.contrib.auth.forms import UsernameField  # models behind it: not at import time
+
     try:
         username = request.POST.get("username", "")
     except _BODY_ERRORS:
         return None
-    # Django normalises usernames with NFKC; case variants do not get a fresh budget either.
-    return _bounded(unicodedata.normalize("NFKC", username).casefold())
+    # The login forms read the username through UsernameField (strip, then NFKC), so padding and
+    # compatibility forms name the same account; case variants do not get a fresh budget either.
+    return _bounded(UsernameField().to_python(username[: MAX_VALUE_LENGTH * 4]).casefold())
 
 
 def per_user(request: HttpRequest) -> str | None:

@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served from our static files (no CDN)
+    "corsheaders",  # CORS for single-page apps; oauthflows/cors.py decides which origin
     "oauth2_provider",
     "scopes",
     "oauthclients",
@@ -46,6 +47,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "config.dbfailure.DatabaseUnavailableMiddleware",
+    "corsheaders.middleware.CorsMiddleware",
     "config.securityheaders.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.ratelimit.RateLimitMiddleware",
@@ -160,6 +162,18 @@ OAUTH_INTROSPECT_PATH = "/v2/auth/oauth2/introspect"
 # (docs/protecting-endpoints.md).
 OAUTH_TOKEN_VERIFIER = "oauthclients.verifier.LocalTokenVerifier"
 
+OAUTH_METADATA_PATH = "/.well-known/oauth-authorization-server"
+
+# CORS (django-cors-headers) for the metadata, token and revocation endpoints only; which origin
+# may read an answer is decided per request by oauthflows.cors (no static allow-list, never
+# credentials). Introspection is for servers, so it has none.
+CORS_URLS_REGEX = r"^(/\.well-known/oauth-authorization-server|/v2/auth/oauth2/(token|revoke))$"
+CORS_ALLOWED_ORIGINS: list[str] = []
+CORS_ALLOW_CREDENTIALS = False
+CORS_ALLOW_METHODS = ("GET", "POST", "OPTIONS")
+CORS_ALLOW_HEADERS = ("accept", "authorization", "content-type")
+CORS_PREFLIGHT_MAX_AGE = 600
+
 OAUTH2_PROVIDER = {
     "SCOPES_BACKEND_CLASS": "scopes.backends.CatalogScopes",
     "OAUTH2_VALIDATOR_CLASS": "oauthflows.oauth2.Validator",
@@ -222,11 +236,12 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Mail (client review notifications): console by default, SMTP when EMAIL_HOST is set.
+# Mail (client review notifications): printed on stderr by default (stdout stays for the JSON of
+# management commands), SMTP when EMAIL_HOST is set.
 EMAIL_HOST = env_str("EMAIL_HOST", "")
 EMAIL_BACKEND = env_str(
     "EMAIL_BACKEND",
-    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend",
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "config.mail.StderrEmailBackend",
 )
 EMAIL_PORT = env_int("EMAIL_PORT", 587, minimum=1)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")

@@ -23,6 +23,7 @@ from django.utils.safestring import mark_safe
 from django.utils.translation import ngettext
 
 from oauthclients import selectors, services
+from oauthclients.emails import review_email_failures
 from oauthclients.exceptions import ApplicationError
 from oauthclients.models import (
     AccessToken,
@@ -287,13 +288,22 @@ class OAuthClientAdmin(admin.ModelAdmin):
     def _each(self, request, calls, *, done: tuple[str, str]) -> list:
         """Run each (client, service call); report every refusal with its client, then the count done."""
         results = []
-        for client, call in calls:
-            try:
-                results.append((client, call()))
-            except (ApplicationError, ValidationError) as exc:
-                self.message_user(request, f"{client} ({client.client_id}): {_error_text(exc)}", messages.ERROR)
+        with review_email_failures() as mail_failed:
+            for client, call in calls:
+                try:
+                    results.append((client, call()))
+                except (ApplicationError, ValidationError) as exc:
+                    self.message_user(request, f"{client} ({client.client_id}): {_error_text(exc)}", messages.ERROR)
         if results:
             self.message_user(request, ngettext(*done, len(results)) % len(results))
+        if mail_failed:
+            self.message_user(
+                request,
+                "Done, but the email to the owner could not be sent for: "
+                + ", ".join(mail_failed)
+                + ". See the server log; tell the owners another way.",
+                messages.WARNING,
+            )
         return results
 
     @admin.action(description="Approve selected clients", permissions=["change"])

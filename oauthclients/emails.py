@@ -1,6 +1,9 @@
 """Mail to a client's owner when an administrator reviews it. Never contains a secret."""
 
+import contextvars
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.core.mail import send_mail
@@ -8,6 +11,21 @@ from django.core.mail import send_mail
 from oauthclients.models import ClientStatus, OAuthClient
 
 log = logging.getLogger(__name__)
+
+
+# The client_ids whose review mail failed, while a caller (an admin action, a command) listens.
+_failures: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("review_email_failures", default=None)
+
+
+@contextmanager
+def review_email_failures() -> Iterator[list[str]]:
+    """Collect the client_ids whose review mail could not be sent in this block (to warn the reviewer)."""
+    failed: list[str] = []
+    token = _failures.set(failed)
+    try:
+        yield failed
+    finally:
+        _failures.reset(token)
 
 
 def review_email_send(*, client_pk: int) -> None:
@@ -34,6 +52,10 @@ def review_email_send(*, client_pk: int) -> None:
         )
     try:
         send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [client.user.email])
-    except OSError:
-        # The review is done and committed; a mail server hiccup must not turn it into an error.
+    except Exception:
+        # The review is done and committed: no mail failure (server down, a header refused by
+        # Django's injection check, a backend bug) may turn it into an error or stop a batch.
         log.warning("Could not send the review email for client %s", client.client_id, exc_info=True)
+        failures = _failures.get()
+        if failures is not None:
+            failures.append(client.client_id)

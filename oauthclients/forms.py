@@ -50,7 +50,8 @@ class ClientForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "autocapitalize": "off"}),
         help_text=(
             f"One per line, 1 to {MAX_REDIRECT_URIS}. https only (plain http only for localhost, 127.0.0.1 "
-            "and [::1]); no fragment (#). Matched exactly."
+            "and [::1]); no fragment (#). Matched exactly, except that http://127.0.0.1 and http://[::1] "
+            "match any port. Native apps may use a reverse-domain scheme: com.example.app:/callback."
         ),
     )
     scopes = _ScopeNamesField(required=False, choices=[(name, name) for name in SCOPE_NAMES])

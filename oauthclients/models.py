@@ -21,6 +21,7 @@ from oauth2_provider.models import (
     ApplicationManager,
 )
 
+from oauthclients.validators import is_private_use_redirect, loopback_ip_redirect_without_port
 from scopes.catalog import sort_scopes
 
 
@@ -153,31 +154,41 @@ class OAuthClient(AbstractApplication):
         self.scopes = " ".join(sort_scopes(names))
 
     def redirect_uri_allowed(self, uri: str) -> bool:
-        # SECURITY.md: exact string match, no prefix/case/port/path/query/userinfo tolerance.
-        return uri in self.redirect_uri_list
+        # SECURITY.md: exact string match, no prefix/case/port/path/query/userinfo tolerance...
+        registered = self.redirect_uri_list
+        if uri in registered:
+            return True
+        # ...except the port of a loopback IP literal: RFC 8252 §7.3 says any port must match, as
+        # a native app listens on whatever port the system gives it. Not for "localhost" (§8.3).
+        presented = loopback_ip_redirect_without_port(uri)
+        return presented is not None and any(loopback_ip_redirect_without_port(r) == presented for r in registered)
 
     def allows_grant_type(self, *grant_types) -> bool:
         # A resource server may only introspect: every grant is unauthorized_client (RFC 6749 §5.2).
         return not self.is_resource_server and super().allows_grant_type(*grant_types)
 
     def get_allowed_schemes(self):
-        return ["https", "http"]
+        # DOT's clean() checks schemes; a native app's private-use schemes are its own (RFC 8252 §7.1).
+        private = {uri.partition(":")[0] for uri in self.redirect_uri_list if is_private_use_redirect(uri)}
+        return ["https", "http", *sorted(private)]
 
     def is_usable(self, request) -> bool:
         """DOT asks this before issuing codes and tokens: only an approved client is usable...
 
-        ...except that the owner may try their own pending client at the authorization endpoint,
-        where the consent view marks the request (with the Python object True, which no request
-        parameter can be) after checking the logged-in user. Tokens always need approval.
+        ...except that the owner may test their own pending client end to end. At the
+        authorization endpoint the consent view marks the request after checking the logged-in
+        user; at the token, revocation and introspection endpoints the validator marks it and
+        then allows codes and refresh tokens of the owner's own account only. Both marks are the
+        Python object True, which no request parameter can be.
         """
         if self.status == ClientStatus.APPROVED:
             return True
+        if self.status != ClientStatus.PENDING:
+            return False
+        if getattr(request, "pending_owner_only", None) is True:
+            return True
         user = getattr(request, "user", None)
-        return (
-            self.status == ClientStatus.PENDING
-            and getattr(request, "pending_owner_preview", None) is True
-            and getattr(user, "pk", None) == self.user_id
-        )
+        return getattr(request, "pending_owner_preview", None) is True and getattr(user, "pk", None) == self.user_id
 
 
 class ClientSecret(models.Model):

@@ -1,6 +1,7 @@
 """Every state change of a client: atomic, row-locked, audited in the same transaction."""
 
 import secrets
+import unicodedata
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from functools import partial
@@ -21,11 +22,15 @@ from oauthclients.exceptions import (
 )
 from oauthclients.models import (
     APP_KINDS,
+    AccessToken,
     AuditAction,
     ClientKind,
     ClientSecret,
     ClientStatus,
+    Consent,
+    Grant,
     OAuthClient,
+    RefreshToken,
     digest,
 )
 from oauthclients.validators import validate_redirect_uris, validate_scope_names
@@ -48,6 +53,16 @@ class IssuedSecret:
 
 
 @dataclass(frozen=True)
+class GrantsRevoked:
+    """What client_grants_revoke ended (counts only: never a token or a code)."""
+
+    access_tokens: int
+    refresh_tokens: int
+    codes: int
+    consents: int
+
+
+@dataclass(frozen=True)
 class ClientCreated:
     client: OAuthClient
     secret: IssuedSecret | None
@@ -61,8 +76,14 @@ def _lock(client: OAuthClient) -> OAuthClient:
     return OAuthClient.objects.select_for_update().get(pk=client.pk)
 
 
-def _clean_text(value: str, *, field: str, label: str, max_length: int, required: bool) -> str:
+def _clean_text(
+    value: str, *, field: str, label: str, max_length: int, required: bool, single_line: bool = False
+) -> str:
     value = (value or "").strip()
+    if single_line and any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in value):
+        # The name goes into email headers (the review mail's subject): CR/LF there would be
+        # header injection, and Django refuses such a header at send time, after the review.
+        raise ValidationError({field: f"{label} must be a single line, without control characters."})
     if required and not value:
         raise ValidationError({field: f"{label} is required."})
     if len(value) > max_length:
@@ -81,7 +102,9 @@ def _clean_fields(*, name, purpose, website_url, redirect_uris, scopes, is_legac
         ("purpose", "Purpose", purpose, MAX_PURPOSE_LENGTH, False),
     ):
         try:
-            cleaned[field] = _clean_text(value, field=field, label=label, max_length=max_length, required=required)
+            cleaned[field] = _clean_text(
+                value, field=field, label=label, max_length=max_length, required=required, single_line=field == "name"
+            )
         except ValidationError as exc:
             errors.update(exc.message_dict)
     try:
@@ -346,6 +369,27 @@ def client_approve(*, client: OAuthClient, actor) -> OAuthClient:
 
 
 @transaction.atomic
+def client_grants_revoke(*, client: OAuthClient) -> GrantsRevoked:
+    """End every grant of a client: access and refresh tokens, unexchanged codes, consents.
+
+    For every user at once (Connected apps' revoke does the same for one user). The caller audits
+    it as part of its own state change (rejection, deletion) and holds the client's row lock.
+    """
+    now = timezone.now()
+    refresh_tokens = RefreshToken.objects.filter(application=client, revoked__isnull=True).update(
+        revoked=now, access_token=None, updated=now
+    )
+    _, deleted = AccessToken.objects.filter(application=client).delete()
+    access_tokens = deleted.get(AccessToken._meta.label, 0)
+    # RFC 6749 §4.1.2: a code issued but not yet exchanged must not become tokens afterwards.
+    codes = Grant.objects.filter(application=client, used_at__isnull=True).update(
+        used_at=now, token_family=None, updated=now
+    )
+    consents, _ = Consent.objects.filter(client=client).delete()
+    return GrantsRevoked(access_tokens=access_tokens, refresh_tokens=refresh_tokens, codes=codes, consents=consents)
+
+
+@transaction.atomic
 def client_reject(*, client: OAuthClient, actor, reason: str) -> OAuthClient:
     """pending or approved -> rejected, with a reason. A rejected client's tokens stop working."""
     reason = (reason or "").strip()
@@ -358,12 +402,24 @@ def client_reject(*, client: OAuthClient, actor, reason: str) -> OAuthClient:
     if client.status == ClientStatus.REJECTED:
         raise InvalidTransition("This client is already rejected.")
     previous = client.status
+    # Rejection ends every grant, so neither a resubmitting edit nor a later approval brings old
+    # tokens back: users must consent again.
+    ended = client_grants_revoke(client=client)
     client.status = ClientStatus.REJECTED
     client.rejection_reason = reason
     client.reviewed_by = actor if getattr(actor, "pk", None) else None
     client.reviewed_at = timezone.now()
     client.save(update_fields=["status", "rejection_reason", "reviewed_by", "reviewed_at", "updated"])
-    _audit(client=client, actor=actor, action=AuditAction.CLIENT_REJECTED, reason=reason, previous=previous)
+    _audit(
+        client=client,
+        actor=actor,
+        action=AuditAction.CLIENT_REJECTED,
+        reason=reason,
+        previous=previous,
+        revoked_access_tokens=ended.access_tokens,
+        revoked_refresh_tokens=ended.refresh_tokens,
+        revoked_codes=ended.codes,
+    )
     transaction.on_commit(partial(review_email_send, client_pk=client.pk))
     return client
 

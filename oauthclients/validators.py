@@ -10,13 +10,71 @@ from scopes.catalog import UnknownScopeError, parse_scopes
 MAX_REDIRECT_URIS = 10
 MAX_REDIRECT_URI_LENGTH = 2000
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1"}
+# RFC 8252 §7.1: a native app's private-use scheme is a reverse domain name it controls, so it
+# has at least one dot (com.example.app). Lowercase, as RFC 3986 §3.1 makes it canonical.
+PRIVATE_USE_SCHEME = re.compile(r"[a-z][a-z0-9+\-]*(?:\.[a-z0-9+\-]+)+")
+ANY_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*")
+# RFC 8252 §7.3: a loopback IP literal redirect; the port is chosen by the app at run time.
+LOOPBACK_IP_REDIRECT = re.compile(r"http://(127\.0\.0\.1|\[::1\])(?::([0-9]{1,5}))?([/?][^#@\\]*)?")
 # RFC 3986 §2: the only characters a URI may contain. Browsers read others (a backslash above all)
 # differently from urlsplit, so the host a reviewer sees would not be where the codes go.
 URI_CHARACTERS = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*")
 
 
+def is_private_use_redirect(uri: str) -> bool:
+    """A native app's redirect URI with its own reverse-domain scheme (RFC 8252 §7.1)."""
+    scheme, colon, _ = uri.partition(":")
+    return bool(colon) and PRIVATE_USE_SCHEME.fullmatch(scheme) is not None
+
+
+def loopback_ip_redirect_without_port(uri: str) -> str | None:
+    """`http://127.0.0.1/…` or `http://[::1]/…` with the port removed, or None for other URIs.
+
+    RFC 8252 §7.3: the authorization server must accept any port for a loopback IP literal.
+    Everything but the port still has to match exactly.
+    """
+    match = LOOPBACK_IP_REDIRECT.fullmatch(uri)
+    if match is None or not URI_CHARACTERS.fullmatch(uri):
+        return None
+    host, port, rest = match.groups()
+    if port is not None and not 0 < int(port) < 65536:
+        return None
+    return f"http://{host}{rest or ''}"
+
+
+def web_origin(uri: str) -> str | None:
+    """The RFC 6454 origin a browser sends for a page at this http(s) URI, or None."""
+    try:
+        parts = urlsplit(uri)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    default = 443 if parts.scheme == "https" else 80
+    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None and port != default else "")
+
+
+def _validate_private_use_redirect_uri(uri: str) -> str:
+    scheme, _, rest = uri.partition(":")
+    if "#" in uri:
+        raise ValidationError(f"{uri}: a redirect URI cannot contain a fragment (#).", code="redirect_uri_fragment")
+    if not rest.startswith("/") or "@" in rest or "*" in rest:
+        raise ValidationError(
+            f"{uri}: write a native app's redirect URI as {scheme}:/path (RFC 8252 §7.1), without user "
+            "information or wildcards.",
+            code="redirect_uri_invalid",
+        )
+    return uri
+
+
 def validate_redirect_uri(uri: str) -> str:
-    """One registered redirect URI: absolute, https unless loopback, no fragment, no userinfo."""
+    """One registered redirect URI: absolute, https unless loopback, no fragment, no userinfo.
+
+    Native apps (RFC 8252) may also register a private-use scheme in reverse-domain form
+    (`com.example.app:/callback`, §7.1) or a loopback IP literal (`http://127.0.0.1/cb`, §7.3).
+    """
     if not uri or uri != uri.strip() or any(ch.isspace() for ch in uri):
         raise ValidationError("A redirect URI cannot be empty or contain spaces.", code="redirect_uri_space")
     if len(uri) > MAX_REDIRECT_URI_LENGTH:
@@ -30,6 +88,17 @@ def validate_redirect_uri(uri: str) -> str:
             f'{uri!r} contains characters a URI cannot hold (such as \\ < > " {{ }}); percent-encode them.',
             code="redirect_uri_invalid",
         )
+    scheme = uri.partition(":")[0]
+    if scheme not in ("http", "https") and ANY_SCHEME.fullmatch(scheme) and ":" in uri:
+        if is_private_use_redirect(uri):
+            return _validate_private_use_redirect_uri(uri)
+        if scheme.lower() not in ("http", "https"):
+            raise ValidationError(
+                f"{uri}: a native app's custom URI scheme must be a reverse domain name you control, "
+                f"such as com.example.app:/oauth/callback (RFC 8252 §7.1); “{scheme}” is not one "
+                "(it needs a dot and lowercase letters). Web apps use https.",
+                code="redirect_uri_scheme",
+            )
     try:
         parts = urlsplit(uri)
         host = parts.hostname

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from django.http import QueryDict
 
 from oauthclients.models import ClientKind, ClientStatus, OAuthClient
+from oauthclients.validators import is_private_use_redirect
 from oauthflows.oauth2 import CODE_CHALLENGE_RE
 from scopes.catalog import UnknownScopeError, parse_scopes
 
@@ -28,10 +29,43 @@ SINGLE_VALUED = (
 class AuthorizationPageError(Exception):
     """Shown to the user as a 400 page: the redirect target is not trustworthy (no redirect)."""
 
-    def __init__(self, title: str, message: str):
+    def __init__(self, title: str, message: str, *, details: dict | None = None):
         super().__init__(message)
         self.title = title
         self.message = message
+        self.details = details or {}
+
+
+MAX_SHOWN_URI_LENGTH = 300
+
+
+def _shown(uri: str) -> str:
+    return uri if len(uri) <= MAX_SHOWN_URI_LENGTH else uri[:MAX_SHOWN_URI_LENGTH] + "…"
+
+
+def redirect_uri_mismatch_hint(sent: str, registered: list[str]) -> str | None:
+    """What almost matches, for the developer debugging a mismatch: port, scheme or trailing slash."""
+    try:
+        parts = urlsplit(sent)
+        sent_port = parts.port
+    except ValueError:
+        return None
+    for candidate in registered:
+        try:
+            other = urlsplit(candidate)
+            other_port = other.port
+        except ValueError:
+            continue
+        same_rest = (parts.path, parts.query) == (other.path, other.query)
+        if parts.scheme == other.scheme and parts.hostname == other.hostname and same_rest and sent_port != other_port:
+            return f"Only the port differs from the registered {candidate}: ports must match exactly."
+        if parts.scheme != other.scheme and parts.netloc == other.netloc and same_rest:
+            return f"Only the scheme differs from the registered {candidate}."
+        if (parts.scheme, parts.netloc, parts.query) == (other.scheme, other.netloc, other.query) and (
+            parts.path.rstrip("/") == other.path.rstrip("/")
+        ):
+            return f"Only a trailing slash differs from the registered {candidate}."
+    return None
 
 
 class AuthorizationRedirectError(Exception):
@@ -59,6 +93,9 @@ class AuthorizationRequest:
 
     @property
     def redirect_host(self) -> str:
+        # A native app's private-use scheme names the app (RFC 8252 §7.1): com.example.app.
+        if is_private_use_redirect(self.redirect_uri):
+            return self.redirect_uri.partition(":")[0]
         return urlsplit(self.redirect_uri).netloc
 
     def oauthlib_query(self) -> list[tuple[str, str]]:
@@ -81,7 +118,9 @@ def authorization_request_validate(*, params: QueryDict, user) -> AuthorizationR
     """Check every parameter; raise AuthorizationPageError or AuthorizationRedirectError."""
     client = _client(params, user)
     redirect_uri = _redirect_uri(params, client)
-    state = params.get("state")
+    # An empty state is no state: oauthlib leaves it out of the Allow redirect, so the Deny
+    # redirect and error redirects leave it out too (RFC 6749 §4.1.2: echoed only if present).
+    state = params.get("state") or None
 
     def fail(error: str, description: str):
         raise AuthorizationRedirectError(error, description, redirect_uri=redirect_uri, state=state)
@@ -129,7 +168,8 @@ def _client(params: QueryDict, user) -> OAuthClient:
     if client.status == ClientStatus.PENDING:
         raise AuthorizationPageError(
             "Application not yet approved",
-            f"“{client.name}” is waiting for review by the service's administrators and cannot be used yet.",
+            f"“{client.name}” is awaiting review by the service's administrators and cannot be used yet; "
+            "until then only its owner can test it.",
         )
     raise AuthorizationPageError(
         "Application not available", f"“{client.name}” has been rejected by the service's administrators."
@@ -144,9 +184,16 @@ def _redirect_uri(params: QueryDict, client: OAuthClient) -> str:
         raise AuthorizationPageError("Invalid request", "The redirect_uri parameter was sent more than once.")
     # SECURITY.md: exact string match against the registered list, nothing looser.
     if not client.redirect_uri_allowed(uris[0]):
+        # What a developer needs to debug it; registered redirect URIs are not secret (every
+        # authorization request carries one).
         raise AuthorizationPageError(
             "Redirect URI not registered",
             "The redirect_uri in this request is not one of the application's registered redirect URIs.",
+            details={
+                "sent": _shown(uris[0]),
+                "registered": client.redirect_uri_list,
+                "hint": redirect_uri_mismatch_hint(uris[0], client.redirect_uri_list),
+            },
         )
     return uris[0]
 

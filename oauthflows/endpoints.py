@@ -17,17 +17,18 @@ from oauth2_provider.views.mixins import OAuthLibMixin
 from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
 
-from oauthflows.oauth2 import ClientCall, client_call, request_started_at
+from oauthflows.oauth2 import ClientCall, client_call, request_attribute_names, request_started_at
 from oauthflows.openapi import introspect_schema, revoke_schema, token_schema
-from oauthflows.requestparams import BodyError, request_json_pairs
+from oauthflows.requestparams import BodyError, basic_credentials, request_json_pairs
 from scopes.catalog import SCOPE_NAMES
 
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
 JSON_CONTENT_TYPE = "application/json"
 CREDENTIAL_PARAMS = ("client_secret", "code", "refresh_token", "code_verifier", "password", "token")
 GRANT_TYPES = ("authorization_code", "refresh_token")
-TOKEN_TYPE_HINTS = ("access_token", "refresh_token")
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+REQUEST_ATTRIBUTE_NAMES = request_attribute_names()
+CLIENT_PARAMS = frozenset({"client_id", "client_secret"})
 
 DEFAULT_DESCRIPTIONS = {
     "invalid_grant": (
@@ -36,7 +37,6 @@ DEFAULT_DESCRIPTIONS = {
     "unsupported_grant_type": "grant_type must be authorization_code or refresh_token.",
     "invalid_scope": "The requested scope is invalid or wider than the original grant.",
     "unauthorized_client": "This client may not use this grant type.",
-    "unsupported_token_type": "token_type_hint must be access_token or refresh_token.",
 }
 
 
@@ -67,7 +67,7 @@ class ClientEndpoint(OAuthLibMixin, APIView):
     plain Django view would. CSRF-exempt (APIView.as_view).
     """
 
-    http_method_names = ["post"]
+    http_method_names = ["post", "options"]
     authentication_classes = []
     permission_classes = [AllowAny]
     parser_classes = []
@@ -76,6 +76,8 @@ class ClientEndpoint(OAuthLibMixin, APIView):
     errors: frozenset[str] = frozenset({"invalid_request", "invalid_client"})
     # Only introspection answers resource servers; elsewhere they are unauthorized_client.
     resource_servers_allowed = False
+    # The parameters this endpoint takes; other names of oauthlib Request attributes are refused.
+    accepted: frozenset[str] = CLIENT_PARAMS | {"token", "token_type_hint"}
 
     def perform_authentication(self, request):
         pass  # request.user stays Django's (lazy) user
@@ -93,6 +95,12 @@ class ClientEndpoint(OAuthLibMixin, APIView):
     def handle_exception(self, exc):
         raise exc  # Django's handlers answer, not the /v2 exception handler
 
+    def options(self, request, *args, **kwargs):
+        # RFC 9110 §9.3.7. A CORS preflight never gets here: django-cors-headers answers it.
+        response = HttpResponse(status=204)
+        response["Allow"] = "POST, OPTIONS"
+        return response
+
     def post(self, request, *args, **kwargs):
         call = ClientCall(resource_servers_allowed=self.resource_servers_allowed)
         reset = client_call.set(call)
@@ -105,6 +113,7 @@ class ClientEndpoint(OAuthLibMixin, APIView):
         return response
 
     def answer(self, request) -> HttpResponse:
+        # RFC 9110 §11.1: the scheme name is case-insensitive.
         self.basic_used = request.META.get("HTTP_AUTHORIZATION", "").lower().startswith("basic ")
         params, problem = self.read_params(request)
         if problem is None:
@@ -148,11 +157,26 @@ class ClientEndpoint(OAuthLibMixin, APIView):
             return {}, ("invalid_request", str(exc))
         except (RequestDataTooBig, TooManyFieldsSent):
             return {}, ("invalid_request", "The request body is too large.")
+        colliding = sorted(
+            name
+            for name in {*params, *request.GET}
+            if name not in self.accepted and (name in REQUEST_ATTRIBUTE_NAMES or name.startswith("_"))
+        )
+        if colliding:
+            # oauthlib would serve these values as its own request attributes (see
+            # request_attribute_names); RFC 6749 §3.2 lets us ignore unknown parameters, but
+            # these are not unknown to the code that reads them.
+            return params, ("invalid_request", "These parameters are not accepted here: " + ", ".join(colliding) + ".")
         if self.basic_used and "client_secret" in params:
             return params, (
                 "invalid_request",
                 "Use one client authentication method: HTTP Basic or client_secret in the body, not both.",
             )
+        if self.basic_used and params.get("client_id"):
+            credentials = basic_credentials(request.META["HTTP_AUTHORIZATION"][6:].strip())
+            if credentials is not None and credentials[0] != params["client_id"]:
+                # RFC 6749 §2.3: one client per request; two different client_ids are ambiguous.
+                return params, ("invalid_request", "The client_id in the body differs from the one in HTTP Basic.")
         return params, None
 
     def check(self, params: dict) -> tuple[str, str] | None:
@@ -175,7 +199,9 @@ class ClientEndpoint(OAuthLibMixin, APIView):
             status=401 if error == "invalid_client" else 400,
         )
         if error == "invalid_client":
-            response["WWW-Authenticate"] = 'Basic realm="oauth"' if self.basic_used else 'Bearer realm="oauth"'
+            # RFC 6749 §5.2: the challenge names the scheme the client may use, HTTP Basic (a 401
+            # must carry one, RFC 9110 §15.5.2). Never Bearer: these endpoints take no bearer token.
+            response["WWW-Authenticate"] = 'Basic realm="oauth"'
         return response
 
 
@@ -193,6 +219,7 @@ class TokenView(ClientEndpoint):
             "invalid_scope",
         }
     )  # RFC 6749 §5.2, nothing else
+    accepted = CLIENT_PARAMS | {"grant_type", "code", "redirect_uri", "code_verifier", "refresh_token", "scope"}
 
     def check(self, params):
         grant_type = params.get("grant_type")
@@ -232,11 +259,10 @@ class TokenView(ClientEndpoint):
 
 
 def _check_token_param(params) -> tuple[str, str] | None:
+    # RFC 7009 §2.1 / RFC 7662 §2.1: token_type_hint is only a hint; an unknown one is ignored and
+    # every token type is searched (Validator._own_token), never unsupported_token_type.
     if not params.get("token"):
         return "invalid_request", "The token parameter is required."
-    hint = params.get("token_type_hint")
-    if hint is not None and hint not in TOKEN_TYPE_HINTS:
-        return "unsupported_token_type", DEFAULT_DESCRIPTIONS["unsupported_token_type"]
     return None
 
 
@@ -247,7 +273,7 @@ class RevokeView(ClientEndpoint):
     Unknown or foreign tokens answer 200 and nothing happens (RFC 7009 §2.2).
     """
 
-    errors = frozenset({"invalid_request", "invalid_client", "unauthorized_client", "unsupported_token_type"})
+    errors = frozenset({"invalid_request", "invalid_client", "unauthorized_client"})
 
     def check(self, params):
         return _check_token_param(params)
@@ -258,7 +284,10 @@ class RevokeView(ClientEndpoint):
         return status, body
 
     def success(self, data):
+        # RFC 7009 §2.2: 200 whatever the token was; the body is empty, so no Content-Type claims
+        # it is HTML (Django's default).
         response = HttpResponse(status=200)
+        del response["Content-Type"]
         for header, value in NO_STORE.items():
             response[header] = value
         return response
@@ -274,11 +303,20 @@ class IntrospectView(ClientEndpoint):
     unknown, expired or revoked one, a public client asking — is `{"active": false}` and nothing more.
     """
 
-    errors = frozenset({"invalid_request", "invalid_client", "unsupported_token_type"})
     resource_servers_allowed = True
 
     def check(self, params):
+        if not self._secret_presented(params):
+            # Metadata lists no "none" for introspection: a client without a secret (a public
+            # client) is refused as unauthenticated rather than told {"active": false}.
+            return "invalid_client", "Client authentication failed."
         return _check_token_param(params)
+
+    def _secret_presented(self, params) -> bool:
+        if self.basic_used:
+            credentials = basic_credentials(self.request.META["HTTP_AUTHORIZATION"][6:].strip())
+            return credentials is None or credentials[1] != ""  # malformed Basic fails later
+        return bool(params.get("client_secret"))
 
     def respond(self, request):
         core = self.get_oauthlib_core()
@@ -293,7 +331,7 @@ class IntrospectView(ClientEndpoint):
 class MetadataView(View):
     """GET /.well-known/oauth-authorization-server (RFC 8414)."""
 
-    http_method_names = ["get", "head"]
+    http_method_names = ["get", "head", "options"]
 
     def get(self, request, *args, **kwargs):
         issuer = settings.OAUTH_ISSUER

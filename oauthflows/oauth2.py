@@ -25,7 +25,7 @@ from oauth2_provider.models import revoke_access_token, set_token_value
 from oauth2_provider.oauth2_backends import OAuthLibCore
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.settings import oauth2_settings
-from oauthlib.common import urlencode
+from oauthlib.common import Request, urlencode
 from oauthlib.oauth2.rfc6749 import errors
 
 from oauthclients.audit import audit_record
@@ -67,6 +67,46 @@ class ClientCall:
 client_call: contextvars.ContextVar[ClientCall | None] = contextvars.ContextVar("client_call", default=None)
 
 
+# Attributes that these hooks, DOT and oauthlib set on (or read from) oauthlib's Request while
+# a token, revocation or introspection request is processed.
+HOOK_REQUEST_ATTRIBUTES = frozenset(
+    {
+        "_grant",
+        "_new_token_family",
+        "_json_body_pairs",
+        "refresh_token_instance",
+        "pending_owner_only",
+        "pending_owner_preview",
+        "oauth_normalized_query",
+        "access_token",
+        "client",
+        "user",
+        "scopes",
+        "claims",
+        "resource",
+        "id_token",
+        "token_type",
+        "using_default_redirect_uri",
+        "extra_credentials",
+        "method",
+        "path",
+    }
+)
+
+
+def request_attribute_names() -> frozenset[str]:
+    """Every name under which oauthlib's Request answers an attribute lookup.
+
+    oauthlib's Request serves every query and body parameter as an attribute (`__getattr__`), so a
+    parameter named like an attribute that is set later (`client`, `_grant`,
+    `refresh_token_instance`, ...) would be read in its place by code that runs before it is set.
+    The endpoints refuse such names unless they are parameters the endpoint takes.
+    """
+    sample = Request("https://example.invalid/")
+    names = {name for name in dir(sample) if not name.startswith("__")}
+    return frozenset(names | set(sample._params) | HOOK_REQUEST_ATTRIBUTES)
+
+
 def generate_token(request=None) -> str:
     """Access and refresh tokens: 256 bits from `secrets` (SECURITY.md asks for >= 128)."""
     return secrets.token_urlsafe(32)
@@ -75,7 +115,8 @@ def generate_token(request=None) -> str:
 def _is_concurrent_duplicate(consumed_at: datetime | None) -> bool:
     """A second presentation that raced the first one: refused, but not treated as theft.
 
-    A code or refresh token consumed while this request was already running, or less than
+    Refresh tokens only (codes are strictly single use, see validate_code). A refresh token
+    consumed while this request was already running, or less than
     OAUTH_REPLAY_GRACE_SECONDS before it started, was sent twice at about the same time (a retry,
     two workers, a double click): requests queued in front of busy server processes start late,
     so "already running" alone misses them. Later presentations are replays and revoke the
@@ -87,8 +128,35 @@ def _is_concurrent_duplicate(consumed_at: datetime | None) -> bool:
     return consumed_at >= started - timedelta(seconds=settings.OAUTH_REPLAY_GRACE_SECONDS)
 
 
+PENDING_CLIENT_OWNER_ONLY = (
+    "This application is awaiting review; until it is approved it can get tokens for its owner's account only."
+)
+
+
+def _owner_only_if_pending(client, user_id, request) -> None:
+    """A pending client serves its owner's own account only (the owner tests it before review)."""
+    if client is not None and client.status == ClientStatus.PENDING and user_id != client.user_id:
+        raise errors.UnauthorizedClientError(description=PENDING_CLIENT_OWNER_ONLY, request=request)
+
+
 class Validator(OAuth2Validator):
     # --- client authentication -------------------------------------------------------------
+
+    # The token, revocation and introspection endpoints start with one of these three hooks. A
+    # pending client may authenticate there (OAuthClient.is_usable); validate_code and
+    # validate_refresh_token then allow only its owner's grants (_owner_only_if_pending).
+
+    def client_authentication_required(self, request, *args, **kwargs):
+        request.pending_owner_only = True
+        return super().client_authentication_required(request, *args, **kwargs)
+
+    def _extract_basic_auth(self, request):
+        # RFC 7617 §2 / RFC 9110 §11.1: the scheme name is case-insensitive (DOT wants "Basic").
+        auth = request.headers.get("HTTP_AUTHORIZATION", None)
+        scheme, _, credentials = (auth or "").strip().partition(" ")
+        if scheme.lower() != "basic" or not credentials.strip():
+            return None
+        return credentials.strip()
 
     def _check_secret(self, provided_secret, stored_secret):
         # Not used: secrets are checked against ClientSecret rows in authenticate_client.
@@ -101,6 +169,7 @@ class Validator(OAuth2Validator):
         two active secrets works; a revoked one fails at once. Unknown client and wrong secret
         take the same path and the same time.
         """
+        request.pending_owner_only = True
         auth_string = self._extract_basic_auth(request)
         if auth_string:
             credentials = basic_credentials(auth_string)
@@ -156,6 +225,7 @@ class Validator(OAuth2Validator):
     def authenticate_client_id(self, client_id, request, *args, **kwargs):
         # Identification by client_id alone is for public clients only. DOT lets any kind that is
         # not "confidential" through, which would let a resource server introspect without its secret.
+        request.pending_owner_only = True
         return self._public_client_identified(client_id, request) if isinstance(client_id, str) else False
 
     def _load_application(self, client_id, request):
@@ -211,8 +281,10 @@ class Validator(OAuth2Validator):
         if grant is None:
             return False
         if grant.used_at is not None:
-            if not _is_concurrent_duplicate(grant.used_at) and grant.token_family:
-                # RFC 6749 §4.1.2 / RFC 9700 §4.14: a replayed code revokes what it produced.
+            # RFC 6749 §4.1.2 / RFC 9700 §4.5: strictly single use. Any second presentation, however
+            # soon (even one that raced the first), revokes what the code produced. The replay
+            # grace (_is_concurrent_duplicate) is for refresh tokens only.
+            if grant.token_family:
                 RefreshToken.revoke_family(grant.token_family)
                 audit_record(
                     client=grant.application,
@@ -226,6 +298,7 @@ class Validator(OAuth2Validator):
             raise errors.InvalidGrantError(description="The authorization code has already been used.", request=request)
         if grant.is_expired():
             raise errors.InvalidGrantError(description="The authorization code has expired.", request=request)
+        _owner_only_if_pending(request.client, grant.user_id, request)
         verifier = getattr(request, "code_verifier", None)
         if verifier is not None and not CODE_VERIFIER_RE.match(verifier):
             raise errors.InvalidRequestError(
@@ -359,6 +432,7 @@ class Validator(OAuth2Validator):
             return False
         if rt.application_id != getattr(client, "pk", None) or not rt.user.is_active:
             return False
+        _owner_only_if_pending(client, rt.user_id, request)
         request.user = rt.user
         request.refresh_token = refresh_token
         request.refresh_token_instance = rt

@@ -111,16 +111,17 @@ SCHEMAS = {
         ["invalid_client"],
         "Unknown client, wrong or revoked secret, or a client that is not approved: one answer for all.",
     ),
-    "TokenParameterError": _oauth_error(
-        ["invalid_request", "unsupported_token_type"], "RFC 7009 §2.2.1 / RFC 7662 §2.3."
-    ),
+    "TokenParameterError": _oauth_error(["invalid_request"], "RFC 7009 §2.2.1 / RFC 7662 §2.3."),
     "RateLimited": _oauth_error(["invalid_request"], "Too many requests; retry after `Retry-After` seconds."),
     "TokenOperationRequest": {
         "type": "object",
         "required": ["token"],
         "properties": {
             "token": _string("An access or refresh token issued to this client."),
-            "token_type_hint": {"type": "string", "enum": ["access_token", "refresh_token"]},
+            "token_type_hint": _string(
+                "access_token or refresh_token: where to look first. Any other value is ignored and "
+                "every token type is searched (RFC 7009 §2.1, RFC 7662 §2.1)."
+            ),
             **CLIENT_PROPERTIES,
         },
     },
@@ -174,7 +175,7 @@ def _request(schema_name: str) -> dict:
 
 _UNAUTHORIZED = OpenApiResponse(
     ref("ClientAuthenticationError"),
-    description='Client authentication failed. `WWW-Authenticate: Basic realm="oauth"` when Basic was used.',
+    description='Client authentication failed. `WWW-Authenticate: Basic realm="oauth"` (never Bearer).',
 )
 _RATE_LIMITED = OpenApiResponse(ref("RateLimited"), description="Too many requests (`Retry-After` header).")
 _CLIENT_AUTH_TEXT = (
@@ -194,9 +195,7 @@ token_schema = extend_schema_view(
         request=_request("TokenRequest"),
         parameters=[
             *no_store(200, 400, 401),
-            www_authenticate(
-                401, description='`Basic realm="oauth"` when HTTP Basic was used, otherwise `Bearer realm="oauth"`.'
-            ),
+            www_authenticate(401, description='`Basic realm="oauth"`: HTTP Basic is the scheme clients may use.'),
         ],
         responses={
             200: OpenApiResponse(ref("TokenResponse"), description="Tokens issued."),
@@ -266,7 +265,7 @@ revoke_schema = _token_operation(
     "Revoke a token (RFC 7009)",
     "Revokes one of this client's access or refresh tokens; revoking a refresh token ends the whole "
     "authorization. An unknown or foreign token also answers 200 and nothing happens.",
-    OpenApiResponse(None, description="Revoked, or nothing to revoke. The body is empty."),
+    OpenApiResponse(None, description="Revoked, or nothing to revoke. The body is empty (no Content-Type)."),
 )
 introspect_schema = _token_operation(
     "oauth2_introspect",
@@ -274,6 +273,6 @@ introspect_schema = _token_operation(
     "A resource server (a client of kind resource_server) asks about any access token this server issued: "
     "this is how services that serve the API verify bearer tokens. A refresh token is never active for it. "
     "An app's confidential client asks about one of its own tokens. Nothing else may ask about other "
-    "clients' tokens.",
+    "clients' tokens; a client without a secret is `invalid_client`.",
     OpenApiResponse(ref("IntrospectionResponse"), description='`{"active": false}` or the token\'s claims.'),
 )

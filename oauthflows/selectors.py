@@ -8,7 +8,8 @@ from django.http import Http404
 from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
-from oauthclients.models import AccessToken, ClientStatus, Consent, OAuthClient, RefreshToken
+from oauthclients.models import AccessToken, ClientKind, ClientStatus, Consent, OAuthClient, RefreshToken
+from oauthclients.validators import web_origin
 from scopes.catalog import group_by_level
 
 
@@ -71,3 +72,25 @@ def connected_app_get_for_user(*, user, client_id: str) -> ConnectedApp:
         if app.client.client_id == client_id:
             return app
     raise Http404("No such connected app.")
+
+
+def _public_clients():
+    return OAuthClient.objects.filter(client_type=ClientKind.PUBLIC).exclude(status=ClientStatus.REJECTED)
+
+
+def cors_origins_for_client(*, client_id: str) -> set[str]:
+    """The web origins of a public client's redirect URIs (none for a confidential client)."""
+    if not isinstance(client_id, str) or not client_id or len(client_id) > 255 or "\x00" in client_id:
+        return set()
+    client = _public_clients().filter(client_id=client_id).only("redirect_uris").first()
+    if client is None:
+        return set()
+    return {origin for origin in map(web_origin, client.redirect_uri_list) if origin}
+
+
+def cors_origin_is_registered(*, origin: str) -> bool:
+    """Whether some public client has a redirect URI at this web origin (for CORS preflights)."""
+    if not origin or len(origin) > 300 or "\x00" in origin:
+        return False
+    candidates = _public_clients().filter(redirect_uris__contains=origin).only("redirect_uris")[:50]
+    return any(origin in {web_origin(uri) for uri in client.redirect_uri_list} for client in candidates)

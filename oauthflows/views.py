@@ -1,5 +1,7 @@
 """The authorization endpoint: consent page and the Allow/Deny answers (spec §4.1, RFC 6749 §4.1)."""
 
+from urllib.parse import urlsplit
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.mixins import LoginRequiredMixin
@@ -28,18 +30,29 @@ from oauthflows.services import connected_app_revoke, consent_deny, consent_reco
 from scopes.catalog import group_by_level
 
 
+class ClientRedirect(HttpResponseRedirect):
+    """A 302 to a redirect URI already checked against the client's registered ones.
+
+    Its scheme may be a native app's private-use scheme (RFC 8252 §7.1), which Django's redirect
+    refuses by default; the URI was matched against the registration, so its scheme is trusted.
+    """
+
+    def __init__(self, redirect_to: str, *args, **kwargs):
+        self.allowed_schemes = [*HttpResponseRedirect.allowed_schemes, urlsplit(redirect_to).scheme]
+        super().__init__(redirect_to, *args, **kwargs)
+
+
 def _error_redirect(error: AuthorizationRedirectError) -> HttpResponseRedirect:
     params = [("error", error.error), ("error_description", ascii_description(error.description))]
     if error.state is not None:
         params.append(("state", error.state))
     # RFC 9207: the issuer travels with every authorization response, errors included.
-    return HttpResponseRedirect(
-        _add_iss_to_redirect(add_params_to_uri(error.redirect_uri, params), settings.OAUTH_ISSUER)
-    )
+    return ClientRedirect(_add_iss_to_redirect(add_params_to_uri(error.redirect_uri, params), settings.OAUTH_ISSUER))
 
 
 def _error_page(request, error: AuthorizationPageError) -> HttpResponse:
-    return render(request, "oauth/error.html", {"title": error.title, "message": error.message}, status=400)
+    context = {"title": error.title, "message": error.message, "details": error.details}
+    return render(request, "oauth/error.html", context, status=400)
 
 
 @method_decorator(never_cache, name="dispatch")
@@ -136,7 +149,7 @@ class AuthorizeAllowView(AuthorizationMixin, OAuthLibMixin, View):
                 )
             )
         consent_record(user=request.user, client=authz.client, scopes=authz.scopes)
-        return HttpResponseRedirect(uri)  # 302, never 307 (SECURITY.md)
+        return ClientRedirect(uri)  # 302, never 307 (SECURITY.md)
 
 
 @method_decorator(never_cache, name="dispatch")

@@ -2,6 +2,7 @@
 as the API docs' public client, and then calls GET /v2/me with the token it got."""
 
 import pytest
+from drf_spectacular.settings import patched_settings
 
 from oauthclients import services
 from oauthclients.models import ClientKind, OAuthClient
@@ -14,11 +15,6 @@ from tests.factories import make_user
 def docs_client(transactional_db, live_server, settings):
     """The docs page's client, as seed_demo registers it, for the live server's own origin."""
     settings.OAUTH_ISSUER = live_server.url
-    settings.SPECTACULAR_SETTINGS = {
-        **settings.SPECTACULAR_SETTINGS,
-        "SWAGGER_UI_SETTINGS": {"oauth2RedirectUrl": live_server.url + "/v2/docs/oauth2-redirect.html"},
-        "SERVERS": [{"url": live_server.url}],
-    }
     admin = make_user("docsadmin", staff=True)
     created = services.client_create(
         owner=admin,
@@ -31,7 +27,14 @@ def docs_client(transactional_db, live_server, settings):
     )
     OAuthClient.objects.filter(pk=created.client.pk).update(client_id=settings.OAUTH_DOCS_CLIENT_ID)
     services.client_approve(client=OAuthClient.objects.get(pk=created.client.pk), actor=admin)
-    return make_user("reader")
+    reader = make_user("reader")
+    # drf-spectacular reads its settings once per process (no setting_changed receiver): patch them.
+    patches = {
+        "SWAGGER_UI_SETTINGS": {"oauth2RedirectUrl": live_server.url + "/v2/docs/oauth2-redirect.html"},
+        "SERVERS": [{"url": live_server.url}],
+    }
+    with patched_settings(patches):
+        yield reader
 
 
 def test_swagger_ui_authorizes_with_pkce_and_calls_me(docs_client, live_server, browser, screenshots):

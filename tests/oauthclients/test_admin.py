@@ -92,6 +92,27 @@ def test_approve_action_approves_pending_clients_and_reports_the_count(staff, re
     assert "Approved 1 client." in messages_of(response)
 
 
+@pytest.mark.django_db(transaction=True)  # real commits: each mail goes out as its review commits
+def test_a_mail_failure_neither_fails_the_action_nor_stops_the_batch(staff, owner, client_obj, mailoutbox):
+    broken = make_client(owner, name="Broken").client
+    OAuthClient.objects.filter(pk=broken.pk).update(name="Broken\r\nBcc: x@example.com")
+    third = make_client(owner, name="Third").client
+    response = run_action(staff, "approve_clients", [client_obj, broken, third])
+    assert response.status_code == 302
+    assert {refreshed(c).status for c in (client_obj, broken, third)} == {ClientStatus.APPROVED}
+    assert len(mailoutbox) == 2  # the other two owners were told
+    shown = messages_of(response)
+    assert "Approved 3 clients." in shown
+    assert any("could not be sent" in text and broken.client_id in text for text in shown)
+
+
+def test_the_admin_add_form_refuses_a_name_with_a_line_break(staff, owner):
+    response = staff.post(reverse("admin:oauthclients_oauthclient_add"), add_form_data(owner, name="A\r\nB"))
+    assert response.status_code == 200
+    assert "single line" in " ".join(response.context["adminform"].form.errors["name"])
+    assert not OAuthClient.objects.filter(name__startswith="A").exists()
+
+
 def test_approving_a_rejected_client_reports_an_error_and_leaves_it_rejected(staff, reviewer, client_obj, approved):
     services.client_reject(client=client_obj, actor=reviewer, reason="Misleading name")
     pending = make_client(approved.client.owner, name="Still Pending").client

@@ -145,6 +145,12 @@ def test_it_refuses_an_invalid_redirect_uri(owner, uri):
         ("name", "   "),
         ("name", "n" * 101),
         ("name", "Calendar\x00Sync"),
+        # The name reaches the review mail's Subject header: no CR/LF (header injection).
+        ("name", "Calendar\r\nBcc: victim@example.com"),
+        ("name", "Calendar\nSync"),
+        ("name", "Calendar\rSync"),
+        ("name", "Calendar\u2028Sync"),
+        ("name", "Calendar\x85Sync"),
         ("purpose", "p" * 2001),
         ("purpose", "Syncs\x00"),
         ("website_url", "not a url"),
@@ -193,3 +199,8 @@ def test_approving_at_creation_records_only_the_actor_given_as_reviewer(owner, r
 def test_a_bad_kind_is_reported_together_with_the_other_fields(owner):
     errors = refused_fields(owner, kind="hybrid", name="", scopes=[])
     assert {"client_type", "name", "scopes"} <= set(errors)
+
+
+def test_a_multi_line_purpose_is_fine(owner):
+    created = create(owner, purpose="Line one.\nLine two.")
+    assert created.client.purpose == "Line one.\nLine two."

@@ -4,7 +4,8 @@ from django.utils import timezone
 
 from oauthclients import services
 from oauthclients.exceptions import InvalidTransition
-from oauthclients.models import AuditAction, ClientStatus
+from oauthclients.models import AuditAction, ClientStatus, Consent, RefreshToken
+from oauthflows.selectors import connected_app_list_for_user
 from tests.factories import make_client
 from tests.oauthclients.service_helpers import (
     AuditWriteFailed,
@@ -15,6 +16,8 @@ from tests.oauthclients.service_helpers import (
     reject,
     stored,
 )
+from tests.oauthflows.helpers import exchange, get_code, me, refresh
+from tests.oauthflows.test_token import assert_token_error, assert_tokens
 
 
 @pytest.mark.parametrize("start", ["pending", "approved"])
@@ -29,7 +32,13 @@ def test_it_rejects_a_pending_or_approved_client_with_a_reason(owner, reviewer, 
     assert since <= client.reviewed_at <= timezone.now()
     event = audit_events(client)[-1]
     assert_audited(event, client=client, actor=reviewer, action=AuditAction.CLIENT_REJECTED, since=since)
-    assert event.detail == {"reason": "Phishing site.", "previous": start}
+    assert event.detail == {
+        "reason": "Phishing site.",
+        "previous": start,
+        "revoked_access_tokens": 0,
+        "revoked_refresh_tokens": 0,
+        "revoked_codes": 0,
+    }
 
 
 @pytest.mark.parametrize("reason", ["", "   \n", None])
@@ -64,3 +73,51 @@ def test_it_stays_approved_when_the_audit_write_fails(approved, reviewer, owner,
         services.client_reject(client=approved.client, actor=reviewer, reason="Phishing site.")
     client = stored(approved.client)
     assert (client.status, client.rejection_reason, client.reviewed_by) == (ClientStatus.APPROVED, "", owner)
+
+
+def _update(client, owner, **changes):
+    fields = {
+        "name": client.name,
+        "purpose": client.purpose,
+        "website_url": client.website_url,
+        "redirect_uris": client.redirect_uri_list,
+        "scopes": client.scope_list,
+    }
+    fields.update(changes)
+    return services.client_update(client=client, actor=owner, **fields)
+
+
+def test_rejecting_ends_every_grant_for_good(browser, api, confidential, owner, reviewer, end_user):
+    client, secret = confidential
+    tokens = assert_tokens(exchange(api, client, get_code(browser, client), secret=secret), "PROFILE_READ")
+    unexchanged = get_code(browser, client)
+    assert [app.client for app in connected_app_list_for_user(user=end_user)] == [client]
+
+    services.client_reject(client=client, actor=reviewer, reason="Abuse")
+    client = _update(stored(client), owner, name="Renamed")  # rejected -> pending
+    services.client_approve(client=client, actor=reviewer)
+
+    assert me(api, tokens["access_token"]).status_code == 401
+    assert_token_error(refresh(api, client, tokens["refresh_token"], secret=secret), "invalid_grant")
+    assert_token_error(exchange(api, client, unexchanged, secret=secret), "invalid_grant")
+    assert connected_app_list_for_user(user=end_user) == []
+    assert not Consent.objects.filter(client=client).exists()
+    detail = next(e.detail for e in audit_events(client) if e.action == AuditAction.CLIENT_REJECTED)
+    assert detail["revoked_access_tokens"] == 1 and detail["revoked_refresh_tokens"] == 1
+    assert detail["revoked_codes"] == 1
+    # The user consents again and the approved client works as before.
+    assert_tokens(exchange(api, client, get_code(browser, client), secret=secret), "PROFILE_READ")
+
+
+def test_client_grants_revoke_leaves_other_clients_alone(browser, api, confidential, owner):
+    client, secret = confidential
+    other = make_client(owner, name="Other", redirect_uris=["https://other.example.com/cb"], approve=True)
+    kept = assert_tokens(
+        exchange(api, other.client, get_code(browser, other.client), secret=other.secret.plaintext), "PROFILE_READ"
+    )
+    ended = assert_tokens(exchange(api, client, get_code(browser, client), secret=secret), "PROFILE_READ")
+    result = services.client_grants_revoke(client=client)
+    assert (result.access_tokens, result.refresh_tokens, result.codes, result.consents) == (1, 1, 0, 1)
+    assert me(api, ended["access_token"]).status_code == 401
+    assert me(api, kept["access_token"]).status_code == 200
+    assert RefreshToken.objects.filter(application=other.client, revoked__isnull=True).count() == 1

@@ -290,3 +290,19 @@ def test_set_scopes_needs_at_least_one_scope(client_obj):
 
 def test_set_scopes_refuses_an_unknown_client(db):
     assert "no OAuth client" in refused("set-scopes", "nope", "PROFILE_READ")
+
+
+@pytest.mark.django_db(transaction=True)  # real commits: the review mail is sent as in production
+@pytest.mark.parametrize("action", ["approve", "reject"])
+def test_stdout_is_only_json_with_the_default_console_mail(owner, reviewer, settings, capsys, action):
+    from config import settings as project_settings
+
+    # Without EMAIL_HOST the project mails to the console: on stderr, so stdout pipes into jq.
+    assert project_settings.EMAIL_HOST == "" and project_settings.EMAIL_BACKEND == "config.mail.StderrEmailBackend"
+    settings.EMAIL_BACKEND = project_settings.EMAIL_BACKEND
+    client = make_client(owner).client
+    extra = ["--reason", "Unclear purpose."] if action == "reject" else []
+    call_command("oauthclient", action, client.client_id, *extra)
+    out, err = capsys.readouterr()
+    assert json.loads(out)["client_id"] == client.client_id  # nothing but the JSON document
+    assert "Subject:" in err and client.client_id in err  # the review mail went to stderr

@@ -3,7 +3,9 @@
 import pytest
 
 from oauthclients import services
+from oauthclients.emails import review_email_failures
 from oauthclients.exceptions import InvalidTransition
+from oauthclients.models import OAuthClient
 from tests.factories import make_client
 
 
@@ -52,3 +54,30 @@ def test_a_mail_server_failure_does_not_undo_the_review(owner, reviewer, setting
         client = services.client_approve(client=created.client, actor=reviewer)
     client.refresh_from_db()
     assert client.status == "approved"
+
+
+def _name_with_crlf(client):
+    # A name stored before CR/LF was refused (or written around the services): Django refuses the
+    # header at send time with BadHeaderError, a ValueError rather than an OSError.
+    OAuthClient.objects.filter(pk=client.pk).update(name="Legacy\r\nBcc: x@example.com")
+
+
+def test_a_refused_mail_header_does_not_turn_the_review_into_an_error(
+    owner, reviewer, mailoutbox, caplog, django_capture_on_commit_callbacks
+):
+    created = make_client(owner)
+    _name_with_crlf(created.client)
+    with review_email_failures() as failed, django_capture_on_commit_callbacks(execute=True):
+        services.client_approve(client=created.client, actor=reviewer)
+    assert OAuthClient.objects.get(pk=created.client.pk).status == "approved"
+    assert mailoutbox == [] and failed == [created.client.client_id]
+    assert "Could not send the review email" in caplog.text
+
+
+def test_without_a_listener_a_mail_failure_is_only_logged(owner, reviewer, caplog, django_capture_on_commit_callbacks):
+    created = make_client(owner)
+    _name_with_crlf(created.client)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.client_reject(client=created.client, actor=reviewer, reason="No.")
+    assert OAuthClient.objects.get(pk=created.client.pk).status == "rejected"
+    assert "Could not send the review email" in caplog.text

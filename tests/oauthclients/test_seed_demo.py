@@ -56,11 +56,18 @@ def test_it_creates_the_demo_cast_and_prints_the_secret_once(db, debug):
     assert client.client_id in output
     assert f"DJANGO_DEBUG=1 .venv/bin/python manage.py oauthclient add-secret {client.client_id}" in output
     for expected in (
-        "http://127.0.0.1:8000/admin/",
-        "http://127.0.0.1:8000/settings/developer/",
+        "http://testserver/admin/",  # the test settings' issuer
+        "http://testserver/settings/developer/",
         "admin-demo-password",
     ):
         assert expected in output
+
+
+def test_the_printed_urls_follow_the_issuer(db, debug, settings):
+    settings.OAUTH_ISSUER = "http://127.0.0.1:8123"
+    output = seed()
+    assert "http://127.0.0.1:8123/admin/" in output and "http://127.0.0.1:8123/settings/developer/" in output
+    assert ":8000" not in output
 
 
 def test_a_second_run_creates_nothing_and_prints_no_secret(db, debug):

@@ -3,6 +3,7 @@ from django.core.exceptions import ValidationError
 
 from oauthclients.validators import (
     MAX_REDIRECT_URIS,
+    loopback_ip_redirect_without_port,
     validate_redirect_uri,
     validate_redirect_uris,
     validate_scope_names,
@@ -79,8 +80,10 @@ def test_it_refuses_a_wildcard_host(uri):
         ("https://app.example.com:port/cb", "redirect_uri_invalid"),
         ("/callback", "redirect_uri_invalid"),
         ("https:///callback", "redirect_uri_invalid"),
-        ("com.example.app://callback", "redirect_uri_invalid"),
-        ("javascript:alert(1)", "redirect_uri_invalid"),
+        ("javascript:alert(1)", "redirect_uri_scheme"),
+        ("com.example.app:callback", "redirect_uri_invalid"),
+        ("com.example.app://user@callback", "redirect_uri_invalid"),
+        ("com.example.app:/cb#frag", "redirect_uri_fragment"),
     ],
 )
 def test_it_refuses_what_is_not_an_absolute_http_url(uri, code):
@@ -152,3 +155,41 @@ def test_too_many_uris_are_reported_by_count_alone_without_echoing_them():
         validate_redirect_uris(uris)
     assert len(exc_info.value.messages) == 1
     assert "at most 10" in exc_info.value.messages[0] and "bad1" not in exc_info.value.messages[0]
+
+
+@pytest.mark.parametrize(
+    "uri",
+    ["com.example.app:/oauth/callback", "com.example.app://oauth/callback", "io.github.someone.my-app:/cb?x=1"],
+)
+def test_it_accepts_a_native_apps_private_use_scheme_in_reverse_domain_form(uri):
+    # RFC 8252 §7.1.
+    assert validate_redirect_uri(uri) == uri
+
+
+@pytest.mark.parametrize("uri", ["myapp:/oauth/callback", "myapp://callback", "Com.Example.App:/cb", "data:/x"])
+def test_it_refuses_a_custom_scheme_that_is_not_a_reverse_domain_and_says_why(uri):
+    with pytest.raises(ValidationError) as exc_info:
+        validate_redirect_uri(uri)
+    assert [error.code for error in exc_info.value.error_list] == ["redirect_uri_scheme"]
+    message = exc_info.value.messages[0]
+    assert "reverse domain" in message and "com.example.app:/oauth/callback" in message and "RFC 8252" in message
+
+
+@pytest.mark.parametrize(
+    "uri, expected",
+    [
+        ("http://127.0.0.1:51234/cb?x=1", "http://127.0.0.1/cb?x=1"),
+        ("http://127.0.0.1/cb", "http://127.0.0.1/cb"),
+        ("http://[::1]:8080/", "http://[::1]/"),
+        ("http://localhost:8080/cb", None),  # RFC 8252 §8.3: localhost keeps exact matching
+        ("https://127.0.0.1:8080/cb", None),
+        ("http://127.0.0.1:0/cb", None),
+        ("http://127.0.0.1:65536/cb", None),
+        ("http://127.0.0.1:80@evil.example.net/cb", None),
+        ("http://127.0.0.1:80\\evil.example.net/cb", None),
+        ("http://127.0.0.1:80/cb#x", None),
+        ("http://127.0.0.10/cb", None),
+    ],
+)
+def test_loopback_ip_redirects_are_compared_without_their_port(uri, expected):
+    assert loopback_ip_redirect_without_port(uri) == expected

@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, quote, urlencode, urlsplit
 AUTHORIZE = "/auth/oauth2/authorize"
 TOKEN = "/v2/auth/oauth2/token"
 ME = "/v2/me"
+METADATA = "/.well-known/oauth-authorization-server"
 
 
 def pkce_pair() -> tuple[str, str]:
@@ -52,8 +53,10 @@ def basic(client_id: str, secret: str) -> str:
     return "Basic " + base64.b64encode(raw).decode()
 
 
-def token_request(api, data: dict, *, as_json=False, auth=None):
+def token_request(api, data: dict, *, as_json=False, auth=None, origin=None):
     headers = {"HTTP_AUTHORIZATION": auth} if auth else {}
+    if origin:
+        headers["HTTP_ORIGIN"] = origin
     if as_json:
         return api.post(TOKEN, data=data, content_type="application/json", **headers)
     return api.post(TOKEN, data=urlencode(data), content_type="application/x-www-form-urlencoded", **headers)
@@ -73,12 +76,12 @@ def exchange(api, client, code, *, secret=None, redirect_uri=None, verifier=None
     return token_request(api, data, **kw)
 
 
-def refresh(api, client, refresh_token, *, secret=None, **extra):
+def refresh(api, client, refresh_token, *, secret=None, origin=None, **extra):
     data = {"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": client.client_id}
     if secret is not None:
         data["client_secret"] = secret
     data.update(extra)
-    return token_request(api, data)
+    return token_request(api, data, origin=origin)
 
 
 def me(api, access_token, method="get", **kw):
@@ -89,7 +92,7 @@ REVOKE = "/v2/auth/oauth2/revoke"
 INTROSPECT = "/v2/auth/oauth2/introspect"
 
 
-def client_post(api, path, client, data: dict, *, secret=None, auth=None, as_json=False):
+def client_post(api, path, client, data: dict, *, secret=None, auth=None, as_json=False, origin=None):
     """POST to revoke/introspect as `client`: secret in the body unless `auth` (Basic) is given."""
     body = dict(data)
     if auth is None:
@@ -97,6 +100,8 @@ def client_post(api, path, client, data: dict, *, secret=None, auth=None, as_jso
         if secret is not None:
             body["client_secret"] = secret
     headers = {"HTTP_AUTHORIZATION": auth} if auth else {}
+    if origin:
+        headers["HTTP_ORIGIN"] = origin
     if as_json:
         return api.post(path, data=body, content_type="application/json", **headers)
     return api.post(path, data=urlencode(body), content_type="application/x-www-form-urlencoded", **headers)

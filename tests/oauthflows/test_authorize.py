@@ -8,7 +8,8 @@ from django.test import Client
 from oauthclients import services
 from oauthclients.models import Grant
 from tests.factories import PASSWORD, make_client
-from tests.oauthflows.helpers import AUTHORIZE, authorize_url, consent, pkce_pair, query_of
+from tests.oauthflows.helpers import AUTHORIZE, authorize_url, consent, exchange, pkce_pair, query_of
+from tests.oauthflows.test_token import assert_token_error, assert_tokens
 
 
 def assert_error_page(response, text):
@@ -79,6 +80,17 @@ def test_allow_redirects_with_code_state_and_issuer(browser, confidential):
     assert query["state"] == "s p a c e&+/=é"
     assert query["iss"] == "http://testserver"
     assert len(query["code"]) >= 22
+
+
+def test_an_empty_state_is_treated_alike_on_allow_and_deny(browser, confidential):
+    # Neither redirect echoes an empty state (oauthlib omits it on Allow; Deny follows).
+    client, _ = confidential
+    allowed = consent(browser, authorize_url(client, state=""))
+    assert set(query_of(allowed["Location"])) == {"code", "iss"}
+    denied = consent(browser, authorize_url(client, state=""), decision="deny")
+    assert_error_redirect(denied, client, "access_denied", state=None)
+    refused = browser.get(authorize_url(client, state="", scope="NOT_A_SCOPE"))
+    assert_error_redirect(refused, client, "invalid_scope", state=None)
 
 
 def test_no_state_sent_means_none_returned(browser, confidential):
@@ -152,7 +164,7 @@ def test_other_duplicated_parameters_redirect_with_invalid_request(browser, conf
 
 def test_a_pending_client_is_refused_to_other_users(browser, owner):
     client = make_client(owner).client
-    assert_error_page(browser.get(authorize_url(client)), "waiting for review")
+    assert_error_page(browser.get(authorize_url(client)), "awaiting review")
 
 
 def test_the_owner_may_test_their_own_pending_client(owner):
@@ -347,3 +359,113 @@ def test_the_code_lifetime_setting_is_read_from_the_environment():
         check=True,
     )
     assert out.stdout.strip() == "17"
+
+
+# --- native apps (RFC 8252) --------------------------------------------------------------------
+
+
+def test_a_native_app_with_a_private_use_scheme_completes_the_flow(browser, api, owner):
+    native = make_client(
+        owner, name="Phone", kind="public", redirect_uris=["com.example.app:/oauth/callback"], approve=True
+    ).client
+    verifier, challenge = pkce_pair()
+    url = authorize_url(native, code_challenge=challenge)
+    page = browser.get(url)
+    assert page.status_code == 200 and "com.example.app</strong>" in page.content.decode()
+    response = consent(browser, url)
+    assert response.status_code == 302
+    assert response["Location"].startswith("com.example.app:/oauth/callback?code=")
+    code = query_of(response["Location"])["code"]
+    assert_tokens(exchange(api, native, code, verifier=verifier), "PROFILE_READ")
+    denied = consent(browser, url, decision="deny")
+    assert denied["Location"].startswith("com.example.app:/oauth/callback?error=access_denied")
+
+
+def test_a_native_app_still_needs_pkce(browser, owner):
+    native = make_client(owner, kind="public", redirect_uris=["com.example.app:/oauth/callback"], approve=True).client
+    response = browser.get(authorize_url(native))
+    assert_error_redirect(response, native, "invalid_request")
+
+
+@pytest.mark.parametrize("registered", ["http://127.0.0.1/cb", "http://127.0.0.1:9000/cb"])
+@pytest.mark.parametrize("port", ["", ":1", ":51234"])
+def test_a_loopback_ip_redirect_matches_any_port(browser, api, owner, registered, port):
+    # RFC 8252 §7.3; the token request must repeat the exact URI used (RFC 6749 §4.1.3).
+    native = make_client(owner, kind="public", redirect_uris=[registered], approve=True).client
+    used = f"http://127.0.0.1{port}/cb"
+    verifier, challenge = pkce_pair()
+    response = consent(browser, authorize_url(native, redirect_uri=used, code_challenge=challenge))
+    assert response["Location"].startswith(used + "?code=")
+    code = query_of(response["Location"])["code"]
+    other_port = "http://127.0.0.1:2/cb"
+    assert_token_error(exchange(api, native, code, verifier=verifier, redirect_uri=other_port), "invalid_grant")
+
+
+def test_an_ipv6_loopback_redirect_matches_any_port(browser, owner):
+    native = make_client(owner, kind="public", redirect_uris=["http://[::1]/cb"], approve=True).client
+    _, challenge = pkce_pair()
+    response = consent(browser, authorize_url(native, redirect_uri="http://[::1]:8123/cb", code_challenge=challenge))
+    assert response["Location"].startswith("http://[::1]:8123/cb?code=")
+
+
+@pytest.mark.parametrize(
+    "used",
+    [
+        "http://127.0.0.1:5000/other",  # the path still matches exactly
+        "http://127.0.0.1:5000/cb/",
+        "http://127.0.0.1:5000/cb?x=1",
+        "http://[::1]:5000/cb",  # another host
+        "http://localhost:5000/cb",
+        "https://127.0.0.1:5000/cb",
+    ],
+)
+def test_only_the_port_of_a_loopback_ip_redirect_is_free(browser, owner, used):
+    native = make_client(owner, kind="public", redirect_uris=["http://127.0.0.1/cb"], approve=True).client
+    _, challenge = pkce_pair()
+    assert_error_page(browser.get(authorize_url(native, redirect_uri=used, code_challenge=challenge)), "not registered")
+
+
+def test_localhost_keeps_exact_port_matching(browser, confidential):
+    client, _ = confidential  # registers http://localhost:8765/cb
+    assert browser.get(authorize_url(client, redirect_uri="http://localhost:8765/cb")).status_code == 200
+    assert_error_page(browser.get(authorize_url(client, redirect_uri="http://localhost:8766/cb")), "not registered")
+
+
+# --- what a redirect-URI mismatch page tells the developer --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "sent, hint",
+    [
+        ("http://localhost:8766/cb", "Only the port differs from the registered http://localhost:8765/cb"),
+        (
+            "http://app.example.com/callback",
+            "Only the scheme differs from the registered https://app.example.com/callback",
+        ),
+        (
+            "https://app.example.com/callback/",
+            "Only a trailing slash differs from the registered https://app.example.com/callback",
+        ),
+        ("https://elsewhere.example.net/callback", None),
+    ],
+)
+def test_a_mismatch_page_shows_what_was_sent_and_what_is_registered(browser, confidential, sent, hint):
+    client, _ = confidential
+    response = browser.get(authorize_url(client, redirect_uri=sent))
+    assert_error_page(response, "not registered")
+    page = response.content.decode()
+    assert f'Sent: <code class="mono">{sent}</code>' in page
+    for uri in client.redirect_uri_list:
+        assert f'<li><code class="mono">{uri}</code></li>' in page
+    if hint:
+        assert hint in page
+    else:
+        assert "differs" not in page
+
+
+def test_the_mismatch_page_escapes_and_shortens_what_was_sent(browser, confidential):
+    client, _ = confidential
+    sent = "https://app.example.com/<script>" + "x" * 1000
+    page = browser.get(authorize_url(client, redirect_uri=sent)).content.decode()
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "x" * 300 not in page and "x" * 200 in page

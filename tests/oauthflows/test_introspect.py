@@ -8,7 +8,7 @@ from django.utils import timezone
 from oauthclients import services
 from oauthclients.models import AccessToken
 from tests.factories import make_client
-from tests.oauthflows.helpers import INTROSPECT, basic, client_post, exchange, get_code, pkce_pair, refresh
+from tests.oauthflows.helpers import INTROSPECT, METADATA, basic, client_post, exchange, get_code, pkce_pair, refresh
 from tests.oauthflows.test_token import assert_token_error, assert_tokens
 
 
@@ -93,12 +93,17 @@ def test_tokens_of_a_rejected_client_are_inactive_and_it_cannot_ask(api, confide
     assert_token_error(introspect(api, client, tokens["access_token"], secret=secret), "invalid_client", 401)
 
 
-def test_a_public_client_learns_nothing(browser, api, public):
+def test_a_public_client_is_invalid_client_as_the_metadata_says(browser, api, public):
+    # RFC 8414 §2: introspection_endpoint_auth_methods_supported has no "none", so a client
+    # without a secret is not authenticated here, whichever way it identifies itself.
     verifier, challenge = pkce_pair()
     tokens = assert_tokens(
         exchange(api, public, get_code(browser, public, code_challenge=challenge), verifier=verifier), "PROFILE_READ"
     )
-    assert inactive(introspect(api, public, tokens["access_token"]))
+    assert "none" not in api.get(METADATA).json()["introspection_endpoint_auth_methods_supported"]
+    assert_token_error(introspect(api, public, tokens["access_token"]), "invalid_client", 401)
+    response = introspect(api, public, tokens["access_token"], auth=basic(public.client_id, ""))
+    assert_token_error(response, "invalid_client", 401)
 
 
 def test_unauthenticated_or_wrong_secret_is_invalid_client(api, confidential, tokens):
@@ -112,10 +117,23 @@ def test_a_missing_token_is_invalid_request(api, confidential):
     assert_token_error(client_post(api, INTROSPECT, client, {}, secret=secret), "invalid_request")
 
 
-def test_an_unsupported_hint_is_refused(api, confidential, tokens):
+@pytest.mark.parametrize("hint", ["saml", "id_token", "", "ACCESS_TOKEN"])
+def test_an_unknown_hint_is_ignored_and_every_type_searched(api, confidential, tokens, hint):
+    # RFC 7662 §2.1: the hint is only a hint; never unsupported_token_type.
     client, secret = confidential
-    assert_token_error(
-        introspect(api, client, tokens["access_token"], secret=secret, hint="saml"),
-        "unsupported_token_type",
-        allowed={"unsupported_token_type"},
-    )
+    for name in ("access_token", "refresh_token"):
+        response = introspect(api, client, tokens[name], secret=secret, hint=hint or None, as_json=False)
+        assert response.status_code == 200 and response.json()["active"] is True
+    assert inactive(introspect(api, client, "nope", secret=secret, hint=hint))
+
+
+@pytest.mark.parametrize("use_basic", [True, False])
+def test_invalid_client_challenges_basic_never_bearer(api, confidential, tokens, use_basic):
+    # RFC 6749 §5.2.
+    client, _ = confidential
+    if use_basic:
+        response = introspect(api, client, tokens["access_token"], auth=basic(client.client_id, "wrong"))
+    else:
+        response = introspect(api, client, tokens["access_token"], secret="wrong")
+    assert_token_error(response, "invalid_client", 401)
+    assert response["WWW-Authenticate"] == 'Basic realm="oauth"'

@@ -1,8 +1,13 @@
 """GET /.well-known/oauth-authorization-server (RFC 8414)."""
 
+from urllib.parse import urlsplit
+
+import pytest
 from django.test import Client
 
 from scopes.catalog import SCOPE_NAMES
+from tests.oauthflows.helpers import METADATA, client_post, exchange, get_code, pkce_pair
+from tests.oauthflows.test_token import assert_tokens
 
 
 def test_metadata_describes_this_server(db):
@@ -40,3 +45,22 @@ def test_the_issuer_follows_oauth_issuer(db, settings):
 
 def test_post_is_not_allowed(db):
     assert Client().post("/.well-known/oauth-authorization-server").status_code == 405
+
+
+@pytest.mark.parametrize("endpoint", ["token", "revocation", "introspection"])
+def test_none_is_listed_exactly_where_a_public_client_is_authenticated(browser, api, public, endpoint):
+    # RFC 8414 §2: the *_auth_methods_supported lists describe what the endpoint really does.
+    metadata = api.get(METADATA).json()
+    verifier, challenge = pkce_pair()
+    tokens = assert_tokens(
+        exchange(api, public, get_code(browser, public, code_challenge=challenge), verifier=verifier), "PROFILE_READ"
+    )
+    path = urlsplit(metadata[f"{endpoint}_endpoint"]).path
+    if endpoint == "token":
+        data = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]}
+    else:
+        data = {"token": tokens["access_token"]}
+    response = client_post(api, path, public, data)
+    listed = "none" in metadata[f"{endpoint}_endpoint_auth_methods_supported"]
+    assert (response.status_code == 200) is listed, response.content
+    assert (response.status_code == 401) is not listed

@@ -143,7 +143,8 @@ def test_a_client_sent_back_to_review_keeps_issued_access_tokens_but_cannot_refr
         scopes=client.scope_list,
     )
     assert me(api, tokens["access_token"]).status_code == 200
-    assert_token_error(refresh(api, client, tokens["refresh_token"], secret=secret), "invalid_client", 401)
+    # The pending client still authenticates, but serves only its owner's account.
+    assert_token_error(refresh(api, client, tokens["refresh_token"], secret=secret), "unauthorized_client")
 
 
 def test_a_refresh_token_past_its_lifetime_is_invalid_grant(browser, api, confidential, settings):

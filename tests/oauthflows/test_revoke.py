@@ -2,7 +2,7 @@
 
 import pytest
 
-from oauthclients.models import AccessToken, RefreshToken
+from oauthclients.models import RefreshToken
 from tests.factories import make_client
 from tests.oauthflows.helpers import REVOKE, basic, client_post, exchange, get_code, me, pkce_pair, refresh
 from tests.oauthflows.test_token import assert_token_error, assert_tokens
@@ -86,11 +86,41 @@ def test_a_missing_token_is_invalid_request(api, confidential):
     assert_token_error(client_post(api, REVOKE, client, {}, secret=secret), "invalid_request")
 
 
-def test_an_unsupported_token_type_hint_is_refused(api, confidential, tokens):
+@pytest.mark.parametrize("hint", ["id_token", "saml", "code"])
+def test_an_unknown_hint_is_ignored_and_every_type_searched(browser, api, confidential, tokens, hint):
+    # RFC 7009 §2.1: never unsupported_token_type for a hint.
     client, secret = confidential
-    response = revoke(api, client, tokens["access_token"], secret=secret, hint="id_token")
-    assert_token_error(response, "unsupported_token_type", allowed={"unsupported_token_type"})
-    assert AccessToken.objects.count() == 1
+    assert_ok(revoke(api, client, tokens["access_token"], secret=secret, hint=hint))
+    assert me(api, tokens["access_token"]).status_code == 401
+    other = assert_tokens(exchange(api, client, get_code(browser, client), secret=secret), "PROFILE_READ")
+    assert_ok(revoke(api, client, other["refresh_token"], secret=secret, hint=hint))
+    assert_token_error(refresh(api, client, other["refresh_token"], secret=secret), "invalid_grant")
+
+
+def test_every_200_is_the_same_empty_answer_without_a_content_type(api, confidential, tokens):
+    # RFC 7009 §2.2: valid, unknown and already revoked tokens answer alike.
+    client, secret = confidential
+    answers = [
+        revoke(api, client, tokens["access_token"], secret=secret),
+        revoke(api, client, tokens["access_token"], secret=secret),
+        revoke(api, client, "no-such-token", secret=secret),
+    ]
+    for response in answers:
+        assert_ok(response)
+        assert not response.has_header("Content-Type")
+    assert me(api, tokens["access_token"]).status_code == 401
+
+
+@pytest.mark.parametrize("use_basic", [True, False])
+def test_invalid_client_challenges_basic_never_bearer(api, confidential, tokens, use_basic):
+    # RFC 6749 §5.2.
+    client, _ = confidential
+    if use_basic:
+        response = revoke(api, client, tokens["access_token"], auth=basic(client.client_id, "wrong"))
+    else:
+        response = revoke(api, client, tokens["access_token"], secret="wrong")
+    assert_token_error(response, "invalid_client", 401)
+    assert response["WWW-Authenticate"] == 'Basic realm="oauth"'
 
 
 def test_a_token_in_the_query_string_is_refused(api, confidential, tokens):

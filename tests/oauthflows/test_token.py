@@ -98,6 +98,49 @@ def test_invalid_client_with_basic_answers_www_authenticate_basic(browser, api, 
     assert response["WWW-Authenticate"].startswith("Basic")
 
 
+def test_invalid_client_without_basic_challenges_basic_never_bearer(browser, api, confidential):
+    # RFC 6749 §5.2: the token endpoint takes no bearer token, so it never asks for one.
+    client, secret = confidential
+    response = exchange(api, client, get_code(browser, client), secret=secret + "x")
+    assert_token_error(response, "invalid_client", 401)
+    assert response["WWW-Authenticate"] == 'Basic realm="oauth"'
+
+
+@pytest.mark.parametrize("scheme", ["basic", "BASIC", "bAsIc"])
+def test_the_basic_scheme_name_is_case_insensitive(browser, api, confidential, scheme):
+    # RFC 7617 §2, RFC 9110 §11.1.
+    client, secret = confidential
+    data = {
+        "grant_type": "authorization_code",
+        "code": get_code(browser, client),
+        "redirect_uri": client.redirect_uri_list[0],
+    }
+    auth = basic(client.client_id, secret).replace("Basic", scheme, 1)
+    assert_tokens(token_request(api, data, auth=auth), "PROFILE_READ")
+    wrong = basic(client.client_id, "wrong").replace("Basic", scheme, 1)
+    response = token_request(api, {**data, "code": get_code(browser, client)}, auth=wrong)
+    assert_token_error(response, "invalid_client", 401)
+    assert response["WWW-Authenticate"] == 'Basic realm="oauth"'
+
+
+def test_a_body_client_id_that_differs_from_basic_is_invalid_request(browser, api, confidential, owner):
+    client, secret = confidential
+    other = make_client(owner, name="Other", approve=True).client
+    data = {
+        "grant_type": "authorization_code",
+        "code": get_code(browser, client),
+        "redirect_uri": client.redirect_uri_list[0],
+        "client_id": other.client_id,
+    }
+    body = assert_token_error(token_request(api, data, auth=basic(client.client_id, secret)), "invalid_request")
+    assert "client_id" in body["error_description"]
+    # The same client_id in both places is fine.
+    assert_tokens(
+        token_request(api, {**data, "client_id": client.client_id}, auth=basic(client.client_id, secret)),
+        "PROFILE_READ",
+    )
+
+
 def test_missing_secret_for_a_confidential_client_is_invalid_client(browser, api, confidential):
     client, _ = confidential
     assert_token_error(exchange(api, client, get_code(browser, client)), "invalid_client", 401)
@@ -182,12 +225,58 @@ def test_a_missing_redirect_uri_is_invalid_request(browser, api, confidential):
     assert_token_error(token_request(api, data), "invalid_request")
 
 
-def test_a_pending_client_cannot_get_tokens_even_for_its_owner(api, owner):
+def test_the_owner_tests_their_own_pending_client_end_to_end(api, owner):
     created = make_client(owner)
+    client, secret = created.client, created.secret.plaintext
     browser = Client()
     browser.force_login(owner)
-    code = get_code(browser, created.client)
-    assert_token_error(exchange(api, created.client, code, secret=created.secret.plaintext), "invalid_client", 401)
+    tokens = assert_tokens(exchange(api, client, get_code(browser, client), secret=secret), "PROFILE_READ")
+    assert me(api, tokens["access_token"]).status_code == 200
+    data = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "client_id": client.client_id}
+    assert_tokens(token_request(api, {**data, "client_secret": secret}), "PROFILE_READ")
+    client.refresh_from_db()
+    assert client.status == "pending"
+
+
+def test_a_public_pending_client_works_for_its_owner(api, owner):
+    client = make_client(owner, kind="public", redirect_uris=["http://127.0.0.1:9000/cb"]).client
+    browser = Client()
+    browser.force_login(owner)
+    verifier, challenge = pkce_pair()
+    code = get_code(browser, client, code_challenge=challenge)
+    assert_tokens(exchange(api, client, code, verifier=verifier), "PROFILE_READ")
+
+
+def _sent_back_to_review(client, owner):
+    return services.client_update(
+        client=client,
+        actor=owner,
+        name=client.name + " 2",
+        purpose=client.purpose,
+        website_url=client.website_url,
+        redirect_uris=client.redirect_uri_list,
+        scopes=client.scope_list,
+    )
+
+
+def test_a_pending_client_cannot_exchange_another_users_code(browser, api, confidential, owner):
+    client, secret = confidential
+    code = get_code(browser, client)  # the end user's code, issued while approved
+    client = _sent_back_to_review(client, owner)
+    assert client.status == "pending"
+    body = assert_token_error(exchange(api, client, code, secret=secret), "unauthorized_client")
+    assert "awaiting review" in body["error_description"] and "owner" in body["error_description"]
+    assert not AccessToken.objects.exists()
+
+
+def test_a_pending_client_cannot_refresh_another_users_token(browser, api, confidential, owner):
+    client, secret = confidential
+    tokens = assert_tokens(exchange(api, client, get_code(browser, client), secret=secret), "PROFILE_READ")
+    client = _sent_back_to_review(client, owner)
+    data = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "client_id": client.client_id}
+    body = assert_token_error(token_request(api, {**data, "client_secret": secret}), "unauthorized_client")
+    assert "awaiting review" in body["error_description"]
+    assert RefreshToken.objects.get().revoked is None  # refused, not rotated
 
 
 def test_a_rejected_client_cannot_get_tokens(browser, api, confidential, reviewer):
@@ -372,16 +461,27 @@ def test_unknown_client_and_wrong_secret_do_the_same_work(browser, api, confiden
     assert shapes[0] == shapes[1] and len(shapes[0]) == 1
 
 
-def test_a_code_sent_again_within_the_grace_window_revokes_nothing(browser, api, confidential, settings):
-    settings.OAUTH_REPLAY_GRACE_SECONDS = 5
+def test_a_code_sent_again_at_once_revokes_its_tokens_despite_the_refresh_grace(browser, api, confidential, settings):
+    # RFC 6749 §4.1.2, RFC 9700 §4.5: the replay grace is for refresh tokens only.
+    settings.OAUTH_REPLAY_GRACE_SECONDS = 60
     client, secret = confidential
     code = get_code(browser, client)
     tokens = assert_tokens(exchange(api, client, code, secret=secret), "PROFILE_READ")
-    assert_token_error(exchange(api, client, code, secret=secret), "invalid_grant")
     assert me(api, tokens["access_token"]).status_code == 200
-    Grant.objects.update(used_at=timezone.now() - timedelta(seconds=6))
     assert_token_error(exchange(api, client, code, secret=secret), "invalid_grant")
     assert me(api, tokens["access_token"]).status_code == 401
+    assert_token_error(
+        token_request(
+            api,
+            {
+                "grant_type": "refresh_token",
+                "refresh_token": tokens["refresh_token"],
+                "client_id": client.client_id,
+                "client_secret": secret,
+            },
+        ),
+        "invalid_grant",
+    )
 
 
 def test_a_public_client_may_identify_itself_with_basic_and_an_empty_password(browser, api, public):
@@ -416,3 +516,12 @@ def test_a_json_body_is_parsed_once_per_request(browser, api, confidential, monk
     monkeypatch.setattr(requestparams, "json_body_pairs", lambda raw: calls.append(1) or original(raw))
     assert_tokens(exchange(api, client, code, secret=secret, as_json=True), "PROFILE_READ")
     assert len(calls) == 1  # the rate limiter, the endpoint's checks and oauthlib's backend share it
+
+
+@pytest.mark.parametrize("path", [TOKEN, "/v2/auth/oauth2/revoke", "/v2/auth/oauth2/introspect"])
+def test_options_answers_204_with_allow(db, api, path):
+    # RFC 9110 §9.3.7: not 401 or 405. (A CORS preflight is tests/oauthflows/test_cors.py.)
+    response = api.options(path)
+    assert response.status_code == 204 and response["Allow"] == "POST, OPTIONS"
+    assert not response.has_header("WWW-Authenticate")
+    assert api.get(path).status_code == 405

@@ -293,3 +293,18 @@ def test_a_user_without_an_email_still_has_a_profile(client, issue_token):
     user.save(update_fields=["email"])
     data = assert_success(me(client, issue_token("PROFILE_READ", user=user)))
     assert data["email"] == "" and data["username"] == "noemail"
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer not-a-token", "Basic eDp5"])
+def test_options_answers_204_with_allow_and_needs_no_token(client, authorization):
+    # RFC 9110 §9.3.7; with or without a (bad) token, never a 401.
+    headers = {"HTTP_AUTHORIZATION": authorization} if authorization else {}
+    response = client.options(ME, **headers)
+    assert response.status_code == 204 and response.content == b""
+    assert set(response["Allow"].split(", ")) == {"GET", "PATCH", "HEAD", "OPTIONS"}
+    assert not response.has_header("WWW-Authenticate")
+
+
+def test_other_methods_still_need_a_token(client):
+    assert_no_token(client.get(ME))
+    assert_no_token(client.patch(ME, data="{}", content_type="application/json"))

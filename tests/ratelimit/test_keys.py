@@ -5,7 +5,8 @@ import json
 import pytest
 from django.test import RequestFactory
 
-from config.ratelimit import OVERSIZED, per_address, per_client, per_username
+from config import ratelimit
+from config.ratelimit import NO_ADDRESS, OVERSIZED, per_address, per_client, per_username
 from tests.oauthflows.helpers import TOKEN, basic
 
 FORM = "application/x-www-form-urlencoded"
@@ -68,3 +69,20 @@ def test_an_empty_username_is_not_counted():
 def test_ipv4_is_counted_per_address_and_ipv6_per_slash_64():
     assert per_address(RequestFactory().post("/", REMOTE_ADDR="198.51.100.7")) == "198.51.100.7"
     assert per_address(RequestFactory().post("/", REMOTE_ADDR="2001:db8:1:2:3:4:5:6")) == "2001:db8:1:2::/64"
+
+
+@pytest.mark.parametrize("username", ["alice", " alice", "alice\t", "ALICE", "Ａｌｉｃｅ", "\u3000Alice\u00a0"])
+def test_the_username_is_normalised_as_the_login_form_does(username):
+    login = RequestFactory().post("/accounts/login/", {"username": username, "password": "x"})
+    assert per_username(login) == "alice"
+
+
+@pytest.mark.parametrize("remote_addr", ["", "  "])
+def test_a_request_without_an_address_shares_one_key_and_warns_once(monkeypatch, caplog, remote_addr):
+    monkeypatch.setattr(ratelimit, "_no_address_warned", False)
+    requests = [RequestFactory().post("/", REMOTE_ADDR=remote_addr) for _ in range(3)]
+    with caplog.at_level("WARNING", logger="config.ratelimit"):
+        keys = {per_address(request) for request in requests}
+    assert keys == {NO_ADDRESS}
+    warnings = [r for r in caplog.records if "without a client address" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].levelname == "WARNING"

@@ -61,6 +61,21 @@ def test_case_and_compatibility_variants_of_a_username_share_its_budget(person, 
     assert_refused(log_in("Alice", PASSWORD, address=ELSEWHERE))
 
 
+@pytest.mark.parametrize("variant", [" alice", "alice ", "\talice\n", "\u3000ALICE\u00a0", "  Ａｌｉｃｅ  "])
+def test_padded_variants_of_a_username_share_its_budget(person, limits, variant):
+    # The login form strips and NFKC-normalises the username before authenticating, so padding
+    # names the same account: it must not buy a fresh budget.
+    limits(login_failures_per_username=(2, 300))
+    assert log_in("alice", "wrong").status_code == 200
+    assert log_in(variant, "wrong", address=ELSEWHERE).status_code == 200
+    assert_refused(log_in("alice", PASSWORD, address="198.51.100.9"))
+
+
+def test_a_padded_username_still_logs_in(person):
+    # The same normalisation as authentication: padding is no different account.
+    assert_logged_in(log_in("  alice  ", PASSWORD))
+
+
 def test_an_address_over_its_limit_is_refused_whatever_the_username(person, limits):
     limits(login_failures_per_address=(3, 300))
     for name in ("carol", "dave", "erin"):

@@ -204,3 +204,12 @@ def test_the_limiter_can_be_switched_off(api, limits, settings):
     limits(token_failures_per_address=(1, 60))
     for _ in range(3):
         assert unknown_client(api, "guess").status_code == 401
+
+
+def test_requests_without_a_client_address_are_limited_together(api, confidential, limits):
+    # An empty REMOTE_ADDR (a Unix socket behind an untrusted proxy) is one shared key, not none.
+    limits(token_failures_per_address=(3, 60))
+    for name in ("guess-1", "guess-2", "guess-3"):
+        assert unknown_client(api, name, address="").status_code == 401
+    assert_refused(unknown_client(api, "guess-4", address=""))
+    assert unknown_client(api, "guess-4", address=ELSEWHERE).status_code == 401

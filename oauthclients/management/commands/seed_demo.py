@@ -9,7 +9,6 @@ from django.db import transaction
 from oauthclients import selectors, services
 from oauthclients.models import ClientKind, OAuthClient
 
-BASE_URL = "http://127.0.0.1:8000"
 # Well-known passwords: this is why the command refuses to run unless DEBUG is on.
 DEMO_USERS = (
     # (username, password, is administrator)
@@ -56,8 +55,8 @@ class Command(BaseCommand):
             self.stdout.write(f"  {username} / {password}")
         if self.existing_users:
             self.stdout.write(f"  ({', '.join(self.existing_users)} already existed and kept their own passwords.)")
-        self.stdout.write(f"Admin:              {BASE_URL}/admin/")
-        self.stdout.write(f"Developer settings: {BASE_URL}/settings/developer/")
+        self.stdout.write(f"Admin:              {settings.OAUTH_ISSUER}/admin/")
+        self.stdout.write(f"Developer settings: {settings.OAUTH_ISSUER}/settings/developer/")
         self.stdout.write(f"Demo client_id:     {client.client_id} ({client.get_status_display().lower()})")
         if secret is not None:
             # Printed this once only: the database keeps a digest.

@@ -1,0 +1,31 @@
+"""Deployment checks (`manage.py check --deploy`) for what Django's own checks cannot know."""
+
+import os
+
+from django.conf import settings
+from django.core.checks import Tags, Warning, register
+
+# Cache backends whose counts live inside one server process.
+PER_PROCESS_CACHES = (
+    "django.core.cache.backends.locmem.LocMemCache",
+    "django.core.cache.backends.dummy.DummyCache",
+)
+
+
+@register(Tags.security, deploy=True)
+def ratelimit_cache_shared(app_configs=None, **kwargs) -> list[Warning]:
+    """Rate limits counted per process multiply with the number of workers (README, Rate limits)."""
+    if not settings.RATELIMIT_ENABLED:
+        return []
+    backend = settings.CACHES[settings.RATELIMIT_CACHE]["BACKEND"]
+    # gunicorn's default worker count comes from WEB_CONCURRENCY; 1 says only one process serves.
+    if backend not in PER_PROCESS_CACHES or os.environ.get("WEB_CONCURRENCY", "").strip() == "1":
+        return []
+    return [
+        Warning(
+            "Rate limits are counted in a per-process cache, so each server process allows the full "
+            "limit (with 4 workers, 4 times as many attempts).",
+            hint="Set REDIS_URL so that every process shares the counts, or run a single worker (WEB_CONCURRENCY=1).",
+            id="config.W001",
+        )
+    ]

@@ -1,0 +1,38 @@
+"""Which origin may read which answer: CORS for single-page apps (OAuth 2.0 for Browser-Based Apps).
+
+django-cors-headers writes the headers (settings.CORS_*); the `check_request_enabled` signal
+handler below decides, per request, whether the request's Origin is allowed:
+
+- the metadata document (RFC 8414) is public: any origin may read it;
+- the token and revocation endpoints: the origins of the redirect URIs registered by the public
+  client the request names (client_id in the body, or HTTP Basic). A preflight carries no body,
+  so it is answered for the origin of any public client's redirect URI; the actual request is
+  then readable only by that client's own origins.
+
+Never with credentials (CORS_ALLOW_CREDENTIALS is off): these endpoints use no cookies.
+"""
+
+from django.conf import settings
+from django.db import DatabaseError
+
+from config.ratelimit import per_client
+from oauthflows.selectors import cors_origin_is_registered, cors_origins_for_client
+
+
+def cors_allow_request(sender, request, **kwargs) -> bool:
+    """django-cors-headers' check_request_enabled signal: may this request's Origin read the answer?"""
+    origin = request.headers.get("Origin")
+    path = request.path_info
+    if not origin:
+        return False
+    if path == settings.OAUTH_METADATA_PATH:
+        return True
+    if path not in (settings.OAUTH_TOKEN_PATH, settings.OAUTH_REVOKE_PATH):
+        return False  # asked for every other request too: decide without the database
+    try:
+        if request.method == "OPTIONS":
+            return cors_origin_is_registered(origin=origin)
+        client_id = per_client(request)
+        return bool(client_id) and origin in cors_origins_for_client(client_id=client_id)
+    except DatabaseError:
+        return False  # the view answers 503 by itself; no CORS grant without the facts

@@ -1,0 +1,58 @@
+"""`make run PORT=…` serves one consistent server: every command it runs sees the same issuer."""
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+# Stands in for the virtualenv's python: prints what the real one would be given.
+FAKE_PYTHON = """#!/bin/sh
+echo "OAUTH_ISSUER=$OAUTH_ISSUER DJANGO_DEBUG=$DJANGO_DEBUG ARGS=$*"
+"""
+
+
+def make_run(tmp_path, *args, env=None) -> list[str]:
+    """Run the real `run` recipe with a fake python (nothing installed, migrated or served)."""
+    (tmp_path / "python").write_text(FAKE_PYTHON)
+    (tmp_path / "python").chmod(stat.S_IRWXU)
+    # A stamp newer than pyproject.toml, so that make installs nothing (whatever the checkout's mtimes).
+    stamp = tmp_path / "installed-stamp"
+    stamp.touch()
+    environment = {k: v for k, v in os.environ.items() if k not in ("OAUTH_ISSUER", "DJANGO_DEBUG", "PORT", "HOST")}
+    environment.update(env or {})
+    result = subprocess.run(
+        [shutil.which("make"), "-s", "run", f"BIN={tmp_path}", f"STAMP={stamp}", *args],
+        cwd=PROJECT_ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return result.stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    "args, issuer, bind",
+    [
+        ([], "http://127.0.0.1:8000", "127.0.0.1:8000"),
+        (["PORT=8123"], "http://127.0.0.1:8123", "127.0.0.1:8123"),
+        (["HOST=0.0.0.0", "PORT=8124"], "http://127.0.0.1:8124", "0.0.0.0:8124"),
+        (["HOST=localhost", "PORT=9000"], "http://localhost:9000", "localhost:9000"),
+    ],
+)
+def test_every_step_of_make_run_uses_the_issuer_of_its_port(tmp_path, args, issuer, bind):
+    lines = make_run(tmp_path, *args)
+    assert len(lines) == 4  # migrate, collectstatic, seed_demo, runserver
+    assert all(line.startswith(f"OAUTH_ISSUER={issuer} DJANGO_DEBUG=1 ") for line in lines), lines
+    assert lines[-1].endswith(f"manage.py runserver {bind}")
+
+
+def test_an_explicit_issuer_wins(tmp_path):
+    lines = make_run(tmp_path, "PORT=8123", env={"OAUTH_ISSUER": "https://auth.example.com"})
+    assert all(line.startswith("OAUTH_ISSUER=https://auth.example.com ") for line in lines), lines
