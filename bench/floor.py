@@ -17,12 +17,15 @@ Per scenario, the statements are:
    code SELECT ... FOR UPDATE, its UPDATE (used), the INSERTs of the access and refresh token.
 4. `GET /floor/authorize` (session, user and client SELECTs, a page with a CSRF token),
    `POST /floor/authorize/allow` (the same SELECTs and the INSERT of the code), then 3.
+5. `POST /floor/introspect` (a resource server, HTTP Basic): the client secret SELECT, then one
+   indexed SELECT of the access token joined to its client and user; RFC 7662 claims.
 """
 
+import base64
 import secrets
 import uuid
 from datetime import timedelta
-from urllib.parse import urlencode
+from urllib.parse import unquote, urlencode
 
 from django.conf import settings
 from django.db import transaction
@@ -152,6 +155,50 @@ def token(request):
     return response
 
 
+@csrf_exempt
+@require_POST
+def introspect(request):
+    """Scenario 5: the resource server's secret, then the token joined to its client and user."""
+    scheme, _, encoded = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    try:
+        client_id, _, secret = base64.b64decode(encoded).decode().partition(":")
+    except ValueError:
+        return _error(401, "invalid_client")
+    if (
+        scheme.lower() != "basic"
+        or not ClientSecret.objects.filter(
+            digest=digest(unquote(secret)),
+            revoked_at__isnull=True,
+            client__client_id=unquote(client_id),
+            client__status=ClientStatus.APPROVED,
+        ).exists()
+    ):
+        return _error(401, "invalid_client")
+    token = (
+        AccessToken.objects.filter(token_checksum=digest(request.POST.get("token", "")))
+        .values("scope", "expires", "created", "user_id", "user__username", "application__client_id")
+        .first()
+    )
+    if token is None or token["expires"] <= timezone.now():
+        response = JsonResponse({"active": False})
+    else:
+        response = JsonResponse(
+            {
+                "active": True,
+                "scope": token["scope"],
+                "client_id": token["application__client_id"],
+                "username": token["user__username"],
+                "sub": str(token["user_id"]),
+                "exp": int(token["expires"].timestamp()),
+                "iat": int(token["created"].timestamp()),
+                "iss": settings.OAUTH_ISSUER,
+                "token_type": "Bearer",
+            }
+        )
+    response["Cache-Control"] = "no-store"
+    return response
+
+
 def _authorization_client(request):
     """The logged-in user's view of the client named in the query, or None."""
     return (
@@ -203,4 +250,5 @@ urlpatterns = [
     path("token", token, name="floor_token"),
     path("authorize", authorize, name="floor_authorize"),
     path("authorize/allow", authorize_allow, name="floor_authorize_allow"),
+    path("introspect", introspect, name="floor_introspect"),
 ]

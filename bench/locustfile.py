@@ -20,6 +20,7 @@ read from /proc: what was used during a phase is charged to that phase's target,
 CPU per request independently of how much of the machine other jobs were taking.
 """
 
+import base64
 import contextlib
 import html
 import itertools
@@ -32,7 +33,7 @@ import secrets
 import string
 import time
 from collections import Counter, defaultdict
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import gevent
 from locust import FastHttpUser, constant, events, task
@@ -56,12 +57,19 @@ ROUTES = {
         "token": "/v2/auth/oauth2/token",
         "authorize": "/auth/oauth2/authorize",
         "consent": "/auth/oauth2/authorize/allow",
+        "introspect": "/v2/auth/oauth2/introspect",
     },
+    # Scenario 6: the example resource server's GET /v2/bookings, verified in the project's own
+    # process (local), or by the example service through introspection, without and with its cache.
+    "local": {"bookings": "/local/v2/bookings"},
+    "remote": {"bookings": "/v2/bookings"},
+    "remote-cached": {"bookings": "/v2/bookings"},
     "floor": {
         "me": "/floor/me",
         "token": "/floor/token",
         "authorize": "/floor/authorize",
         "consent": "/floor/authorize/allow",
+        "introspect": "/floor/introspect",
     },
     # DOT's consent form posts back to the authorize URL itself, with `allow` in the body.
     "stock": {
@@ -442,3 +450,35 @@ class FlowUser(BenchUser):
                 answer.failure(f"HTTP {answer.status_code}, no code in {location[:100]!r}: {(answer.text or '')[:200]}")
                 raise FlowFailed("4b")
         self.exchange(target, code, "4c exchange")
+
+
+class IntrospectUser(BenchUser):
+    """Scenario 5: a resource server introspects a live access token picked at random (HTTP Basic)."""
+
+    @task
+    def introspect(self):
+        target = self.target()
+        seed = target.seed
+        credentials = f"{quote(seed['resource_server_id'], safe='')}:{quote(seed['resource_server_secret'], safe='')}"
+        token = token_value(random.randrange(seed["tokens"]))
+        with self.client.post(
+            target.url("introspect"),
+            data=urlencode({"token": token}),
+            headers={**FORM, "Authorization": "Basic " + base64.b64encode(credentials.encode()).decode()},
+            name=target.name("5 introspect"),
+            catch_response=True,
+        ) as response:
+            if response.status_code != 200 or not (response.json() or {}).get("active"):
+                response.failure(f"HTTP {response.status_code}: {(response.text or '')[:200]}")
+
+
+class BookingsUser(BenchUser):
+    """Scenario 6: GET /v2/bookings with a live token (scope BOOKING_READ), picked at random."""
+
+    @task
+    def bookings(self):
+        target = self.target()
+        token = token_value(random.randrange(target.seed["tokens"]))
+        self.client.get(
+            target.url("bookings"), headers={"Authorization": f"Bearer {token}"}, name=target.name("6 bookings")
+        )

@@ -9,6 +9,10 @@ import sys
 from pathlib import Path
 
 TARGETS = ("project", "floor", "stock")
+# Scenario 6's targets: the same endpoint verifying in process, and in the example service by
+# introspection without and with its cache.
+SERVICE_TARGETS = ("local", "remote", "remote-cached")
+CPU_ROWS = ("1", "1M", "2", "3", "4", "5", "6")
 # (row key, label, the run's scenario, request name, at the grown token count?)
 ROWS = [
     ("1", "1. GET /v2/me (1,000 live tokens)", "1", "1 me", False),
@@ -19,7 +23,9 @@ ROWS = [
     ("4a", "   4a. authorize page GET", "4", "4a authorize page", False),
     ("4b", "   4b. consent POST (allow)", "4", "4b consent (allow)", False),
     ("4c", "   4c. code exchange", "4", "4c exchange", False),
+    ("5", "5. introspection by a resource server", "5", "5 introspect", False),
 ]
+SERVICE_ROWS = [("6", "6. GET /v2/bookings (example resource server)", "6", "6 bookings", False)]
 FLOW_STEPS = ("4a authorize page", "4b consent (allow)", "4c exchange")
 
 
@@ -34,9 +40,10 @@ def _run(runs, target, scenario, grown, config):
 def summarize(runs: list[dict], config: dict) -> dict:
     """{row key: {target: {rps, p50_ms, p99_ms, queries, failures, count}}}"""
     summary = {}
-    for key, _label, scenario, name, grown in ROWS:
+    rows = [(row, TARGETS) for row in ROWS] + [(row, SERVICE_TARGETS) for row in SERVICE_ROWS]
+    for (key, _label, scenario, name, grown), targets in rows:
         summary[key] = {}
-        for target in TARGETS:
+        for target in targets:
             run = _run(runs, target, scenario, grown, config)
             result = run and run["requests"].get(name)
             if not result:
@@ -49,7 +56,7 @@ def summarize(runs: list[dict], config: dict) -> dict:
             entry["failures"] = (
                 sum(r["failures"] for r in run["requests"].values()) if name == "4 flow" else entry["failures"]
             )
-            if key in ("1", "1M", "2", "3", "4"):  # CPU is measured per scenario (per flow for 4)
+            if key in CPU_ROWS:  # CPU is measured per scenario (per flow for 4)
                 entry["cpu_app_ms"], entry["cpu_db_ms"] = run.get("cpu_app_ms"), run.get("cpu_db_ms")
             summary[key][target] = entry
     return summary
@@ -64,9 +71,9 @@ def cpu_total(summary, key, target):
     return app + db if app is not None and db is not None else None
 
 
-def cpu_ratio(summary, key, other):
+def cpu_ratio(summary, key, other, ours_target="project"):
     """How many of the project's requests cost the CPU of one of `other`'s (workers + PostgreSQL)."""
-    ours, theirs = cpu_total(summary, key, "project"), cpu_total(summary, key, other)
+    ours, theirs = cpu_total(summary, key, ours_target), cpu_total(summary, key, other)
     return theirs / ours if ours and theirs else None
 
 
@@ -74,11 +81,11 @@ def evaluate(summary: dict) -> list[dict]:
     """The issue's targets, each with what was required, what was measured and whether it was met."""
     targets = []
 
-    def ratio(what, key, other, minimum):
-        ours, theirs = _get(summary, key, "project", "rps"), _get(summary, key, other, "rps")
+    def ratio(what, key, other, minimum, ours_target="project"):
+        ours, theirs = _get(summary, key, ours_target, "rps"), _get(summary, key, other, "rps")
         value = ours / theirs if ours and theirs else None
         measured = f"{value:.2f} x ({ours:.1f} vs {theirs:.1f} req/s)" if value else "n/a"
-        cost = cpu_ratio(summary, key, other)
+        cost = cpu_ratio(summary, key, other, ours_target)
         if cost:
             measured += f"; by CPU per request {cost:.2f} x"
         targets.append(
@@ -110,6 +117,10 @@ def evaluate(summary: dict) -> list[dict]:
     ratio("Scenario 2 (refresh) vs stock DOT", "2", "stock", 50)
     ratio("Scenario 3 (code exchange) vs floor", "3", "floor", 0.6)
     ratio("Scenario 3 (code exchange) vs stock DOT", "3", "stock", 50)
+    ratio("Scenario 5 (introspection by a resource server) vs floor", "5", "floor", 0.9)
+    # Informational: what verifying in another service costs against verifying in process.
+    ratio("Scenario 6 remote (cache 0) vs local", "6", "local", 0, ours_target="remote")
+    ratio("Scenario 6 remote (cache on) vs local", "6", "local", 0, ours_target="remote-cached")
     queries("Queries per request, scenario 1", "1", 1, exact=True)
     queries("Queries per request, scenario 2", "2", 6)
     queries("Queries per request, scenario 3", "3", 6)
@@ -192,12 +203,29 @@ def render(results: dict) -> str:
         "|---|---:|---:|---:|",
     ]
     for key, label, *_ in ROWS:
-        if key in ("1", "1M", "2", "3", "4"):
+        if key in CPU_ROWS:
             cells = [label.format(grown=config["grown_tokens"]).split(" (")[0]]
             for target in TARGETS:
                 app, db = _get(summary, key, target, "cpu_app_ms"), _get(summary, key, target, "cpu_db_ms")
                 cells.append(f"{app:.2f} + {db:.2f}" if app is not None and db is not None else "–")
             lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Scenario 6: the example resource server's GET /v2/bookings, verifying the token in the "
+        "project's process (local), or in the example service by introspection with no cache "
+        "(remote) and with its cache on (remote-cached); CPU is every worker's, both services', "
+        "plus PostgreSQL",
+        "",
+        "| scenario | target | req/s | p50 ms | p99 ms | CPU ms per request |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for key, label, *_ in SERVICE_ROWS:
+        for target in SERVICE_TARGETS:
+            entry = summary.get(key, {}).get(target)
+            app, db = _get(summary, key, target, "cpu_app_ms"), _get(summary, key, target, "cpu_db_ms")
+            cpu = f"{app:.2f} + {db:.2f}" if app is not None and db is not None else "–"
+            cells = [label, target, _cell(entry, "rps", ".1f"), _cell(entry, "p50_ms", ".1f")]
+            lines.append("| " + " | ".join([*cells, _cell(entry, "p99_ms", ".1f"), cpu]) + " |")
     lines += ["", "| target | required | measured | |", "|---|---|---|---|"]
     for target in results["targets"]:
         lines.append(

@@ -67,7 +67,13 @@ SCENARIOS = [
     ("2", "RefreshUser", "2 refresh"),
     ("3", "ExchangeUser", "3 exchange"),
     ("4", "FlowUser", "4 flow"),
+    ("5", "IntrospectUser", "5 introspect"),
+    ("6", "BookingsUser", "6 bookings"),
 ]
+# Stock DOT runs the first four (it has no resource servers and no example service).
+STOCK_SCENARIOS = SCENARIOS[:4]
+# Scenario 6 with the example service's cache on: introspection answers kept this long.
+CACHE_SECONDS = int(os.environ.get("BENCH_INTROSPECTION_CACHE_SECONDS", "60"))
 MAIN_REQUEST = {scenario: name for scenario, _, name in SCENARIOS}
 LISTENING_RE = re.compile(r"Listening at: http://127\.0\.0\.1:(\d+)")
 PR_SET_PDEATHSIG = 1
@@ -138,6 +144,25 @@ def environment(database: str, secret_key: str) -> dict:
     return env
 
 
+def example_server(bench: "Bench", project: "Server", cache_seconds: int, log_path: Path) -> "Server":
+    """The example resource server (examples/bookings_service), configured as its README says."""
+    seed = json.loads(bench.seeds["project"].read_text())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "OAUTH_", "DATABASE_"))}
+    env.update(
+        DJANGO_SETTINGS_MODULE="examples.bookings_service.settings",
+        DJANGO_SECRET_KEY=bench.secret_key,
+        DJANGO_ALLOWED_HOSTS="127.0.0.1",
+        DJANGO_LOG_LEVEL="WARNING",
+        OAUTH_INTROSPECTION_URL=project.url + "/v2/auth/oauth2/introspect",
+        OAUTH_RESOURCE_SERVER_ID=seed["resource_server_id"],
+        OAUTH_RESOURCE_SERVER_SECRET=seed["resource_server_secret"],
+        OAUTH_INTROSPECTION_CACHE_SECONDS=str(cache_seconds),
+        PYTHONPATH=str(ROOT),
+        PYTHONUNBUFFERED="1",
+    )
+    return Server("project", env, log_path, app="examples.bookings_service.wsgi", probe="/v2/slots", upstream=project)
+
+
 def run_checked(args: list[str], env: dict, log_path: Path, what: str) -> None:
     with open(log_path, "ab") as out:
         result = subprocess.run(
@@ -157,15 +182,28 @@ def tail(path: Path, lines: int = 40) -> str:
 class Server:
     """gunicorn in its own process group; stop() always ends the whole group."""
 
-    def __init__(self, database: str, env: dict, log_path: Path):
+    def __init__(
+        self,
+        database: str,
+        env: dict,
+        log_path: Path,
+        *,
+        app: str = "config.wsgi",
+        probe: str | None = None,
+        upstream: "Server | None" = None,
+    ):
         self.database, self.env, self.log_path = database, env, log_path
+        self.app = app
+        self.probe = probe or ("/stock/me" if database == "stock" else "/floor/me")
+        # The example service's CPU per request includes the authorization server it asks.
+        self.upstream = upstream
         self.process: subprocess.Popen | None = None
         self.url = ""
 
     def start(self) -> "Server":
         args = [
             str(BIN / "gunicorn"),
-            "config.wsgi",
+            self.app,
             "--workers",
             str(WORKERS),
             "--worker-class",
@@ -198,7 +236,7 @@ class Server:
             if match:
                 self.url = f"http://127.0.0.1:{match.group(1)}"
             time.sleep(0.1)
-        probe = self.url + ("/stock/me" if self.database == "stock" else "/floor/me")
+        probe = self.url + self.probe
         while True:  # until Django itself answers (401: no token); workers boot in the background
             try:
                 urllib.request.urlopen(probe, timeout=5)
@@ -211,17 +249,18 @@ class Server:
                         f"gunicorn ({self.database}) does not answer; its log:\n{tail(self.log_path)}"
                     ) from None
                 time.sleep(0.2)
-        log(f"{self.database} server: gunicorn, {WORKERS} sync workers at {self.url} (pid {self.process.pid})")
+        log(f"{self.app} ({self.database}): gunicorn, {WORKERS} sync workers at {self.url} (pid {self.process.pid})")
         return self
 
     def worker_pids(self) -> list[int]:
         try:
-            return [
+            own = [
                 int(pid)
                 for pid in Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children").read_text().split()
             ]
         except OSError:
-            return []
+            own = []
+        return own + (self.upstream.worker_pids() if self.upstream else [])
 
     def stop(self) -> None:
         if self.process is None:
@@ -460,7 +499,7 @@ def main() -> int:
         # live tokens (two databases, one server each; only one server is loaded at a time).
         bench.measure([(project, "project"), (project, "floor"), (grown, "project"), (grown, "floor")], "1", "MeUser")
         grown.stop()
-        for scenario, user_class, _ in SCENARIOS[1:]:
+        for scenario, user_class, _ in SCENARIOS[1:5]:
             # Scenario 4's flows last longer: longer phases, so fewer straddle two.
             bench.measure(
                 [(project, "project"), (project, "floor")],
@@ -468,6 +507,18 @@ def main() -> int:
                 user_class,
                 phase=PHASE * 2 if scenario == "4" else PHASE,
             )
+        # Scenario 6: the example resource server verifying by introspection at `project`, without
+        # and with its cache, against the same endpoint verifying in the project's own process.
+        examples = [
+            example_server(bench, project, cache_seconds, workdir / f"gunicorn-example-{cache_seconds}.log").start()
+            for cache_seconds in (0, CACHE_SECONDS)
+        ]
+        servers += examples
+        bench.measure(
+            [(project, "local"), (examples[0], "remote"), (examples[1], "remote-cached")], "6", "BookingsUser"
+        )
+        for example in examples:
+            example.stop()
         profiles = {}
         if PROFILE:
             from bench import profile
@@ -477,7 +528,7 @@ def main() -> int:
 
         stock = Server("stock", bench.env("stock"), workdir / "gunicorn-stock.log").start()
         servers.append(stock)
-        for scenario, user_class, _ in SCENARIOS:
+        for scenario, user_class, _ in STOCK_SCENARIOS:
             bench.measure([(stock, "stock")], scenario, user_class)
         stock.stop()
 

@@ -112,8 +112,12 @@ def seed_project(users: int, tokens: int, codes: int) -> dict:
         approve=True,
     )
     client = created.client
+    # Scenarios 5 and 6: the credentials a resource server introspects with.
+    resource_server = services.resource_server_create(owner=owner, name="Bench Bookings API", actor=owner)
     user_ids = [user.pk for user in end_users]
     seed = {
+        "resource_server_id": resource_server.client.client_id,
+        "resource_server_secret": resource_server.secret.plaintext,
         "client_id": client.client_id,
         "client_pk": client.pk,
         "client_secret": created.secret.plaintext,

@@ -98,6 +98,58 @@ def test_project_routes_are_served_and_counted_too(bench_client, end_user):
     assert response.status_code == 200 and response[HEADER] == "1"
 
 
+def test_floor_introspect_is_two_selects_and_answers_like_the_project(bench_client, end_user, reviewer):
+    from tests.factories import make_resource_server
+    from tests.oauthflows.helpers import basic
+
+    client, _secret = bench_client
+    server = make_resource_server(reviewer)
+    AccessToken.objects.create(
+        user=end_user,
+        application=client,
+        token="",
+        token_checksum=digest("tok"),
+        scope="PROFILE_READ",
+        expires=timezone.now() + timedelta(minutes=5),
+    )
+    auth = basic(server.client.client_id, server.secret.plaintext)
+    answers = {}
+    for path in ("/floor/introspect", "/v2/auth/oauth2/introspect"):
+        Client().post(path, data="token=tok", content_type="application/x-www-form-urlencoded", HTTP_AUTHORIZATION=auth)
+        response, statements = counted(
+            lambda path=path: Client().post(
+                path, data="token=tok", content_type="application/x-www-form-urlencoded", HTTP_AUTHORIZATION=auth
+            )
+        )
+        assert response.status_code == 200 and len(statements) == 2, statements  # the secret, the token
+        answers[path] = response.json()
+    project = answers["/v2/auth/oauth2/introspect"]
+    assert answers["/floor/introspect"] == {k: v for k, v in project.items() if k != "unrestricted"}
+    wrong = basic(server.client.client_id, "cs_wrong")
+    refused = Client().post(
+        "/floor/introspect",
+        data="token=tok",
+        content_type="application/x-www-form-urlencoded",
+        HTTP_AUTHORIZATION=wrong,
+    )
+    assert refused.status_code == 401
+
+
+def test_the_local_bookings_route_verifies_in_process(bench_client, end_user):
+    client, _secret = bench_client
+    AccessToken.objects.create(
+        user=end_user,
+        application=client,
+        token="",
+        token_checksum=digest("tok"),
+        scope="BOOKING_READ",
+        expires=timezone.now() + timedelta(minutes=5),
+    )
+    response = Client().get("/local/v2/bookings", HTTP_AUTHORIZATION="Bearer tok")
+    assert response.status_code == 200 and response.json()["username"] == end_user.username
+    assert Client().get("/local/v2/bookings", HTTP_AUTHORIZATION="Bearer nope").status_code == 401
+
+
 def test_floor_exchange_then_refresh_chain(bench_client, end_user):
     client, secret = bench_client
     credentials = {"client_id": client.client_id, "client_secret": secret}
@@ -206,6 +258,15 @@ def test_seeded_tokens_and_codes_work_on_the_real_endpoints(db):
         {"client_id": seeded["client_id"], "redirect_uri": seeded["redirect_uri"], "scope": seeded["scope"]}
     )
     assert browser.get(f"/auth/oauth2/authorize?{query}").status_code == 200  # the seeded session is logged in
+    from tests.oauthflows.helpers import basic
+
+    introspected = Client().post(
+        "/v2/auth/oauth2/introspect",
+        data=urlencode({"token": token_value(1)}),
+        content_type="application/x-www-form-urlencoded",
+        HTTP_AUTHORIZATION=basic(seeded["resource_server_id"], seeded["resource_server_secret"]),
+    )
+    assert introspected.json()["active"] is True  # the seeded resource server's credentials work
     grown = seed.grow_project(seeded, 8)
     assert grown["tokens"] == 8 and AccessToken.objects.count() == 8 + 1  # and the one the exchange issued
 
@@ -227,7 +288,7 @@ def test_stock_settings_load_stock_dot_with_default_models():
 
 
 def _run(target, scenario, rps, queries, tokens=1000, failures=0, name=None):
-    name = name or {"1": "1 me", "2": "2 refresh", "3": "3 exchange"}[scenario]
+    name = name or {"1": "1 me", "2": "2 refresh", "3": "3 exchange", "5": "5 introspect", "6": "6 bookings"}[scenario]
     return {
         "target": target,
         "scenario": scenario,
@@ -260,6 +321,11 @@ def test_report_targets_and_table():
         _run("project", "3", 55, 7),
         _run("floor", "3", 100, 5),
         _run("stock", "3", 1, 10, failures=2),
+        _run("project", "5", 95, 2),
+        _run("floor", "5", 100, 2),
+        _run("local", "6", 100, 1),
+        _run("remote", "6", 40, None),
+        _run("remote-cached", "6", 80, None),
     ]
     config = {"users": 8, "workers": 4, "warmup_s": 3, "duration_s": 16, "tokens": 1000, "grown_tokens": 1_000_000}
     meta = {"date": "today", "nproc": "2", "cpu": "cpu", "git": "abc"}
@@ -271,7 +337,12 @@ def test_report_targets_and_table():
     assert met["Scenario 3 (code exchange) vs floor"] is False  # 0.55
     assert met["Queries per request, scenario 3"] is False  # 7
     assert met["Scenario 1 with 1,000,000 tokens vs 1,000"] is True  # 90 / 80 = 1.125
+    assert met["Scenario 5 (introspection by a resource server) vs floor"] is True  # 0.95
+    measured = {t["target"]: t["measured"] for t in results["targets"]}
+    assert measured["Scenario 6 remote (cache 0) vs local"].startswith("0.40 x (40.0 vs 100.0")
+    assert measured["Scenario 6 remote (cache on) vs local"].startswith("0.80 x")
     table = report.render(results)
+    assert "| 6. GET /v2/bookings (example resource server) | remote-cached | 80.0 |" in table
     assert "| 1. GET /v2/me (1,000 live tokens) | 90.0 |" in table
     assert "FAILED REQUESTS" in table and "stock 3 exchange" in table
 
