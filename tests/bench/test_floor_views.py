@@ -42,6 +42,18 @@ def bench_client(owner):
     return created.client, created.secret.plaintext
 
 
+def store_token(client, user, *, scope: str, raw: str = "tok") -> AccessToken:
+    """A live access token `raw` for `user`, stored as the token endpoint stores one (digest only)."""
+    return AccessToken.objects.create(
+        user=user,
+        application=client,
+        token="",
+        token_checksum=digest(raw),
+        scope=scope,
+        expires=timezone.now() + timedelta(minutes=5),
+    )
+
+
 def counted(fn):
     """The response, the X-DB-Queries it reports, and the statements Django really ran."""
     with CaptureQueriesContext(connection) as captured:
@@ -69,14 +81,7 @@ def issue_code(client, user, code="the-code") -> str:
 
 def test_floor_me_is_one_select_and_reports_it(bench_client, end_user):
     client, _secret = bench_client
-    access = AccessToken.objects.create(
-        user=end_user,
-        application=client,
-        token="",
-        token_checksum=digest("tok"),
-        scope="PROFILE_READ",
-        expires=timezone.now() + timedelta(minutes=5),
-    )
+    access = store_token(client, end_user, scope="PROFILE_READ")
     response, statements = counted(lambda: Client().get("/floor/me", HTTP_AUTHORIZATION="Bearer tok"))
     assert response.status_code == 200 and response[HEADER] == "1"
     assert response.json()["data"]["id"] == end_user.pk == access.user_id
@@ -86,14 +91,7 @@ def test_floor_me_is_one_select_and_reports_it(bench_client, end_user):
 
 def test_project_routes_are_served_and_counted_too(bench_client, end_user):
     client, _secret = bench_client
-    AccessToken.objects.create(
-        user=end_user,
-        application=client,
-        token="",
-        token_checksum=digest("tok"),
-        scope="PROFILE_READ",
-        expires=timezone.now() + timedelta(minutes=5),
-    )
+    store_token(client, end_user, scope="PROFILE_READ")
     response = Client().get("/v2/me", HTTP_AUTHORIZATION="Bearer tok")
     assert response.status_code == 200 and response[HEADER] == "1"
 
@@ -104,14 +102,7 @@ def test_floor_introspect_is_two_selects_and_answers_like_the_project(bench_clie
 
     client, _secret = bench_client
     server = make_resource_server(reviewer)
-    AccessToken.objects.create(
-        user=end_user,
-        application=client,
-        token="",
-        token_checksum=digest("tok"),
-        scope="PROFILE_READ",
-        expires=timezone.now() + timedelta(minutes=5),
-    )
+    store_token(client, end_user, scope="PROFILE_READ")
     auth = basic(server.client.client_id, server.secret.plaintext)
     answers = {}
     for path in ("/floor/introspect", "/v2/auth/oauth2/introspect"):
@@ -137,14 +128,7 @@ def test_floor_introspect_is_two_selects_and_answers_like_the_project(bench_clie
 
 def test_the_local_bookings_route_verifies_in_process(bench_client, end_user):
     client, _secret = bench_client
-    AccessToken.objects.create(
-        user=end_user,
-        application=client,
-        token="",
-        token_checksum=digest("tok"),
-        scope="BOOKING_READ",
-        expires=timezone.now() + timedelta(minutes=5),
-    )
+    store_token(client, end_user, scope="BOOKING_READ")
     response = Client().get("/local/v2/bookings", HTTP_AUTHORIZATION="Bearer tok")
     assert response.status_code == 200 and response.json()["username"] == end_user.username
     assert Client().get("/local/v2/bookings", HTTP_AUTHORIZATION="Bearer nope").status_code == 401
