@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from oauthclients.exceptions import ApplicationError
 from oauthclients.models import ClientKind, OAuthClient
 from oauthclients.services import MAX_NAME_LENGTH, MAX_PURPOSE_LENGTH
-from oauthclients.validators import MAX_REDIRECT_URI_LENGTH, MAX_REDIRECT_URIS
+from oauthclients.validators import MAX_LOGO_BYTES, MAX_REDIRECT_URI_LENGTH, MAX_REDIRECT_URIS
 from scopes.catalog import SCOPE_NAMES, Scope, group_by_level
 
 # The services key their errors by model field; a form may call the same thing something else.
@@ -41,6 +41,26 @@ class ClientForm(forms.Form):
     website_url = forms.CharField(
         label="Website", required=False, widget=forms.URLInput(attrs={"placeholder": "https://example.com"})
     )
+    privacy_policy_url = forms.CharField(
+        label="Privacy policy URL",
+        required=False,
+        widget=forms.URLInput(attrs={"placeholder": "https://example.com/privacy"}),
+        help_text="Optional. Linked from the consent screen.",
+    )
+    terms_url = forms.CharField(
+        label="Terms of service URL",
+        required=False,
+        widget=forms.URLInput(attrs={"placeholder": "https://example.com/terms"}),
+        help_text="Optional. Linked from the consent screen.",
+    )
+    logo = forms.FileField(
+        required=False,
+        widget=forms.FileInput(attrs={"accept": "image/png,image/jpeg,image/gif,image/webp"}),
+        help_text=(
+            f"Optional. PNG, JPEG, GIF or WebP, at most {MAX_LOGO_BYTES // 1024} KB. Shown on the consent "
+            "screen at 64 × 64 pixels; a square image looks best."
+        ),
+    )
     redirect_uris = forms.CharField(
         label="Redirect URIs",
         required=False,
@@ -61,8 +81,13 @@ class ClientForm(forms.Form):
 
     def service_arguments(self) -> dict:
         """The cleaned values the services take, by name; a posted extra such as is_legacy never passes."""
-        fields = ("name", "purpose", "website_url", "redirect_uris", "scopes")
-        return {field: self.cleaned_data[field] for field in fields}
+        fields = ("name", "purpose", "website_url", "privacy_policy_url", "terms_url", "redirect_uris", "scopes")
+        arguments = {field: self.cleaned_data[field] for field in fields}
+        upload = self.cleaned_data.get("logo")
+        if upload:
+            # One byte over the limit is enough for the service to refuse it; never read more.
+            arguments["logo"] = upload.read(MAX_LOGO_BYTES + 1)
+        return arguments
 
     def clean_redirect_uris(self) -> list[str]:
         return [line.strip() for line in self.cleaned_data["redirect_uris"].splitlines() if line.strip()]
@@ -92,11 +117,26 @@ class ClientCreateForm(ClientForm):
     # No legacy option: legacy clients come only from an administrator or the management command.
     kind = forms.ChoiceField(choices=ClientKind.choices, widget=forms.RadioSelect, initial=ClientKind.CONFIDENTIAL)
 
-    field_order = ["name", "purpose", "website_url", "kind", "redirect_uris", "scopes"]
+    field_order = [
+        "name",
+        "purpose",
+        "website_url",
+        "privacy_policy_url",
+        "terms_url",
+        "logo",
+        "kind",
+        "redirect_uris",
+        "scopes",
+    ]
 
 
 class ClientUpdateForm(ClientForm):
     """The kind cannot change after registration; it is shown on the page, not in the form."""
+
+    logo_remove = forms.BooleanField(label="Remove the current logo", required=False)
+
+    def service_arguments(self) -> dict:
+        return {**super().service_arguments(), "logo_remove": self.cleaned_data.get("logo_remove", False)}
 
     @classmethod
     def initial_for(cls, client: OAuthClient) -> dict:
@@ -104,6 +144,8 @@ class ClientUpdateForm(ClientForm):
             "name": client.name,
             "purpose": client.purpose,
             "website_url": client.website_url,
+            "privacy_policy_url": client.privacy_policy_url,
+            "terms_url": client.terms_url,
             "redirect_uris": "\n".join(client.redirect_uri_list),
             "scopes": client.scope_list,
         }

@@ -66,6 +66,12 @@ class OAuthClient(AbstractApplication):
 
     purpose = models.TextField(blank=True, help_text="What the application does with the access it asks for.")
     website_url = models.URLField(max_length=500, verbose_name="website URL")
+    privacy_policy_url = models.URLField(max_length=500, blank=True, default="", verbose_name="privacy policy URL")
+    terms_url = models.URLField(max_length=500, blank=True, default="", verbose_name="terms of service URL")
+    # The developer's upload, validated and re-encoded to a small PNG (validators.logo_reencode),
+    # served from this origin by views.client_logo: a consent page never loads a third-party image.
+    logo_png = models.BinaryField(null=True, blank=True, editable=False)
+    logo_updated_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Space-separated scope names in catalog order; empty only for a legacy client.
     scopes = models.TextField(blank=True, default="")
     is_legacy = models.BooleanField(
@@ -84,6 +90,10 @@ class OAuthClient(AbstractApplication):
         related_name="+",
     )
     reviewed_at = models.DateTimeField(null=True, blank=True)
+    # What users were shown when an administrator last approved it, to show what changed since.
+    approved_snapshot = models.JSONField(default=dict, blank=True, editable=False)
+    # Deleted by its owner: kept (rejected, tokens revoked) so that its audit trail survives.
+    deleted_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     objects = ApplicationManager()
 
@@ -122,6 +132,30 @@ class OAuthClient(AbstractApplication):
     @property
     def scope_list(self) -> list[str]:
         return self.scopes.split()
+
+    @property
+    def has_logo(self) -> bool:
+        return self.logo_updated_at is not None
+
+    @property
+    def logo_url(self) -> str:
+        """This origin's copy of the logo; the version in the query lets browsers cache it for long."""
+        if not self.has_logo:
+            return ""
+        version = int(self.logo_updated_at.timestamp())
+        return reverse("client_logo", args=[self.client_id]) + f"?v={version}"
+
+    def presentation(self) -> dict:
+        """What a user is shown about the client on the consent screen; compared across approvals."""
+        return {
+            "name": self.name,
+            "website_url": self.website_url,
+            "privacy_policy_url": self.privacy_policy_url,
+            "terms_url": self.terms_url,
+            "logo": self.logo_updated_at.isoformat() if self.logo_updated_at else "",
+            "redirect_uris": self.redirect_uri_list,
+            "scopes": self.scope_list,
+        }
 
     @property
     def is_confidential(self) -> bool:
@@ -197,6 +231,7 @@ class AuditAction(models.TextChoices):
     SECRET_REVOKED = "secret.revoked", "Secret revoked"
     GRANT_AUTHORIZED = "grant.authorized", "User authorized the app"
     GRANT_DENIED = "grant.denied", "User denied the app"
+    CLIENT_DELETED = "client.deleted", "Client deleted by its owner"
     ACCESS_REVOKED = "grant.access_revoked", "User revoked the app's access"
     FAMILY_REVOKED = "grant.family_revoked", "Token family revoked on replay"
 

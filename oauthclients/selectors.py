@@ -9,13 +9,33 @@ from django.shortcuts import get_object_or_404
 from oauthclients.models import ClientSecret, ClientStatus, OAuthClient
 
 
+def _owned(owner) -> QuerySet[OAuthClient]:
+    # A deleted client is gone for its owner; it stays in the admin, with its audit trail.
+    return OAuthClient.objects.filter(user=owner, deleted_at__isnull=True).defer("logo_png")
+
+
 def client_list_for_owner(*, owner) -> QuerySet[OAuthClient]:
-    return OAuthClient.objects.filter(user=owner).order_by("-created")
+    return _owned(owner).order_by("-created")
 
 
 def client_get_for_owner(*, owner, client_id: str) -> OAuthClient:
     """The owner's client with this client_id, or Http404 (another developer's client too)."""
-    return get_object_or_404(OAuthClient, user=owner, client_id=client_id)
+    return get_object_or_404(_owned(owner), client_id=client_id)
+
+
+def client_exists_for_owner(*, owner) -> bool:
+    """Whether this user owns a client: a developer lands on the developer page after logging in."""
+    return getattr(owner, "pk", None) is not None and _owned(owner).exists()
+
+
+def client_logo_get(*, client_id: str) -> tuple[bytes, object] | None:
+    """(PNG bytes, last change) of a client's logo, or None."""
+    row = (
+        OAuthClient.objects.filter(client_id=client_id, logo_updated_at__isnull=False)
+        .values_list("logo_png", "logo_updated_at")
+        .first()
+    )
+    return (bytes(row[0]), row[1]) if row and row[0] is not None else None
 
 
 def client_get(*, client_id: str) -> OAuthClient | None:

@@ -8,7 +8,7 @@ plaintext is rendered in the response to the POST that made it and nowhere else.
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
@@ -21,6 +21,7 @@ from oauthclients.models import ClientStatus, OAuthClient
 from oauthclients.selectors import (
     client_get_for_owner,
     client_list_for_owner,
+    client_logo_get,
     client_secret_list,
     oauth_endpoints,
 )
@@ -87,7 +88,7 @@ def client_list(request):
 def client_create(request):
     if request.method != "POST":
         return render(request, "developer/client_create.html", {"form": ClientCreateForm()})
-    form = ClientCreateForm(request.POST)
+    form = ClientCreateForm(request.POST, request.FILES)
     if form.is_valid():
         try:
             created = services.client_create(
@@ -116,7 +117,7 @@ def client_update(request, client_id: str):
     if request.method != "POST":
         form = ClientUpdateForm(initial=ClientUpdateForm.initial_for(client))
         return render(request, "developer/client_update.html", {"form": form, "client": client})
-    form = ClientUpdateForm(request.POST)
+    form = ClientUpdateForm(request.POST, request.FILES)
     if form.is_valid():
         try:
             updated = services.client_update(client=client, actor=request.user, **form.service_arguments())
@@ -150,3 +151,17 @@ def client_secret_revoke(request, client_id: str, secret_id: int):
         return _client_page(request, client, error=exc)
     messages.success(request, f"Secret {secret.hint}… is revoked. Existing access and refresh tokens stay valid.")
     return _see_other(client)
+
+
+@require_safe
+def client_logo(request, client_id: str):
+    """A client's logo as we re-encoded it: public (the consent screen shows it), from this origin only."""
+    found = client_logo_get(client_id=client_id)
+    if found is None:
+        raise Http404("No logo.")
+    png, _changed = found
+    response = HttpResponse(png, content_type="image/png")
+    # The URL carries the version (OAuthClient.logo_url), so a changed logo is a new URL.
+    response["Cache-Control"] = "public, max-age=86400"
+    response["Content-Disposition"] = 'inline; filename="logo.png"'
+    return response
