@@ -1,16 +1,16 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
+from config.accounts import LoginView, home
 from config.openapi import SwaggerView
 from oauthclients.views import client_logo
 
 urlpatterns = [
-    path("", RedirectView.as_view(url="/settings/developer/", permanent=False)),
+    path("", home, name="home"),
     path("admin/", admin.site.urls),
-    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=False), name="login"),
+    path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("settings/developer/", include("oauthclients.urls")),
     # Public: the consent screen and Connected apps show it; always this origin's re-encoded copy.

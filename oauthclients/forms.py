@@ -7,7 +7,7 @@ from oauthclients.exceptions import ApplicationError
 from oauthclients.models import ClientKind, OAuthClient
 from oauthclients.services import MAX_NAME_LENGTH, MAX_PURPOSE_LENGTH
 from oauthclients.validators import MAX_LOGO_BYTES, MAX_REDIRECT_URI_LENGTH, MAX_REDIRECT_URIS
-from scopes.catalog import SCOPE_NAMES, Scope, group_by_level
+from scopes.catalog import SCOPE_NAMES, Scope, catalog_by_resource, group_by_level
 
 # The services key their errors by model field; a form may call the same thing something else.
 _SERVICE_FIELD_NAMES = {"client_type": "kind"}
@@ -32,14 +32,20 @@ class ClientForm(forms.Form):
     `add_service_errors` attaches here.
     """
 
-    name = forms.CharField(required=False, widget=forms.TextInput(attrs={"maxlength": MAX_NAME_LENGTH}))
+    # Not required here (the services report every field at once), but marked and required in the browser.
+    name = forms.CharField(
+        required=False, widget=forms.TextInput(attrs={"maxlength": MAX_NAME_LENGTH, "required": True})
+    )
     purpose = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "maxlength": MAX_PURPOSE_LENGTH}),
         help_text="What the application does with the access it asks for. Reviewers read this.",
     )
     website_url = forms.CharField(
-        label="Website", required=False, widget=forms.URLInput(attrs={"placeholder": "https://example.com"})
+        label="Website",
+        required=False,
+        widget=forms.URLInput(attrs={"placeholder": "https://example.com", "required": True}),
+        help_text="Shown to users on the consent screen.",
     )
     privacy_policy_url = forms.CharField(
         label="Privacy policy URL",
@@ -67,7 +73,7 @@ class ClientForm(forms.Form):
         # Room for the most a valid list can hold. The validator reports every bad line, so an
         # unbounded textarea would turn a 2 MB post into a 15 MB error page.
         max_length=MAX_REDIRECT_URIS * (MAX_REDIRECT_URI_LENGTH + 2),
-        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "autocapitalize": "off"}),
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "autocapitalize": "off", "required": True}),
         help_text=(
             f"One per line, 1 to {MAX_REDIRECT_URIS}. https only (plain http only for localhost, 127.0.0.1 "
             "and [::1]); no fragment (#). Matched exactly."
@@ -98,6 +104,28 @@ class ClientForm(forms.Form):
         return [
             (label, [(scope, scope.name in selected) for scope in members])
             for _level, label, members in group_by_level(SCOPE_NAMES)
+        ]
+
+    def scope_resources(self) -> list[dict]:
+        """The scope picker: one group per resource, one row per level, read and write side by side."""
+        selected = set(self["scopes"].value() or [])
+        return [
+            {
+                "resource": resource,
+                "rows": [
+                    {
+                        "level": access.label,
+                        "cells": [
+                            {"kind": kind, "scope": scope, "checked": scope.name in selected}
+                            if scope
+                            else {"kind": kind, "scope": None, "checked": False}
+                            for kind, scope in (("Read", access.read), ("Write", access.write))
+                        ],
+                    }
+                    for access in resource.levels
+                ],
+            }
+            for resource in catalog_by_resource()
         ]
 
     def add_service_errors(self, error: ValidationError | ApplicationError) -> None:

@@ -1,6 +1,7 @@
 """Reads of the client registry. Developer pages go through the owner-scoped ones (404 otherwise)."""
 
 from dataclasses import dataclass
+from functools import cache
 
 from django.conf import settings
 from django.db.models import QuerySet
@@ -80,3 +81,12 @@ def oauth_endpoints() -> OAuthEndpoints:
         access_token_url=token_url,
         refresh_token_url=token_url,
     )
+
+
+@cache
+def integration_guide_html() -> str:
+    """docs/integrating.md as HTML (CommonMark with tables; raw HTML in the file is escaped)."""
+    from markdown_it import MarkdownIt
+
+    text = (settings.BASE_DIR / "docs" / "integrating.md").read_text(encoding="utf-8")
+    return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
