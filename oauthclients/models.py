@@ -157,6 +157,31 @@ class OAuthClient(AbstractApplication):
             "scopes": self.scope_list,
         }
 
+    def changes_since_approval(self) -> list[str] | None:
+        """What users would see differently since an administrator last approved it (None: never approved)."""
+        before = self.approved_snapshot
+        if not before:
+            return None
+        after = self.presentation()
+        labels = {
+            "name": "Name",
+            "website_url": "Website",
+            "privacy_policy_url": "Privacy policy URL",
+            "terms_url": "Terms of service URL",
+        }
+        changes = [
+            f"{label}: {before.get(field) or '(none)'} → {after[field] or '(none)'}"
+            for field, label in labels.items()
+            if before.get(field, "") != after[field]
+        ]
+        if before.get("logo", "") != after["logo"]:
+            changes.append("Logo: removed" if not after["logo"] else "Logo: a new image was uploaded")
+        for field, label in (("redirect_uris", "redirect URI"), ("scopes", "scope")):
+            old, new = set(before.get(field, [])), set(after[field])
+            changes += [f"Added {label} {value}" for value in sorted(new - old)]
+            changes += [f"Removed {label} {value}" for value in sorted(old - new)]
+        return changes
+
     @property
     def is_confidential(self) -> bool:
         return self.client_type == ClientKind.CONFIDENTIAL
@@ -259,6 +284,45 @@ class ClientAuditEvent(models.Model):
 
     def __str__(self):
         return f"{self.get_action_display()} · {self.client_id}"
+
+    def sentence(self) -> str:
+        """The event as a sentence an administrator reads in the audit trail, instead of its JSON."""
+        who = self.actor.get_username() if self.actor_id and self.actor else "The system"
+        user = self.user.get_username() if self.user_id and self.user else "a user"
+        detail = self.detail or {}
+
+        def listed(key: str) -> str:
+            values = detail.get(key) or []
+            return ", ".join(str(value).replace("_", " ") for value in values) if values else "nothing"
+
+        sentences = {
+            AuditAction.CLIENT_CREATED: lambda: (
+                f"{who} registered the client ({detail.get('kind', 'unknown kind')}"
+                + (", legacy" if detail.get("legacy") else "")
+                + f") with scopes {listed('scopes')}."
+            ),
+            AuditAction.CLIENT_UPDATED: lambda: f"{who} edited {listed('changed')}.",
+            AuditAction.CLIENT_SCOPES_SET: lambda: f"{who} set the scopes to {listed('scopes')}.",
+            AuditAction.CLIENT_RESUBMITTED: lambda: f"The client went back to review because of {listed('because')}.",
+            AuditAction.CLIENT_APPROVED: lambda: f"{who} approved the client.",
+            AuditAction.CLIENT_REJECTED: lambda: f"{who} rejected the client: “{detail.get('reason', '')}”",
+            AuditAction.CLIENT_DELETED: lambda: (
+                f"{who} deleted the client; {detail.get('tokens_revoked', 0)} token families were revoked."
+            ),
+            AuditAction.SECRET_CREATED: lambda: f"{who} created a secret (it starts with {detail.get('hint', '')}).",
+            AuditAction.SECRET_REVOKED: lambda: f"{who} revoked the secret that starts with {detail.get('hint', '')}.",
+            AuditAction.GRANT_AUTHORIZED: lambda: (
+                f"{user} authorized the app"
+                + (" with full access." if detail.get("unrestricted") else f" for {listed('scopes')}.")
+            ),
+            AuditAction.GRANT_DENIED: lambda: f"{user} denied the app.",
+            AuditAction.ACCESS_REVOKED: lambda: f"{user} revoked the app's access.",
+            AuditAction.FAMILY_REVOKED: lambda: (
+                f"A refresh token was replayed for {user}; its token family was revoked."
+            ),
+        }
+        make = sentences.get(self.action)
+        return make() if make else f"{self.get_action_display()}."
 
 
 class Consent(models.Model):
