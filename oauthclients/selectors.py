@@ -1,5 +1,7 @@
 """Reads of the client registry. Developer pages go through the owner-scoped ones (404 otherwise)."""
 
+import itertools
+import re
 from dataclasses import dataclass
 from functools import cache
 
@@ -89,4 +91,15 @@ def integration_guide_html() -> str:
     from markdown_it import MarkdownIt
 
     text = (settings.BASE_DIR / "docs" / "integrating.md").read_text(encoding="utf-8")
-    return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+    html = MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+    # Accessible as a page: a wide code block can be scrolled from the keyboard, and an empty
+    # header cell (a table whose first column has no title) is a plain cell.
+    html = html.replace("<pre>", '<pre tabindex="0">').replace("<th></th>", "<td></td>")
+    # A wide table scrolls in its own keyboard-reachable region on a phone.
+    numbers = itertools.count(1)
+    html = re.sub(
+        "<table>",
+        lambda _match: f'<div class="scroll" tabindex="0" role="region" aria-label="Table {next(numbers)}"><table>',
+        html,
+    )
+    return html.replace("</table>", "</table></div>")
