@@ -77,7 +77,7 @@ class OAuthClient(AbstractApplication):
     is_legacy = models.BooleanField(
         default=False,
         verbose_name="legacy",
-        help_text="Created before scopes existed: no scopes, tokens unrestricted (spec §2.1, §5.6).",
+        help_text="Created before scopes existed: no scopes, tokens unrestricted.",
     )
 
     status = models.CharField(max_length=16, choices=ClientStatus.choices, default=ClientStatus.PENDING)

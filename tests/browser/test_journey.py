@@ -177,7 +177,7 @@ def test_register_approve_consent_exchange_call_and_revoke(people, live_server, 
         screenshots(admin, "admin-login")
         log_in(admin, "admin")
         screenshots(admin, "admin-pending-clients")
-        admin.check(f"#result_list tr:has-text('{app.client_id}') input[name=_selected_action]")
+        admin.check(f"#result_list tr:has-text('{APP_NAME}') input[name=_selected_action]")
         admin.select_option("select[name=action]", label="Approve selected clients")
         with admin.expect_navigation():
             admin.click("button[name=index]")
