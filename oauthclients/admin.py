@@ -146,7 +146,7 @@ def _risk_tags(scope) -> str:
 @admin.register(OAuthClient)
 class OAuthClientAdmin(admin.ModelAdmin):
     # Fits 1280 px: short kind labels, owner and dates compact; the rest is on the change page.
-    list_display = ("name", "client_id_short", "owner_display", "status", "kind_display", "is_legacy", "created")
+    list_display = ("name", "client_id_short", "owner_display", "status", "kind_display", "is_legacy", "created_date")
     list_filter = (StatusFilter, "client_type", "is_legacy")
     search_fields = ("name", "client_id", "user__username", "user__email")
     list_select_related = ("user",)
@@ -217,6 +217,12 @@ class OAuthClientAdmin(admin.ModelAdmin):
         # The review queue is first come, first served; every other view shows the newest first.
         pending = request.GET.get(StatusFilter.parameter_name, ClientStatus.PENDING) == ClientStatus.PENDING
         return ["created", "id"] if pending else ["-created", "-id"]
+
+    @admin.display(description="created", ordering="created")
+    def created_date(self, client):
+        return format_html(
+            '<time datetime="{}">{}</time>', client.created.isoformat(), client.created.date().isoformat()
+        )
 
     @admin.display(description="client ID", ordering="client_id")
     def client_id_short(self, client):
