@@ -112,6 +112,8 @@ class ClientForm(forms.Form):
         return [
             {
                 "resource": resource,
+                "selected": sum(1 for scope in resource.scopes if scope.name in selected),
+                "total": len(resource.scopes),
                 "rows": [
                     {
                         "level": access.label,

@@ -160,6 +160,8 @@ def test_register_approve_consent_exchange_call_and_revoke(people, live_server, 
         developer.fill("textarea[name=purpose]", "Plans team schedules.")
         developer.fill("input[name=website_url]", "https://planner.example.com")
         developer.fill("textarea[name=redirect_uris]", app.redirect_uri)
+        for resource in ("PROFILE", "BOOKING"):  # collapsed until opened
+            developer.locator(f"details.scope-resource-box:has(fieldset[data-resource={resource}]) > summary").click()
         for scope in SCOPES:
             developer.check(f"input[name=scopes][value={scope}]")
         with developer.expect_navigation():

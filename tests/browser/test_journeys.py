@@ -95,10 +95,12 @@ def test_four_journeys_with_axe(people, live_server, browser, screenshots, tmp_p
         dev.fill("#id_privacy_policy_url", "https://planner.example.com/privacy")
         dev.set_input_files("#id_logo", logo)
         dev.fill("#id_redirect_uris", app.redirect_uri)
-        # Select-by-resource (JavaScript) for bookings, then the rest one by one.
+        # Resources are collapsed until opened; select-by-resource (JavaScript) for bookings.
+        dev.locator("details.scope-resource-box:has(fieldset[data-resource=BOOKING]) > summary").click()
         dev.locator("fieldset[data-resource=BOOKING] .select-resource").click()
         for scope in ("TEAM_BOOKING_READ", "TEAM_BOOKING_WRITE", "ORG_BOOKING_WRITE"):
             dev.uncheck(f"#id_scopes_{scope}")
+        dev.locator("details.scope-resource-box:has(fieldset[data-resource=PROFILE]) > summary").click()
         dev.check("#id_scopes_PROFILE_READ")
         with dev.expect_navigation():
             dev.locator("main form button[type=submit]").click()

@@ -21,7 +21,9 @@ def test_the_form_groups_the_scopes_by_resource_with_read_and_write_columns(clie
 
     content = client.get(url("client_create")).content.decode()
 
-    assert content.index("<legend>Event types</legend>") < content.index("<legend>Bookings</legend>")
+    assert content.index('<span class="resource-name">Event types</span>') < content.index(
+        '<span class="resource-name">Bookings</span>'
+    )
     assert content.count('class="scope-resource"') == 10
     assert '<th scope="col">Read</th><th scope="col">Write</th>' in content
     assert 'name="scopes" value="ORG_WEBHOOK_WRITE"' in content

@@ -100,3 +100,18 @@ def test_the_logo_can_be_uploaded_from_the_form(client, owner):
     logo = page.select_one("h1 img.app-logo")
     assert logo["src"].startswith("/logos/")
     assert client.get(logo["src"]).content.startswith(b"\x89PNG")
+
+
+def test_scope_resources_are_collapsed_unless_something_in_them_is_selected(client, owner):
+    created = make_client(owner, scopes=["BOOKING_READ"])
+    client.force_login(owner)
+
+    html = soup(client.get(url("client_update", created.client)))
+
+    boxes = {
+        box.select_one("fieldset")["data-resource"]: (box.has_attr("open"), box.summary.get_text(" ", strip=True))
+        for box in html.select("details.scope-resource-box")
+    }
+    assert boxes["BOOKING"] == (True, "Bookings 1 of 6 selected")
+    assert boxes["PROFILE"] == (False, "Profile 0 of 6 selected")
+    assert sum(is_open for is_open, _ in boxes.values()) == 1
