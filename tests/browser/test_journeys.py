@@ -191,3 +191,27 @@ def test_four_journeys_with_axe(people, live_server, browser, screenshots, tmp_p
     for name, count, _detail in audit.results:
         print(f"axe {viewport} {name}: {count} violations")  # noqa: T201 - the closing note's table
     audit.assert_clean()
+
+
+def test_registering_works_without_javascript(people, live_server, browser, screenshots):
+    """The same form with JavaScript off: details open natively, no copy buttons, the secret still shown once."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, java_script_enabled=False)
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    page.goto(live_server.url + "/settings/developer/clients/new/")
+    log_in(page, "developer")
+    page.fill("#id_name", "No Script")
+    page.fill("#id_website_url", "https://noscript.example.com")
+    page.fill("#id_redirect_uris", "https://noscript.example.com/cb")
+    page.locator("details.scope-resource-box:has(fieldset[data-resource=PROFILE]) > summary").click()
+    # Select-by-resource needs JavaScript, so it is not offered.
+    assert page.locator("fieldset[data-resource=PROFILE] .select-resource").is_hidden()
+    page.check("#id_scopes_PROFILE_READ")
+    with page.expect_navigation():
+        page.locator("main form button[type=submit]").click()
+    screenshots(page, "registered-without-javascript")
+    assert page.input_value("#new-secret").startswith("cs_")
+    assert page.locator("button[data-copy-target=new-secret]").is_hidden()
+    page.reload()
+    assert page.locator("#new-secret").count() == 0
+    context.close()
