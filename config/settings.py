@@ -73,6 +73,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "profiles.context_processors.user_time_zone",
             ],
         },
     },
@@ -101,7 +102,8 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LOGIN_URL = "/accounts/login/"
-LOGIN_REDIRECT_URL = "/settings/developer/"
+# Without `next`, config.accounts.LoginView sends developers to their clients, others to Connected apps.
+LOGIN_REDIRECT_URL = "/settings/apps/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 
 LANGUAGE_CODE = "en-us"

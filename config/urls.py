@@ -1,17 +1,20 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
+from config.accounts import LoginView, home
 from config.openapi import SwaggerOAuthRedirectView, SwaggerView
+from oauthclients.views import client_logo
 
 urlpatterns = [
-    path("", RedirectView.as_view(url="/settings/developer/", permanent=False)),
+    path("", home, name="home"),
     path("admin/", admin.site.urls),
-    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=False), name="login"),
+    path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("settings/developer/", include("oauthclients.urls")),
+    # Public: the consent screen and Connected apps show it; always this origin's re-encoded copy.
+    path("logos/<str:client_id>.png", client_logo, name="client_logo"),
     path("", include("oauthflows.urls")),
     path("v2/schema/", SpectacularAPIView.as_view(), name="schema"),  # public: README "API documentation"
     path("v2/docs/", SwaggerView.as_view(url_name="schema"), name="api_docs"),

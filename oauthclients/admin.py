@@ -16,8 +16,9 @@ from django.contrib.admin import helpers
 from django.contrib.admin.widgets import ForeignKeyRawIdWidget
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.translation import ngettext
@@ -29,13 +30,13 @@ from oauthclients.models import (
     AccessToken,
     ClientAuditEvent,
     ClientKind,
-    ClientSecret,
+    ClientStatus,
     Grant,
     IDToken,
     OAuthClient,
     RefreshToken,
 )
-from scopes.catalog import LEVEL_LABELS, SCOPES, ScopeLevel
+from scopes.catalog import LEVEL_LABELS, SCOPES, ScopeLevel, group_by_resource
 
 for _model in (OAuthClient, AccessToken, RefreshToken, Grant, IDToken):
     if admin.site.is_registered(_model):
@@ -75,7 +76,7 @@ class ClientAddForm(forms.Form):
     is_legacy = forms.BooleanField(
         label="Legacy",
         required=False,
-        help_text="Only to register a client that predates scopes: no scopes, tokens unrestricted (spec §2.1).",
+        help_text="Only to register a client that predates scopes: no scopes, tokens unrestricted.",
     )
     approve = forms.BooleanField(label="Approve at once", required=False)
 
@@ -110,63 +111,107 @@ class RevokeSecretForm(forms.Form):
         self.fields["secret"].choices = [(str(pk), str(pk)) for pk in secret_ids]
 
 
-class ClientSecretInline(admin.TabularInline):
-    """The client's secrets by hint; digests are never shown and nothing here can be changed."""
+class StatusFilter(admin.SimpleListFilter):
+    """Status, defaulting to the review queue: an administrator lands on what waits for them."""
 
-    model = ClientSecret
-    fields = ("id", "hint_display", "created", "created_by", "last_used_at", "revoked_at")
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-    show_change_link = False
+    title = "status"
+    # The same parameter as a plain field filter, so that existing links keep working.
+    parameter_name = "status__exact"
+    ALL = "all"
 
-    def has_add_permission(self, request, obj=None):
-        return False
+    def __init__(self, request, params, model, model_admin):
+        # Resource servers are approved when made and never wait for review: their own filter
+        # (kind) shows them all rather than an empty queue.
+        self.default = (
+            self.ALL if request.GET.get("client_type__exact") == ClientKind.RESOURCE_SERVER else ClientStatus.PENDING
+        )
+        super().__init__(request, params, model, model_admin)
 
-    def has_change_permission(self, request, obj=None):
-        return False
+    def lookups(self, request, model_admin):
+        return [*ClientStatus.choices, (self.ALL, "All")]
 
-    def has_delete_permission(self, request, obj=None):
-        return False
+    def value(self):
+        return super().value() or self.default
 
-    @admin.display(description="hint")
-    def hint_display(self, secret):
-        return f"{secret.hint}…"
+    def choices(self, changelist):
+        for lookup, title in self.lookup_choices:
+            yield {
+                "selected": self.value() == lookup,
+                "query_string": changelist.get_query_string({self.parameter_name: lookup}),
+                "display": title,
+            }
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        return queryset if value == self.ALL else queryset.filter(status=value)
+
+
+def _risk_tags(scope) -> str:
+    tags = []
+    if scope.name.endswith("_WRITE"):
+        tags.append(format_html('<span class="risk write">{}</span>', "can change"))
+    if scope.level is ScopeLevel.ORGANIZATION:
+        tags.append(format_html('<span class="risk org">{}</span>', "organization-wide"))
+    return format_html_join(" ", "{}", ((tag,) for tag in tags))
 
 
 @admin.register(OAuthClient)
 class OAuthClientAdmin(admin.ModelAdmin):
-    list_display = ("name", "client_id", "user", "status", "client_type", "is_legacy", "created")
-    list_filter = ("status", "client_type", "is_legacy")
+    # Fits 1280 px: short kind labels, owner and dates compact; the rest is on the change page.
+    list_display = ("name", "client_id_short", "owner_display", "status", "kind_display", "is_legacy", "created_date")
+    list_filter = (StatusFilter, "client_type", "is_legacy")
     search_fields = ("name", "client_id", "user__username", "user__email")
     list_select_related = ("user",)
     date_hierarchy = "created"
+    change_form_template = "admin/oauthclients/oauthclient/change_form.html"
     fieldsets = (
-        (None, {"fields": ("name", "client_id", "user", "client_type", "is_legacy", "website_url", "purpose")}),
+        (
+            None,
+            {
+                "fields": (
+                    "name",
+                    "client_id",
+                    "owner_link",
+                    "client_type",
+                    "is_legacy",
+                    "logo_display",
+                    "website_url",
+                    "privacy_policy_url",
+                    "terms_url",
+                    "purpose",
+                )
+            },
+        ),
+        ("Review", {"fields": ("status", "changes_since_approval", "rejection_reason", "reviewed_by", "reviewed_at")}),
         ("Access", {"fields": ("scope_names", "redirect_uri_lines")}),
-        ("Review", {"fields": ("status", "rejection_reason", "reviewed_by", "reviewed_at")}),
-        ("History", {"fields": ("created", "updated", "audit_events_link")}),
+        ("Secrets", {"fields": ("secrets_display",)}),
+        ("History", {"fields": ("created", "updated", "audit_trail", "audit_events_link")}),
     )
-    # All of it: review state moves only through the actions, the rest through the owner's edit.
+    # All of it: review state moves only through Approve/Reject, the rest through the owner's edit.
     readonly_fields = (
         "name",
         "client_id",
-        "user",
+        "owner_link",
         "client_type",
         "is_legacy",
+        "logo_display",
         "website_url",
+        "privacy_policy_url",
+        "terms_url",
         "purpose",
         "scope_names",
         "redirect_uri_lines",
         "status",
+        "changes_since_approval",
         "rejection_reason",
         "reviewed_by",
         "reviewed_at",
         "created",
         "updated",
+        "audit_trail",
         "audit_events_link",
+        "secrets_display",
     )
-    inlines = (ClientSecretInline,)
     # DOT's get_absolute_url names its own developer pages, which this project does not mount.
     view_on_site = False
     actions = ("approve_clients", "reject_clients", "create_secret", "revoke_secret")
@@ -180,11 +225,108 @@ class OAuthClientAdmin(admin.ModelAdmin):
         # Deleting would take the audit trail with it; rejecting stops the client and its tokens.
         return False
 
+    def get_ordering(self, request):
+        # The review queue is first come, first served; every other view shows the newest first.
+        pending = request.GET.get(StatusFilter.parameter_name, ClientStatus.PENDING) == ClientStatus.PENDING and (
+            request.GET.get("client_type__exact") != ClientKind.RESOURCE_SERVER
+        )
+        return ["created", "id"] if pending else ["-created", "-id"]
+
+    @admin.display(description="created", ordering="created")
+    def created_date(self, client):
+        return format_html(
+            '<time datetime="{}">{}</time>', client.created.isoformat(), client.created.date().isoformat()
+        )
+
+    @admin.display(description="client ID", ordering="client_id")
+    def client_id_short(self, client):
+        # The 40 characters would push the list past 1280 px; search finds a client by its full ID.
+        return format_html('<code title="{}">{}…</code>', client.client_id, client.client_id[:10])
+
+    @admin.display(description="owner", ordering="user__username")
+    def owner_display(self, client):
+        return client.user.get_username()
+
+    @admin.display(description="kind", ordering="client_type")
+    def kind_display(self, client):
+        return client.get_client_type_display().split(" (")[0]
+
+    @admin.display(description="owner")
+    def owner_link(self, client):
+        url = reverse("admin:auth_user_change", args=[client.user_id])
+        return format_html('<a href="{}">{}</a> ({})', url, client.user.get_username(), client.user.email or "no email")
+
+    @admin.display(description="logo")
+    def logo_display(self, client):
+        if not client.has_logo:
+            return "None"
+        return format_html('<img src="{}" alt="Logo of {}" width="64" height="64">', client.logo_url, client.name)
+
     @admin.display(description="scopes")
     def scope_names(self, client):
         if client.is_legacy:
             return "None: legacy client, tokens are not restricted by scope."
-        return format_html_join(mark_safe("<br>"), "{}", ((name,) for name in client.scope_list))
+        rows = [
+            format_html(
+                "<li><strong>{}</strong> · {} ({}) <code>{}</code> {}</li>",
+                resource.label,
+                scope.description,
+                LEVEL_LABELS[scope.level].lower(),
+                scope.name,
+                _risk_tags(scope),
+            )
+            for resource in group_by_resource(client.scope_list)
+            for scope in resource.scopes
+        ]
+        return format_html('<ul class="scope-review">{}</ul>', format_html_join("", "{}", ((row,) for row in rows)))
+
+    @admin.display(description="changes since the last approval")
+    def changes_since_approval(self, client):
+        changes = client.changes_since_approval()
+        if changes is None:
+            return "Never approved." if client.status != ClientStatus.APPROVED else "—"
+        if not changes:
+            return "None."
+        return format_html_join(mark_safe(""), "<p>{}</p>", ((change,) for change in changes))
+
+    @admin.display(description="secrets")
+    def secrets_display(self, client):
+        """By hint only: digests are never shown. (A table of our own: the tabular inline's empty headers fail axe.)"""
+        if not client.is_confidential:
+            return "None: a public client uses PKCE."
+        rows = format_html_join(
+            "",
+            "<tr><td><code>{}…</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    secret.hint,
+                    secret.created.strftime("%Y-%m-%d %H:%M UTC"),
+                    secret.last_used_at.strftime("%Y-%m-%d %H:%M UTC") if secret.last_used_at else "never",
+                    "active" if secret.is_active else "revoked " + secret.revoked_at.strftime("%Y-%m-%d %H:%M UTC"),
+                )
+                for secret in selectors.client_secret_list(client=client)
+            ),
+        )
+        return format_html(
+            '<table class="secrets-review"><thead><tr><th scope="col">Secret</th><th scope="col">Created</th>'
+            '<th scope="col">Last used</th><th scope="col">State</th></tr></thead><tbody>{}</tbody></table>',
+            rows,
+        )
+
+    @admin.display(description="audit trail (latest 20)")
+    def audit_trail(self, client):
+        events = client.audit_events.select_related("actor", "user")[:20]
+        return (
+            format_html_join(
+                mark_safe(""),
+                '<p><time datetime="{}">{}</time> · {}</p>',
+                (
+                    (event.created.isoformat(), event.created.strftime("%Y-%m-%d %H:%M UTC"), event.sentence())
+                    for event in events
+                ),
+            )
+            or "No events."
+        )
 
     @admin.display(description="redirect URIs")
     def redirect_uri_lines(self, client):
@@ -194,6 +336,81 @@ class OAuthClientAdmin(admin.ModelAdmin):
     def audit_events_link(self, client):
         url = reverse("admin:oauthclients_clientauditevent_changelist")
         return format_html('<a href="{}?client__id__exact={}">All events of this client</a>', url, client.pk)
+
+    # --- Approve and Reject from the change page: a confirmation page each, then one service call ---
+
+    def get_urls(self):
+        wrap = self.admin_site.admin_view
+        return [
+            path("<path:object_id>/approve/", wrap(self.approve_view), name="oauthclients_oauthclient_approve"),
+            path("<path:object_id>/reject/", wrap(self.reject_view), name="oauthclients_oauthclient_reject"),
+            *super().get_urls(),
+        ]
+
+    def _review_target(self, request, object_id):
+        if not super().has_change_permission(request):
+            raise PermissionDenied
+        return get_object_or_404(OAuthClient.objects.select_related("user"), pk=object_id)
+
+    def _review_page(self, request, client, *, template, title, **context):
+        return TemplateResponse(
+            request,
+            f"admin/oauthclients/{template}",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.opts,
+                "title": title,
+                "client": client,
+                "original": client,
+                "change_url": reverse("admin:oauthclients_oauthclient_change", args=[client.pk]),
+                **context,
+            },
+        )
+
+    def approve_view(self, request, object_id):
+        """GET: confirm what is being approved. POST: approve."""
+        client = self._review_target(request, object_id)
+        if request.method == "POST":
+            try:
+                services.client_approve(client=client, actor=request.user)
+            except (ApplicationError, ValidationError) as exc:
+                self.message_user(request, _error_text(exc), messages.ERROR)
+            else:
+                self.message_user(request, f"Approved {client.name}. Any user can now authorize it.")
+            return redirect("admin:oauthclients_oauthclient_change", client.pk)
+        return self._review_page(
+            request,
+            client,
+            template="approve_client.html",
+            title=f"Approve {client.name}?",
+            scopes=self.scope_names(client),
+            changes=self.changes_since_approval(client),
+        )
+
+    def reject_view(self, request, object_id):
+        """GET: ask for the reason. POST: reject with it."""
+        client = self._review_target(request, object_id)
+        form = RejectForm(request.POST if request.method == "POST" else None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                services.client_reject(client=client, actor=request.user, reason=form.cleaned_data["reason"])
+            except (ApplicationError, ValidationError) as exc:
+                self.message_user(request, _error_text(exc), messages.ERROR)
+            else:
+                self.message_user(request, f"Rejected {client.name}. Its tokens stop working; the owner sees why.")
+            return redirect("admin:oauthclients_oauthclient_change", client.pk)
+        return self._review_page(
+            request, client, template="reject_client.html", title=f"Reject {client.name}?", form=form
+        )
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None:
+            can_review = super().has_change_permission(request)
+            context.update(
+                can_approve=can_review and obj.status == ClientStatus.PENDING,
+                can_reject=can_review and obj.status != ClientStatus.REJECTED,
+            )
+        return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
 
     # --- adding goes through services.client_create, and shows the first secret once ---
 
@@ -387,12 +604,17 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(ClientAuditEvent)
 class ClientAuditEventAdmin(ReadOnlyAdmin):
-    list_display = ("created", "client", "action", "actor", "user")
+    list_display = ("created", "client", "sentence")
     list_filter = ("action", "created")
     search_fields = ("client__client_id", "client__name", "actor__username", "user__username")
     list_select_related = ("client", "actor", "user")
-    fields = ("created", "client", "action", "actor", "user", "detail")
+    fields = ("created", "client", "action", "actor", "user", "sentence")
+    readonly_fields = ("sentence",)
     date_hierarchy = "created"
+
+    @admin.display(description="what happened")
+    def sentence(self, event):
+        return event.sentence()
 
 
 # Token rows: no token, code or checksum column, on the list or on the detail page.

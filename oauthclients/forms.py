@@ -6,8 +6,8 @@ from django.core.exceptions import ValidationError
 from oauthclients.exceptions import ApplicationError
 from oauthclients.models import APP_KIND_CHOICES, ClientKind, OAuthClient
 from oauthclients.services import MAX_NAME_LENGTH, MAX_PURPOSE_LENGTH
-from oauthclients.validators import MAX_REDIRECT_URI_LENGTH, MAX_REDIRECT_URIS
-from scopes.catalog import SCOPE_NAMES, Scope, group_by_level
+from oauthclients.validators import MAX_LOGO_BYTES, MAX_REDIRECT_URI_LENGTH, MAX_REDIRECT_URIS
+from scopes.catalog import SCOPE_NAMES, Scope, catalog_by_resource, group_by_level
 
 # The services key their errors by model field; a form may call the same thing something else.
 _SERVICE_FIELD_NAMES = {"client_type": "kind"}
@@ -32,14 +32,40 @@ class ClientForm(forms.Form):
     `add_service_errors` attaches here.
     """
 
-    name = forms.CharField(required=False, widget=forms.TextInput(attrs={"maxlength": MAX_NAME_LENGTH}))
+    # Not required here (the services report every field at once), but marked and required in the browser.
+    name = forms.CharField(
+        required=False, widget=forms.TextInput(attrs={"maxlength": MAX_NAME_LENGTH, "required": True})
+    )
     purpose = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "maxlength": MAX_PURPOSE_LENGTH}),
         help_text="What the application does with the access it asks for. Reviewers read this.",
     )
     website_url = forms.CharField(
-        label="Website", required=False, widget=forms.URLInput(attrs={"placeholder": "https://example.com"})
+        label="Website",
+        required=False,
+        widget=forms.URLInput(attrs={"placeholder": "https://example.com", "required": True}),
+        help_text="Shown to users on the consent screen.",
+    )
+    privacy_policy_url = forms.CharField(
+        label="Privacy policy URL",
+        required=False,
+        widget=forms.URLInput(attrs={"placeholder": "https://example.com/privacy"}),
+        help_text="Optional. Linked from the consent screen.",
+    )
+    terms_url = forms.CharField(
+        label="Terms of service URL",
+        required=False,
+        widget=forms.URLInput(attrs={"placeholder": "https://example.com/terms"}),
+        help_text="Optional. Linked from the consent screen.",
+    )
+    logo = forms.FileField(
+        required=False,
+        widget=forms.FileInput(attrs={"accept": "image/png,image/jpeg,image/gif,image/webp"}),
+        help_text=(
+            f"Optional. PNG, JPEG, GIF or WebP, at most {MAX_LOGO_BYTES // 1024} KB. Shown on the consent "
+            "screen at 64 × 64 pixels; a square image looks best."
+        ),
     )
     redirect_uris = forms.CharField(
         label="Redirect URIs",
@@ -47,7 +73,7 @@ class ClientForm(forms.Form):
         # Room for the most a valid list can hold. The validator reports every bad line, so an
         # unbounded textarea would turn a 2 MB post into a 15 MB error page.
         max_length=MAX_REDIRECT_URIS * (MAX_REDIRECT_URI_LENGTH + 2),
-        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "autocapitalize": "off"}),
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "autocapitalize": "off", "required": True}),
         help_text=(
             f"One per line, 1 to {MAX_REDIRECT_URIS}. https only (plain http only for localhost, 127.0.0.1 "
             "and [::1]); no fragment (#). Matched exactly, except that http://127.0.0.1 and http://[::1] "
@@ -62,8 +88,13 @@ class ClientForm(forms.Form):
 
     def service_arguments(self) -> dict:
         """The cleaned values the services take, by name; a posted extra such as is_legacy never passes."""
-        fields = ("name", "purpose", "website_url", "redirect_uris", "scopes")
-        return {field: self.cleaned_data[field] for field in fields}
+        fields = ("name", "purpose", "website_url", "privacy_policy_url", "terms_url", "redirect_uris", "scopes")
+        arguments = {field: self.cleaned_data[field] for field in fields}
+        upload = self.cleaned_data.get("logo")
+        if upload:
+            # One byte over the limit is enough for the service to refuse it; never read more.
+            arguments["logo"] = upload.read(MAX_LOGO_BYTES + 1)
+        return arguments
 
     def clean_redirect_uris(self) -> list[str]:
         return [line.strip() for line in self.cleaned_data["redirect_uris"].splitlines() if line.strip()]
@@ -74,6 +105,30 @@ class ClientForm(forms.Form):
         return [
             (label, [(scope, scope.name in selected) for scope in members])
             for _level, label, members in group_by_level(SCOPE_NAMES)
+        ]
+
+    def scope_resources(self) -> list[dict]:
+        """The scope picker: one group per resource, one row per level, read and write side by side."""
+        selected = set(self["scopes"].value() or [])
+        return [
+            {
+                "resource": resource,
+                "selected": sum(1 for scope in resource.scopes if scope.name in selected),
+                "total": len(resource.scopes),
+                "rows": [
+                    {
+                        "level": access.label,
+                        "cells": [
+                            {"kind": kind, "scope": scope, "checked": scope.name in selected}
+                            if scope
+                            else {"kind": kind, "scope": None, "checked": False}
+                            for kind, scope in (("Read", access.read), ("Write", access.write))
+                        ],
+                    }
+                    for access in resource.levels
+                ],
+            }
+            for resource in catalog_by_resource()
         ]
 
     def add_service_errors(self, error: ValidationError | ApplicationError) -> None:
@@ -93,11 +148,26 @@ class ClientCreateForm(ClientForm):
     # No legacy option: legacy clients come only from an administrator or the management command.
     kind = forms.ChoiceField(choices=APP_KIND_CHOICES, widget=forms.RadioSelect, initial=ClientKind.CONFIDENTIAL)
 
-    field_order = ["name", "purpose", "website_url", "kind", "redirect_uris", "scopes"]
+    field_order = [
+        "name",
+        "purpose",
+        "website_url",
+        "privacy_policy_url",
+        "terms_url",
+        "logo",
+        "kind",
+        "redirect_uris",
+        "scopes",
+    ]
 
 
 class ClientUpdateForm(ClientForm):
     """The kind cannot change after registration; it is shown on the page, not in the form."""
+
+    logo_remove = forms.BooleanField(label="Remove the current logo", required=False)
+
+    def service_arguments(self) -> dict:
+        return {**super().service_arguments(), "logo_remove": self.cleaned_data.get("logo_remove", False)}
 
     @classmethod
     def initial_for(cls, client: OAuthClient) -> dict:
@@ -105,6 +175,8 @@ class ClientUpdateForm(ClientForm):
             "name": client.name,
             "purpose": client.purpose,
             "website_url": client.website_url,
+            "privacy_policy_url": client.privacy_policy_url,
+            "terms_url": client.terms_url,
             "redirect_uris": "\n".join(client.redirect_uri_list),
             "scopes": client.scope_list,
         }

@@ -75,12 +75,18 @@ class OAuthClient(AbstractApplication):
 
     purpose = models.TextField(blank=True, help_text="What the application does with the access it asks for.")
     website_url = models.URLField(max_length=500, verbose_name="website URL")
+    privacy_policy_url = models.URLField(max_length=500, blank=True, default="", verbose_name="privacy policy URL")
+    terms_url = models.URLField(max_length=500, blank=True, default="", verbose_name="terms of service URL")
+    # The developer's upload, validated and re-encoded to a small PNG (validators.logo_reencode),
+    # served from this origin by views.client_logo: a consent page never loads a third-party image.
+    logo_png = models.BinaryField(null=True, blank=True, editable=False)
+    logo_updated_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Space-separated scope names in catalog order; empty only for a legacy client.
     scopes = models.TextField(blank=True, default="")
     is_legacy = models.BooleanField(
         default=False,
         verbose_name="legacy",
-        help_text="Created before scopes existed: no scopes, tokens unrestricted (spec §2.1, §5.6).",
+        help_text="Created before scopes existed: no scopes, tokens unrestricted.",
     )
 
     status = models.CharField(max_length=16, choices=ClientStatus.choices, default=ClientStatus.PENDING)
@@ -93,6 +99,10 @@ class OAuthClient(AbstractApplication):
         related_name="+",
     )
     reviewed_at = models.DateTimeField(null=True, blank=True)
+    # What users were shown when an administrator last approved it, to show what changed since.
+    approved_snapshot = models.JSONField(default=dict, blank=True, editable=False)
+    # Deleted by its owner: kept (rejected, tokens revoked) so that its audit trail survives.
+    deleted_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     objects = ApplicationManager()
 
@@ -137,6 +147,55 @@ class OAuthClient(AbstractApplication):
     @property
     def scope_list(self) -> list[str]:
         return self.scopes.split()
+
+    @property
+    def has_logo(self) -> bool:
+        return self.logo_updated_at is not None
+
+    @property
+    def logo_url(self) -> str:
+        """This origin's copy of the logo; the version in the query lets browsers cache it for long."""
+        if not self.has_logo:
+            return ""
+        version = int(self.logo_updated_at.timestamp())
+        return reverse("client_logo", args=[self.client_id]) + f"?v={version}"
+
+    def presentation(self) -> dict:
+        """What a user is shown about the client on the consent screen; compared across approvals."""
+        return {
+            "name": self.name,
+            "website_url": self.website_url,
+            "privacy_policy_url": self.privacy_policy_url,
+            "terms_url": self.terms_url,
+            "logo": self.logo_updated_at.isoformat() if self.logo_updated_at else "",
+            "redirect_uris": self.redirect_uri_list,
+            "scopes": self.scope_list,
+        }
+
+    def changes_since_approval(self) -> list[str] | None:
+        """What users would see differently since an administrator last approved it (None: never approved)."""
+        before = self.approved_snapshot
+        if not before:
+            return None
+        after = self.presentation()
+        labels = {
+            "name": "Name",
+            "website_url": "Website",
+            "privacy_policy_url": "Privacy policy URL",
+            "terms_url": "Terms of service URL",
+        }
+        changes = [
+            f"{label}: {before.get(field) or '(none)'} → {after[field] or '(none)'}"
+            for field, label in labels.items()
+            if before.get(field, "") != after[field]
+        ]
+        if before.get("logo", "") != after["logo"]:
+            changes.append("Logo: removed" if not after["logo"] else "Logo: a new image was uploaded")
+        for field, label in (("redirect_uris", "redirect URI"), ("scopes", "scope")):
+            old, new = set(before.get(field, [])), set(after[field])
+            changes += [f"Added {label} {value}" for value in sorted(new - old)]
+            changes += [f"Removed {label} {value}" for value in sorted(old - new)]
+        return changes
 
     @property
     def is_confidential(self) -> bool:
@@ -230,6 +289,7 @@ class AuditAction(models.TextChoices):
     SECRET_REVOKED = "secret.revoked", "Secret revoked"
     GRANT_AUTHORIZED = "grant.authorized", "User authorized the app"
     GRANT_DENIED = "grant.denied", "User denied the app"
+    CLIENT_DELETED = "client.deleted", "Client deleted by its owner"
     ACCESS_REVOKED = "grant.access_revoked", "User revoked the app's access"
     FAMILY_REVOKED = "grant.family_revoked", "Token family revoked on replay"
 
@@ -257,6 +317,48 @@ class ClientAuditEvent(models.Model):
 
     def __str__(self):
         return f"{self.get_action_display()} · {self.client_id}"
+
+    def sentence(self) -> str:
+        """The event as a sentence an administrator reads in the audit trail, instead of its JSON."""
+        who = self.actor.get_username() if self.actor_id and self.actor else "The system"
+        user = self.user.get_username() if self.user_id and self.user else "a user"
+        detail = self.detail or {}
+
+        def listed(key: str) -> str:
+            values = detail.get(key) or []
+            return ", ".join(str(value).replace("_", " ") for value in values) if values else "nothing"
+
+        sentences = {
+            AuditAction.CLIENT_CREATED: lambda: (
+                f"{who} registered the resource server (introspection only)."
+                if detail.get("kind") == ClientKind.RESOURCE_SERVER
+                else f"{who} registered the client ({detail.get('kind', 'unknown kind')}"
+                + (", legacy" if detail.get("legacy") else "")
+                + f") with scopes {listed('scopes')}."
+            ),
+            AuditAction.CLIENT_UPDATED: lambda: f"{who} edited {listed('changed')}.",
+            AuditAction.CLIENT_SCOPES_SET: lambda: f"{who} set the scopes to {listed('scopes')}.",
+            AuditAction.CLIENT_RESUBMITTED: lambda: f"The client went back to review because of {listed('because')}.",
+            AuditAction.CLIENT_APPROVED: lambda: f"{who} approved the client.",
+            AuditAction.CLIENT_REJECTED: lambda: f"{who} rejected the client: “{detail.get('reason', '')}”",
+            AuditAction.CLIENT_DELETED: lambda: (
+                f"{who} deleted the client; {detail.get('revoked_refresh_tokens', 0)} refresh tokens and "
+                f"{detail.get('revoked_access_tokens', 0)} access tokens were revoked."
+            ),
+            AuditAction.SECRET_CREATED: lambda: f"{who} created a secret (it starts with {detail.get('hint', '')}).",
+            AuditAction.SECRET_REVOKED: lambda: f"{who} revoked the secret that starts with {detail.get('hint', '')}.",
+            AuditAction.GRANT_AUTHORIZED: lambda: (
+                f"{user} authorized the app"
+                + (" with full access." if detail.get("unrestricted") else f" for {listed('scopes')}.")
+            ),
+            AuditAction.GRANT_DENIED: lambda: f"{user} denied the app.",
+            AuditAction.ACCESS_REVOKED: lambda: f"{user} revoked the app's access.",
+            AuditAction.FAMILY_REVOKED: lambda: (
+                f"A refresh token was replayed for {user}; its token family was revoked."
+            ),
+        }
+        make = sentences.get(self.action)
+        return make() if make else f"{self.get_action_display()}."
 
 
 class Consent(models.Model):

@@ -1,6 +1,9 @@
 """Reads of the client registry. Developer pages go through the owner-scoped ones (404 otherwise)."""
 
+import itertools
+import re
 from dataclasses import dataclass
+from functools import cache
 
 from django.conf import settings
 from django.db.models import QuerySet
@@ -9,18 +12,38 @@ from django.shortcuts import get_object_or_404
 from oauthclients.models import AccessToken, ClientKind, ClientSecret, ClientStatus, OAuthClient, digest
 
 
-def _apps():
+def _owned(owner) -> QuerySet[OAuthClient]:
+    # A deleted client is gone for its owner; it stays in the admin, with its audit trail.
     # Resource servers are administrators' business: never on a developer page.
-    return OAuthClient.objects.exclude(client_type=ClientKind.RESOURCE_SERVER)
+    return (
+        OAuthClient.objects.filter(user=owner, deleted_at__isnull=True)
+        .exclude(client_type=ClientKind.RESOURCE_SERVER)
+        .defer("logo_png")
+    )
 
 
 def client_list_for_owner(*, owner) -> QuerySet[OAuthClient]:
-    return _apps().filter(user=owner).order_by("-created")
+    return _owned(owner).order_by("-created")
 
 
 def client_get_for_owner(*, owner, client_id: str) -> OAuthClient:
     """The owner's client with this client_id, or Http404 (another developer's client, a resource server)."""
-    return get_object_or_404(_apps(), user=owner, client_id=client_id)
+    return get_object_or_404(_owned(owner), client_id=client_id)
+
+
+def client_exists_for_owner(*, owner) -> bool:
+    """Whether this user owns a client: a developer lands on the developer page after logging in."""
+    return getattr(owner, "pk", None) is not None and _owned(owner).exists()
+
+
+def client_logo_get(*, client_id: str) -> tuple[bytes, object] | None:
+    """(PNG bytes, last change) of a client's logo, or None."""
+    row = (
+        OAuthClient.objects.filter(client_id=client_id, logo_updated_at__isnull=False)
+        .values_list("logo_png", "logo_updated_at")
+        .first()
+    )
+    return (bytes(row[0]), row[1]) if row and row[0] is not None else None
 
 
 def client_get(*, client_id: str) -> OAuthClient | None:
@@ -138,3 +161,23 @@ def access_token_get_valid(raw_token) -> AccessToken | None:
 def access_token_get_for_introspection(raw_token) -> AccessToken | None:
     """The live access token with the columns RFC 7662 claims are made of (client and user)."""
     return _access_token_get_live(raw_token, related=("application", "user"), fields=INTROSPECTION_FIELDS)
+
+
+@cache
+def integration_guide_html() -> str:
+    """docs/integrating.md as HTML (CommonMark with tables; raw HTML in the file is escaped)."""
+    from markdown_it import MarkdownIt
+
+    text = (settings.BASE_DIR / "docs" / "integrating.md").read_text(encoding="utf-8")
+    html = MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+    # Accessible as a page: a wide code block can be scrolled from the keyboard, and an empty
+    # header cell (a table whose first column has no title) is a plain cell.
+    html = html.replace("<pre>", '<pre tabindex="0">').replace("<th></th>", "<td></td>")
+    # A wide table scrolls in its own keyboard-reachable region on a phone.
+    numbers = itertools.count(1)
+    html = re.sub(
+        "<table>",
+        lambda _match: f'<div class="scroll" tabindex="0" role="region" aria-label="Table {next(numbers)}"><table>',
+        html,
+    )
+    return html.replace("</table>", "</table></div>")

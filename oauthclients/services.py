@@ -33,7 +33,12 @@ from oauthclients.models import (
     RefreshToken,
     digest,
 )
-from oauthclients.validators import validate_redirect_uris, validate_scope_names
+from oauthclients.validators import (
+    logo_reencode,
+    validate_optional_url,
+    validate_redirect_uris,
+    validate_scope_names,
+)
 
 MAX_ACTIVE_SECRETS = 2
 SECRET_PREFIX = "cs_"
@@ -93,10 +98,35 @@ def _clean_text(
     return value
 
 
-def _clean_fields(*, name, purpose, website_url, redirect_uris, scopes, is_legacy) -> dict:
+def _clean_fields(
+    *,
+    name,
+    purpose,
+    website_url,
+    redirect_uris,
+    scopes,
+    is_legacy,
+    privacy_policy_url="",
+    terms_url="",
+    logo: bytes | None = None,
+) -> dict:
     """Validate everything a client is made of; report every field's problem at once."""
     errors: dict[str, list] = {}
     cleaned: dict = {}
+    for field, label, value in (
+        ("privacy_policy_url", "privacy policy", privacy_policy_url),
+        ("terms_url", "terms of service", terms_url),
+    ):
+        try:
+            cleaned[field] = validate_optional_url(value, label=label)
+        except ValidationError as exc:
+            errors[field] = exc.messages
+    cleaned["logo_png"] = None
+    if logo is not None:
+        try:
+            cleaned["logo_png"] = logo_reencode(logo)
+        except ValidationError as exc:
+            errors["logo"] = exc.messages
     for field, label, value, max_length, required in (
         ("name", "Name", name, MAX_NAME_LENGTH, True),
         ("purpose", "Purpose", purpose, MAX_PURPOSE_LENGTH, False),
@@ -158,6 +188,9 @@ def client_create(
     redirect_uris: list[str],
     scopes: list[str],
     purpose: str = "",
+    privacy_policy_url: str = "",
+    terms_url: str = "",
+    logo: bytes | None = None,
     is_legacy: bool = False,
     approve: bool = False,
     actor=None,
@@ -175,6 +208,9 @@ def client_create(
             redirect_uris=redirect_uris,
             scopes=scopes,
             is_legacy=is_legacy,
+            privacy_policy_url=privacy_policy_url,
+            terms_url=terms_url,
+            logo=logo,
         )
     except ValidationError as exc:
         errors.update(exc.message_dict)
@@ -188,6 +224,10 @@ def client_create(
         name=cleaned["name"],
         purpose=cleaned["purpose"],
         website_url=cleaned["website_url"],
+        privacy_policy_url=cleaned["privacy_policy_url"],
+        terms_url=cleaned["terms_url"],
+        logo_png=cleaned["logo_png"],
+        logo_updated_at=timezone.now() if cleaned["logo_png"] else None,
         client_type=kind,
         redirect_uris=" ".join(cleaned["redirect_uris"]),
         is_legacy=is_legacy,
@@ -233,13 +273,21 @@ def resource_server_create(*, owner, name: str, actor=None) -> ClientCreated:
     return ClientCreated(client=client, secret=_new_secret(client=client, actor=creator))
 
 
-def _needs_review(client: OAuthClient, *, name, website_url, redirect_uris, scopes) -> list[str]:
+def _needs_review(client: OAuthClient, *, cleaned: dict) -> list[str]:
     """What in an owner's edit changes what users are shown, where codes go, or widens access."""
+    name, website_url = cleaned["name"], cleaned["website_url"]
+    redirect_uris, scopes = cleaned["redirect_uris"], cleaned["scopes"]
     reasons = []
     if name != client.name:
         reasons.append("name")
     if website_url != client.website_url:
         reasons.append("website_url")
+    # The logo and the policy links are part of the app's identity on the consent screen.
+    if cleaned.get("logo_png") is not None or (cleaned.get("logo_remove") and client.has_logo):
+        reasons.append("logo")
+    for field in ("privacy_policy_url", "terms_url"):
+        if field in cleaned and cleaned[field] != getattr(client, field):
+            reasons.append(field)
     if not set(redirect_uris) <= set(client.redirect_uri_list):
         reasons.append("redirect_uris")
     # A legacy client's tokens are unrestricted, so any selection of scopes narrows (spec §5.8).
@@ -254,20 +302,25 @@ def _apply_edit(client: OAuthClient, *, actor, action: AuditAction, cleaned: dic
         "name": client.name,
         "purpose": client.purpose,
         "website_url": client.website_url,
+        "privacy_policy_url": client.privacy_policy_url,
+        "terms_url": client.terms_url,
+        "logo": client.logo_updated_at,
         "redirect_uris": client.redirect_uri_list,
         "scopes": client.scope_list,
     }
-    review_reasons = _needs_review(
-        client,
-        name=cleaned["name"],
-        website_url=cleaned["website_url"],
-        redirect_uris=cleaned["redirect_uris"],
-        scopes=cleaned["scopes"],
-    )
+    review_reasons = _needs_review(client, cleaned=cleaned)
     was_legacy = client.is_legacy
     client.name = cleaned["name"]
     client.purpose = cleaned["purpose"]
     client.website_url = cleaned["website_url"]
+    client.privacy_policy_url = cleaned.get("privacy_policy_url", client.privacy_policy_url)
+    client.terms_url = cleaned.get("terms_url", client.terms_url)
+    if cleaned.get("logo_png") is not None:
+        client.logo_png = cleaned["logo_png"]
+        client.logo_updated_at = timezone.now()
+    elif cleaned.get("logo_remove") and client.has_logo:
+        client.logo_png = None
+        client.logo_updated_at = None
     client.redirect_uris = " ".join(cleaned["redirect_uris"])
     if cleaned["scopes"]:
         client.set_scope_list(cleaned["scopes"])
@@ -302,6 +355,8 @@ def _field_value(client: OAuthClient, field: str):
         return client.redirect_uri_list
     if field == "scopes":
         return client.scope_list
+    if field == "logo":
+        return client.logo_updated_at
     return getattr(client, field)
 
 
@@ -315,8 +370,15 @@ def client_update(
     website_url: str,
     redirect_uris: list[str],
     scopes: list[str],
+    privacy_policy_url: str | None = None,
+    terms_url: str | None = None,
+    logo: bytes | None = None,
+    logo_remove: bool = False,
 ) -> OAuthClient:
-    """An owner's edit. Widening what users see or where codes go sends it back to review."""
+    """An owner's edit. Changing what users see or where codes go, or widening access, sends it back to review.
+
+    `privacy_policy_url` and `terms_url` left as None keep their values; `logo` replaces the logo.
+    """
     client = _lock(client)
     # A legacy client may keep no scopes (editing other fields) or select some (migration).
     keep_legacy = client.is_legacy and not scopes
@@ -327,7 +389,11 @@ def client_update(
         redirect_uris=redirect_uris,
         scopes=scopes,
         is_legacy=keep_legacy,
+        privacy_policy_url=client.privacy_policy_url if privacy_policy_url is None else privacy_policy_url,
+        terms_url=client.terms_url if terms_url is None else terms_url,
+        logo=logo,
     )
+    cleaned["logo_remove"] = logo_remove
     return _apply_edit(client, actor=actor, action=AuditAction.CLIENT_UPDATED, cleaned=cleaned)
 
 
@@ -343,6 +409,8 @@ def client_set_scopes(*, client: OAuthClient, scopes: list[str], actor=None) -> 
         "name": client.name,
         "purpose": client.purpose,
         "website_url": client.website_url,
+        "privacy_policy_url": client.privacy_policy_url,
+        "terms_url": client.terms_url,
         "redirect_uris": client.redirect_uri_list,
         "scopes": names,
     }
@@ -362,7 +430,10 @@ def client_approve(*, client: OAuthClient, actor) -> OAuthClient:
     client.rejection_reason = ""
     client.reviewed_by = actor if getattr(actor, "pk", None) else None
     client.reviewed_at = timezone.now()
-    client.save(update_fields=["status", "rejection_reason", "reviewed_by", "reviewed_at", "updated"])
+    client.approved_snapshot = client.presentation()
+    client.save(
+        update_fields=["status", "rejection_reason", "reviewed_by", "reviewed_at", "approved_snapshot", "updated"]
+    )
     _audit(client=client, actor=actor, action=AuditAction.CLIENT_APPROVED)
     transaction.on_commit(partial(review_email_send, client_pk=client.pk))
     return client
@@ -454,3 +525,33 @@ def client_secret_revoke(*, client: OAuthClient, secret_id: int, actor) -> Clien
     secret.save(update_fields=["revoked_at"])
     _audit(client=client, actor=actor, action=AuditAction.SECRET_REVOKED, secret_id=secret.pk, hint=secret.hint)
     return secret
+
+
+@transaction.atomic
+@transaction.atomic
+def client_delete(*, client: OAuthClient, actor) -> OAuthClient:
+    """The owner deletes a client: it stops working at once, every token dies, the audit trail stays.
+
+    The row is kept, rejected and marked deleted, because its audit events belong to it; every
+    check that refuses a rejected client (authorize, token, introspection, API) refuses it too.
+    """
+    client = _lock(client)
+    if client.deleted_at is not None:
+        raise InvalidTransition("This client is already deleted.")
+    previous = client.status
+    client.status = ClientStatus.REJECTED
+    client.rejection_reason = "Deleted by its owner."
+    client.deleted_at = timezone.now()
+    client.save(update_fields=["status", "rejection_reason", "deleted_at", "updated"])
+    client.secrets.filter(revoked_at__isnull=True).update(revoked_at=client.deleted_at)
+    ended = client_grants_revoke(client=client)
+    _audit(
+        client=client,
+        actor=actor,
+        action=AuditAction.CLIENT_DELETED,
+        previous=previous,
+        revoked_access_tokens=ended.access_tokens,
+        revoked_refresh_tokens=ended.refresh_tokens,
+        revoked_codes=ended.codes,
+    )
+    return client

@@ -1,5 +1,6 @@
 """Rules for what may be registered on a client (spec §2.1, §8; SECURITY.md)."""
 
+import io
 import re
 from urllib.parse import urlsplit
 
@@ -152,3 +153,58 @@ def validate_scope_names(names: list[str]) -> list[str]:
     if not parsed:
         raise ValidationError("Select at least one scope.", code="scopes_empty")
     return parsed
+
+
+# Logos: an upload is at most this many bytes and pixels, and is stored re-encoded as a PNG of at
+# most LOGO_SIZE pixels a side, so that what users see is an image we produced, from this origin.
+MAX_LOGO_BYTES = 256 * 1024
+MAX_LOGO_PIXELS = 2048 * 2048
+LOGO_SIZE = 128
+LOGO_FORMATS = {"PNG", "JPEG", "GIF", "WEBP"}
+
+
+def logo_reencode(data: bytes) -> bytes:
+    """Check that `data` is a PNG, JPEG, GIF or WebP image within the limits; return it as a small PNG.
+
+    Re-encoding drops whatever else the file carried (metadata, trailing bytes, other frames), and
+    the pixel limit is checked before decoding, so a decompression bomb is refused unread.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    if not data:
+        raise ValidationError("The logo file is empty.", code="logo_empty")
+    if len(data) > MAX_LOGO_BYTES:
+        raise ValidationError(f"The logo can be at most {MAX_LOGO_BYTES // 1024} KB.", code="logo_too_large")
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            if image.format not in LOGO_FORMATS:
+                raise ValidationError("The logo must be a PNG, JPEG, GIF or WebP image.", code="logo_format")
+            width, height = image.size
+            if width * height > MAX_LOGO_PIXELS:
+                raise ValidationError("The logo can be at most 2048 × 2048 pixels.", code="logo_too_many_pixels")
+            image.load()
+            image = image.convert("RGBA")
+            image.thumbnail((LOGO_SIZE, LOGO_SIZE))
+            out = io.BytesIO()
+            image.save(out, format="PNG", optimize=True)
+    except ValidationError:
+        raise
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError, SyntaxError):
+        raise ValidationError("The logo must be a PNG, JPEG, GIF or WebP image.", code="logo_format") from None
+    return out.getvalue()
+
+
+def validate_optional_url(value: str, *, label: str) -> str:
+    """An optional http(s) link shown to users (privacy policy, terms): empty, or a URL of at most 500."""
+    from django.core.validators import URLValidator
+
+    value = (value or "").strip()
+    if not value:
+        return ""
+    if len(value) > 500 or "\x00" in value:
+        raise ValidationError(f"The {label} URL can be at most 500 characters.")
+    try:
+        URLValidator(schemes=["http", "https"])(value)
+    except ValidationError:
+        raise ValidationError(f"Enter the {label} as an http(s) URL.") from None
+    return value

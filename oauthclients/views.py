@@ -1,14 +1,17 @@
 """Developer settings pages (HTML).
 
 Every lookup goes through an owner-scoped selector, so another developer's client is a 404.
-Every state change is a POST to its own URL and goes through one service. A new secret's
-plaintext is rendered in the response to the POST that made it and nowhere else.
+Every state change is a POST to its own URL and goes through one service, then redirects (303).
+A new secret's plaintext reaches the page after the redirect once, through `onetime`, and is
+rendered there with no-store; a reload shows it no more and creates nothing.
 """
+
+from dataclasses import dataclass
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
@@ -18,13 +21,26 @@ from oauthclients import services
 from oauthclients.exceptions import ApplicationError, SecretNotFound
 from oauthclients.forms import ClientCreateForm, ClientUpdateForm
 from oauthclients.models import ClientStatus, OAuthClient
+from oauthclients.onetime import secret_handoff_clear, secret_handoff_read, secret_handoff_set
 from oauthclients.selectors import (
     client_get_for_owner,
     client_list_for_owner,
+    client_logo_get,
     client_secret_list,
+    integration_guide_html,
     oauth_endpoints,
 )
 from scopes.catalog import group_by_level
+
+
+@dataclass(frozen=True)
+class NewSecret:
+    """The plaintext of a secret being shown once (repr hides it, like services.IssuedSecret)."""
+
+    plaintext: str
+
+    def __repr__(self):
+        return "NewSecret(...)"
 
 
 def _see_other(client: OAuthClient) -> HttpResponseRedirect:
@@ -34,18 +50,30 @@ def _see_other(client: OAuthClient) -> HttpResponseRedirect:
     return response
 
 
+def _see_other_with_secret(request, client: OAuthClient, issued: services.IssuedSecret) -> HttpResponseRedirect:
+    response = _see_other(client)
+    secret_handoff_set(response, request=request, client_id=client.client_id, plaintext=issued.plaintext)
+    add_never_cache_headers(response)
+    return response
+
+
 def _client_page(
     request,
     client: OAuthClient,
     *,
-    new_secret: services.IssuedSecret | None = None,
+    new_secret: NewSecret | None = None,
     error: ApplicationError | None = None,
 ) -> HttpResponse:
+    secrets = list(client_secret_list(client=client)) if client.is_confidential else None
+    active = sum(1 for secret in secrets if secret.is_active) if secrets is not None else 0
     context = {
         "client": client,
         "endpoints": oauth_endpoints(),
         "scope_groups": group_by_level(client.scope_list),
-        "secrets": client_secret_list(client=client) if client.is_confidential else None,
+        "secrets": secrets,
+        "active_secret_count": active,
+        "max_active_secrets": services.MAX_ACTIVE_SECRETS,
+        "at_secret_limit": active >= services.MAX_ACTIVE_SECRETS,
         "new_secret": new_secret,
         "error": error,
     }
@@ -87,7 +115,7 @@ def client_list(request):
 def client_create(request):
     if request.method != "POST":
         return render(request, "developer/client_create.html", {"form": ClientCreateForm()})
-    form = ClientCreateForm(request.POST)
+    form = ClientCreateForm(request.POST, request.FILES)
     if form.is_valid():
         try:
             created = services.client_create(
@@ -99,14 +127,18 @@ def client_create(request):
             messages.success(request, f"{created.client.name} is registered and pending review.")
             if created.secret is None:
                 return _see_other(created.client)
-            return _client_page(request, created.client, new_secret=created.secret)
+            return _see_other_with_secret(request, created.client, created.secret)
     return render(request, "developer/client_create.html", {"form": form})
 
 
 @require_safe
 @login_required
 def client_detail(request, client_id: str):
-    return _client_page(request, client_get_for_owner(owner=request.user, client_id=client_id))
+    client = client_get_for_owner(owner=request.user, client_id=client_id)
+    plaintext = secret_handoff_read(request, client_id=client.client_id)
+    response = _client_page(request, client, new_secret=NewSecret(plaintext) if plaintext else None)
+    secret_handoff_clear(request, response, client_id=client.client_id)
+    return response
 
 
 @require_http_methods(["GET", "POST"])
@@ -116,7 +148,7 @@ def client_update(request, client_id: str):
     if request.method != "POST":
         form = ClientUpdateForm(initial=ClientUpdateForm.initial_for(client))
         return render(request, "developer/client_update.html", {"form": form, "client": client})
-    form = ClientUpdateForm(request.POST)
+    form = ClientUpdateForm(request.POST, request.FILES)
     if form.is_valid():
         try:
             updated = services.client_update(client=client, actor=request.user, **form.service_arguments())
@@ -137,7 +169,7 @@ def client_secret_create(request, client_id: str):
     except ApplicationError as exc:
         return _client_page(request, client, error=exc)
     messages.success(request, "New secret created. Both active secrets work until you revoke one.")
-    return _client_page(request, client, new_secret=issued)
+    return _see_other_with_secret(request, client, issued)
 
 
 @require_POST
@@ -150,3 +182,39 @@ def client_secret_revoke(request, client_id: str, secret_id: int):
         return _client_page(request, client, error=exc)
     messages.success(request, f"Secret {secret.hint}… is revoked. Existing access and refresh tokens stay valid.")
     return _see_other(client)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def client_delete(request, client_id: str):
+    """GET: what deleting means, and a button. POST: delete, revoke every token, audit."""
+    client = client_get_for_owner(owner=request.user, client_id=client_id)
+    if request.method != "POST":
+        return render(request, "developer/client_delete.html", {"client": client})
+    try:
+        services.client_delete(client=client, actor=request.user)
+    except ApplicationError as exc:
+        return _client_page(request, client, error=exc)
+    messages.success(request, f"{client.name} is deleted. Every token it held has stopped working.")
+    return HttpResponseRedirect(reverse("developer:client_list"), status=303)
+
+
+@require_safe
+@login_required
+def integration_guide(request):
+    """docs/integrating.md, rendered: the guide a developer needs next to their client's settings."""
+    return render(request, "developer/integration_guide.html", {"guide": integration_guide_html()})
+
+
+@require_safe
+def client_logo(request, client_id: str):
+    """A client's logo as we re-encoded it: public (the consent screen shows it), from this origin only."""
+    found = client_logo_get(client_id=client_id)
+    if found is None:
+        raise Http404("No logo.")
+    png, _changed = found
+    response = HttpResponse(png, content_type="image/png")
+    # The URL carries the version (OAuthClient.logo_url), so a changed logo is a new URL.
+    response["Cache-Control"] = "public, max-age=86400"
+    response["Content-Disposition"] = 'inline; filename="logo.png"'
+    return response

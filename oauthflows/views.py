@@ -1,6 +1,6 @@
 """The authorization endpoint: consent page and the Allow/Deny answers (spec §4.1, RFC 6749 §4.1)."""
 
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
 from django.contrib import messages
@@ -27,7 +27,8 @@ from oauthflows.authorization import (
 from oauthflows.endpoints import ascii_description
 from oauthflows.selectors import connected_app_get_for_user, connected_app_list_for_user
 from oauthflows.services import connected_app_revoke, consent_deny, consent_record
-from scopes.catalog import group_by_level
+from profiles.selectors import profile_get_for_user
+from scopes.catalog import group_by_resource
 
 
 class ClientRedirect(HttpResponseRedirect):
@@ -85,12 +86,18 @@ class AuthorizeView(AuthorizationMixin, View):
         if refusal:
             return refusal
         query = request.META.get("QUERY_STRING", "")
+        this_request = f"{settings.OAUTH_AUTHORIZE_PATH}?{query}" if query else settings.OAUTH_AUTHORIZE_PATH
+        resources = group_by_resource(authz.scopes)
         context = {
             "authz": authz,
             "client": authz.client,
-            "scope_groups": group_by_level(authz.scopes),
+            "signed_in_name": profile_get_for_user(user=request.user).name or request.user.get_full_name(),
+            "resources": resources,
+            "higher_risk_count": sum(1 for resource in resources if resource.higher_risk),
             "allow_url": f"{settings.OAUTH_AUTHORIZE_PATH}/allow?{query}",
             "deny_url": f"{settings.OAUTH_AUTHORIZE_PATH}/deny?{query}",
+            # "Not you?": log out, log in again, and come back to this same request.
+            "switch_account_next": f"{settings.LOGIN_URL}?{urlencode({'next': this_request})}",
         }
         return render(request, "oauth/consent.html", context)
 

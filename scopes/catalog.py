@@ -161,3 +161,115 @@ def group_by_level(names) -> list[tuple[ScopeLevel, str, list[Scope]]]:
         if members:
             groups.append((level, LEVEL_LABELS[level], members))
     return groups
+
+
+# What each scope is about, by the name left once the level prefix and _READ/_WRITE are removed.
+RESOURCE_LABELS = {
+    "PROFILE": "Profile",
+    "EVENT_TYPE": "Event types",
+    "BOOKING": "Bookings",
+    "SCHEDULE": "Schedules",
+    "APPS": "Calendars and apps",
+    "WEBHOOK": "Webhooks",
+    "VERIFIED_RESOURCES": "Verified emails and phone numbers",
+    "MEMBERSHIP": "Memberships",
+    "ROUTING_FORM": "Routing forms",
+    "WORKFLOW": "Workflows",
+}
+
+
+def scope_resource(name: str) -> str:
+    """EVENT_TYPE for EVENT_TYPE_READ, TEAM_EVENT_TYPE_WRITE and ORG_EVENT_TYPE_READ."""
+    for prefix in ("TEAM_", "ORG_"):
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+            break
+    return name.rsplit("_", 1)[0]
+
+
+def scope_is_write(name: str) -> bool:
+    return name.endswith("_WRITE")
+
+
+@dataclass(frozen=True)
+class LevelAccess:
+    """Read and/or write access to one resource at one level."""
+
+    level: ScopeLevel
+    read: Scope | None
+    write: Scope | None
+
+    @property
+    def label(self) -> str:
+        return LEVEL_LABELS[self.level]
+
+    @property
+    def scopes(self) -> list[Scope]:
+        return [scope for scope in (self.read, self.write) if scope]
+
+    @property
+    def implied_team_scopes(self) -> list[Scope]:
+        return [team for scope in self.scopes if (team := scope.implied_team_scope)]
+
+
+@dataclass(frozen=True)
+class ResourceAccess:
+    """One resource (bookings, schedules, ...) and what a set of scopes allows on it, level by level."""
+
+    key: str
+    label: str
+    levels: list[LevelAccess]
+
+    @property
+    def writes(self) -> bool:
+        return any(access.write for access in self.levels)
+
+    @property
+    def organization_wide(self) -> bool:
+        return any(access.level is ScopeLevel.ORGANIZATION for access in self.levels)
+
+    @property
+    def higher_risk(self) -> bool:
+        """Changing data, or reaching a whole organization, is what a careful user should notice first."""
+        return self.writes or self.organization_wide
+
+    @property
+    def scopes(self) -> list[Scope]:
+        return [scope for access in self.levels for scope in access.scopes]
+
+
+def group_by_resource(names) -> list[ResourceAccess]:
+    """The scopes in `names` by resource (higher-risk resources first, then catalog order)."""
+    wanted = set(names)
+    order: list[str] = []
+    by_resource: dict[str, dict[ScopeLevel, dict[str, Scope]]] = {}
+    for scope in _CATALOG:
+        if scope.name not in wanted:
+            continue
+        resource = scope_resource(scope.name)
+        if resource not in by_resource:
+            order.append(resource)
+            by_resource[resource] = {}
+        kind = "write" if scope_is_write(scope.name) else "read"
+        by_resource[resource].setdefault(scope.level, {})[kind] = scope
+    groups = [
+        ResourceAccess(
+            key=resource,
+            label=RESOURCE_LABELS.get(resource, resource.replace("_", " ").capitalize()),
+            levels=[
+                LevelAccess(level=level, read=kinds.get("read"), write=kinds.get("write"))
+                for level in ScopeLevel
+                if (kinds := by_resource[resource].get(level))
+            ],
+        )
+        for resource in order
+    ]
+    # sorted() is stable: within each risk class the catalog order stays.
+    return sorted(groups, key=lambda group: not group.higher_risk)
+
+
+def catalog_by_resource() -> list[ResourceAccess]:
+    """Every scope of the catalog by resource, in catalog order (the developer's scope picker)."""
+    groups = group_by_resource(SCOPE_NAMES)
+    position = {scope_resource(name): index for index, name in reversed(list(enumerate(SCOPE_NAMES)))}
+    return sorted(groups, key=lambda group: position[group.key])

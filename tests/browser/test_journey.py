@@ -160,6 +160,8 @@ def test_register_approve_consent_exchange_call_and_revoke(people, live_server, 
         developer.fill("textarea[name=purpose]", "Plans team schedules.")
         developer.fill("input[name=website_url]", "https://planner.example.com")
         developer.fill("textarea[name=redirect_uris]", app.redirect_uri)
+        for resource in ("PROFILE", "BOOKING"):  # collapsed until opened
+            developer.locator(f"details.scope-resource-box:has(fieldset[data-resource={resource}]) > summary").click()
         for scope in SCOPES:
             developer.check(f"input[name=scopes][value={scope}]")
         with developer.expect_navigation():
@@ -173,11 +175,11 @@ def test_register_approve_consent_exchange_call_and_revoke(people, live_server, 
 
         # 2. The administrator approves it in the Django admin.
         admin = new_page(browser, width=1280)
-        admin.goto(base + "/admin/oauthclients/oauthclient/?status__exact=pending")
+        admin.goto(base + "/admin/oauthclients/oauthclient/")
         screenshots(admin, "admin-login")
         log_in(admin, "admin")
         screenshots(admin, "admin-pending-clients")
-        admin.check(f"#result_list tr:has-text('{app.client_id}') input[name=_selected_action]")
+        admin.check(f"#result_list tr:has-text('{APP_NAME}') input[name=_selected_action]")
         admin.select_option("select[name=action]", label="Approve selected clients")
         with admin.expect_navigation():
             admin.click("button[name=index]")
@@ -196,11 +198,15 @@ def test_register_approve_consent_exchange_call_and_revoke(people, live_server, 
         screenshots(user, "consent")
         consent = user.locator("main .consent")
         assert f"{APP_NAME} wants to access your scheduling account" in consent.locator("h1").inner_text()
-        assert consent.locator(".scope-group h3").all_inner_texts() == ["Personal", "Organization"]
-        personal, organization = consent.locator(".scope-group").all()
-        assert sorted(personal.locator("li code").all_inner_texts()) == ["BOOKING_READ", "PROFILE_READ"]
-        assert organization.locator("li > code").all_inner_texts() == ["ORG_BOOKING_READ"]
-        implied = organization.locator(".help").inner_text()
+        # By resource, the organization-wide one first; descriptions open on demand.
+        assert consent.locator(".resource-name").all_inner_texts() == ["Bookings", "Profile"]
+        bookings = consent.locator("ul.resources > li").first
+        bookings.locator("summary").click()
+        assert sorted(bookings.locator(".scope-details li > .muted code").all_inner_texts()) == [
+            "BOOKING_READ",
+            "ORG_BOOKING_READ",
+        ]
+        implied = bookings.locator(".help").inner_text()
         assert "Also grants the team access" in implied and "TEAM_BOOKING_READ" in implied
         assert "127.0.0.1" in consent.inner_text()  # where the user will be sent back to
 

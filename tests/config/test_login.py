@@ -13,7 +13,8 @@ from tests.factories import PASSWORD
 def test_an_off_site_next_is_ignored(end_user, target):
     response = Client().post("/accounts/login/", {"username": end_user.username, "password": PASSWORD, "next": target})
     assert response.status_code == 302
-    assert response["Location"] == "/settings/developer/"
+    # An end user without clients lands on Connected apps (config.accounts.landing_url_for).
+    assert response["Location"] == "/settings/apps/"
 
 
 def test_an_on_site_next_is_followed(end_user):

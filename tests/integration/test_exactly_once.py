@@ -98,6 +98,6 @@ def test_two_concurrent_generate_secret_posts_stop_at_two_active_secrets(server,
 
     responses = all_at_once(2, lambda index: form_post(developer, server.url, path, token))
 
-    # One new secret shown (200), the other request refused by the two-secret limit (409).
-    assert statuses(responses) == [200, 409]
+    # One new secret made (303 to the page that shows it once), the other refused by the limit (409).
+    assert statuses(responses) == [303, 409]
     assert client.secrets.filter(revoked_at__isnull=True).count() == 2

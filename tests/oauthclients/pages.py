@@ -34,3 +34,11 @@ def edit_data(client: OAuthClient, **overrides) -> dict:
     }
     data.update(overrides)
     return data
+
+
+def shown_secret(browser, response) -> tuple[object, str]:
+    """Follow the 303 of a POST that made a secret; return (the page, the secret it shows once)."""
+    assert response.status_code == 303, response.status_code
+    page = browser.get(response["Location"])
+    assert page.status_code == 200
+    return page, page.context["new_secret"].plaintext

@@ -36,7 +36,8 @@ def run_action(http, action, clients, **confirmation):
     """Pick an action on the changelist; with `confirmation`, submit its intermediate page instead."""
     data = {"action": action, ACTION_CHECKBOX_NAME: [c.pk for c in clients]}
     data.update({"post": "yes", **confirmation} if confirmation else {"index": 0})
-    return http.post(reverse(CHANGELIST), data)
+    # The changelist opens on the pending queue; its form posts to the list as filtered ("All" here).
+    return http.post(reverse(CHANGELIST) + "?status__exact=all", data)
 
 
 def messages_of(response):
@@ -61,6 +62,10 @@ def test_changelist_lists_clients_and_filters_them_by_status(staff, client_obj, 
     assert response.status_code == 200
     assert {spec.title for spec in response.context["cl"].filter_specs} == {"status", "kind", "legacy"}
     page = response.content.decode()
+    # It opens on the review queue.
+    assert client_obj.client_id in page and approved.client.client_id not in page
+
+    page = staff.get(reverse(CHANGELIST), {"status__exact": "all"}).content.decode()
     assert client_obj.client_id in page and approved.client.client_id in page
 
     response = staff.get(reverse(CHANGELIST), {"status__exact": ClientStatus.APPROVED})

@@ -3,7 +3,7 @@
 import pytest
 
 from oauthclients.models import ClientAuditEvent, ClientSecret, ClientStatus, OAuthClient, digest
-from tests.oauthclients.pages import registration_data, url
+from tests.oauthclients.pages import registration_data, shown_secret, url
 
 
 def test_the_form_offers_no_legacy_option(client, owner):
@@ -16,42 +16,59 @@ def test_the_form_offers_no_legacy_option(client, owner):
     assert "legacy" not in response.content.decode().lower()
 
 
-def test_the_form_groups_the_scopes_by_level_with_their_descriptions(client, owner):
+def test_the_form_groups_the_scopes_by_resource_with_read_and_write_columns(client, owner):
     client.force_login(owner)
 
     content = client.get(url("client_create")).content.decode()
 
-    assert content.index("<legend>Personal</legend>") < content.index("<legend>Team</legend>")
-    assert content.index("<legend>Team</legend>") < content.index("<legend>Organization</legend>")
+    assert content.index('<span class="resource-name">Event types</span>') < content.index(
+        '<span class="resource-name">Bookings</span>'
+    )
+    assert content.count('class="scope-resource"') == 10
+    assert '<th scope="col">Read</th><th scope="col">Write</th>' in content
     assert 'name="scopes" value="ORG_WEBHOOK_WRITE"' in content
     assert "Create, edit and delete your organization&#x27;s webhooks" in content
+    assert "spec §" not in content
 
 
-def test_registering_a_confidential_client_shows_its_secret_once(client, owner):
+def test_registering_a_confidential_client_shows_its_secret_once_after_a_redirect(client, owner):
     client.force_login(owner)
 
     response = client.post(url("client_create"), registration_data())
 
-    assert response.status_code == 200
     new = OAuthClient.objects.get(user=owner)
+    assert response["Location"] == url("client_detail", new)
+    assert "no-store" in response["Cache-Control"]
     assert new.status == ClientStatus.PENDING
     assert new.is_legacy is False
     assert new.scope_list == ["BOOKING_READ", "PROFILE_READ"]
     assert new.redirect_uri_list == ["https://mirror.example.com/callback", "http://127.0.0.1:8765/callback"]
-    plaintext = response.context["new_secret"].plaintext
-    content = response.content.decode()
+    page, plaintext = shown_secret(client, response)
+    content = page.content.decode()
     assert content.count(plaintext) == 1
-    assert "It will not be shown again" in content
+    assert "It is shown this once" in content
     assert new.client_id in content
-    assert "no-store" in response["Cache-Control"]
+    assert "no-store" in page["Cache-Control"]
+
+
+def test_reloading_the_page_shows_no_secret_and_creates_nothing(client, owner):
+    client.force_login(owner)
+    response = client.post(url("client_create"), registration_data())
+    _page, plaintext = shown_secret(client, response)
+
+    reloaded = client.get(response["Location"])
+
+    assert reloaded.context["new_secret"] is None
+    assert plaintext not in reloaded.content.decode()
+    assert OAuthClient.objects.filter(user=owner).count() == 1
+    assert ClientSecret.objects.filter(client__user=owner).count() == 1
 
 
 def test_only_the_digest_of_the_new_secret_is_stored(client, owner):
     client.force_login(owner)
 
-    response = client.post(url("client_create"), registration_data())
+    _page, plaintext = shown_secret(client, client.post(url("client_create"), registration_data()))
 
-    plaintext = response.context["new_secret"].plaintext
     stored = ClientSecret.objects.get(client__user=owner)
     assert stored.digest == digest(plaintext)
     assert plaintext not in (stored.digest, stored.hint)
@@ -60,20 +77,41 @@ def test_only_the_digest_of_the_new_secret_is_stored(client, owner):
     assert all(plaintext not in str(event.detail) for event in ClientAuditEvent.objects.all())
 
 
-def test_the_new_secret_is_not_in_the_session_cookies_or_a_later_page(client, owner):
+def test_the_new_secret_is_not_in_the_session_the_url_or_a_cookie_in_clear(client, owner):
     client.force_login(owner)
     response = client.post(url("client_create"), registration_data())
-    plaintext = response.context["new_secret"].plaintext
+    # The hand-off cookie is encrypted, HttpOnly, SameSite=Strict and scoped to the client's page.
+    handoff = response.cookies["new_secret_once"]
+    assert handoff["httponly"] and handoff["samesite"] == "Strict"
+    assert handoff["path"] == response["Location"]
+    page, plaintext = shown_secret(client, response)
+    assert plaintext not in handoff.value and plaintext not in response["Location"]
     new = OAuthClient.objects.get(user=owner)
+    # The page that showed it deleted the cookie.
+    assert page.cookies["new_secret_once"]["max-age"] == 0
 
     later = client.get(url("client_detail", new))
 
     assert later.status_code == 200
     assert plaintext not in later.content.decode()
-    assert "It will not be shown again" not in later.content.decode()
+    assert "It is shown this once" not in later.content.decode()
     assert new.secrets.get().hint in later.content.decode()
     assert plaintext not in str(dict(client.session.items()))
     assert plaintext not in str(client.cookies)
+
+
+def test_a_handoff_cookie_for_another_client_shows_nothing(client, owner):
+    client.force_login(owner)
+    response = client.post(url("client_create"), registration_data())
+    other = client.post(url("client_create"), registration_data(name="Other"))
+    stolen = other.cookies["new_secret_once"].value
+    first = OAuthClient.objects.get(user=owner, name="Booking Mirror")
+    client.cookies["new_secret_once"] = stolen
+
+    page = client.get(response["Location"])
+
+    assert page.context["new_secret"] is None
+    assert first.client_id in response["Location"]
 
 
 def test_registering_a_public_client_redirects_to_its_page_without_a_secret(client, owner):

@@ -3,7 +3,7 @@
 from oauthclients import services
 from oauthclients.models import ClientSecret, digest
 from tests.factories import make_client
-from tests.oauthclients.pages import url
+from tests.oauthclients.pages import shown_secret, url
 
 
 def test_generating_a_second_secret_shows_it_once(client, owner, created):
@@ -11,10 +11,9 @@ def test_generating_a_second_secret_shows_it_once(client, owner, created):
 
     response = client.post(url("client_secret_create", created.client))
 
-    assert response.status_code == 200
-    plaintext = response.context["new_secret"].plaintext
-    assert response.content.decode().count(plaintext) == 1
-    assert "no-store" in response["Cache-Control"]
+    page, plaintext = shown_secret(client, response)
+    assert page.content.decode().count(plaintext) == 1
+    assert "no-store" in page["Cache-Control"]
     active = created.client.secrets.filter(revoked_at__isnull=True)
     assert active.count() == 2
     assert active.filter(digest=digest(plaintext)).exists()
@@ -94,4 +93,16 @@ def test_each_active_secret_has_its_own_revoke_form(client, owner, created):
 
     for secret in (created.secret.secret, second):
         assert f'action="{url("client_secret_revoke", created.client, secret.pk)}"' in content
-    assert content.count('method="post"') == 4  # two revoke forms, generate, log out
+    # Two revoke forms and log out; no "Generate" at the limit, and the page says why.
+    assert content.count('method="post"') == 3
+    assert url("client_secret_create", created.client) not in content
+    assert "the most it can have" in content
+
+
+def test_generate_is_offered_below_the_limit(client, owner, created):
+    client.force_login(owner)
+
+    content = client.get(url("client_detail", created.client)).content.decode()
+
+    assert f'action="{url("client_secret_create", created.client)}"' in content
+    assert "the most it can have" not in content

@@ -66,9 +66,11 @@ def register_client(developer: Client, **overrides) -> tuple[OAuthClient, str | 
     """Register through the developer page; return the client and the secret shown once (if any)."""
     before = set(OAuthClient.objects.values_list("pk", flat=True))
     response = developer.post(url("client_create"), registration_data(**overrides))
-    assert response.status_code in (200, 303), response.content[:500]
+    assert response.status_code == 303, response.content[:500]
     client = OAuthClient.objects.exclude(pk__in=before).get()
-    match = NEW_SECRET_IN_PAGE.search(response.content.decode())
+    # Post/redirect/get: the secret is on the page the redirect leads to, once.
+    page = developer.get(response["Location"])
+    match = NEW_SECRET_IN_PAGE.search(page.content.decode())
     return client, (match.group(1) if match else None)
 
 
@@ -82,8 +84,9 @@ def approve_in_admin(reviewer: Client, client: OAuthClient) -> None:
 
 def generate_secret_on_page(developer: Client, client: OAuthClient) -> str:
     response = developer.post(url("client_secret_create", client))
-    assert response.status_code == 200, response.content[:500]
-    return NEW_SECRET_IN_PAGE.search(response.content.decode()).group(1)
+    assert response.status_code == 303, response.content[:500]
+    page = developer.get(response["Location"])
+    return NEW_SECRET_IN_PAGE.search(page.content.decode()).group(1)
 
 
 def tokens_of(response) -> tuple[str, str]:

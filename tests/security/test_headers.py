@@ -135,7 +135,10 @@ def test_the_developer_pages(owner, confidential):
     detail = developer.get(url("client_detail", confidential))
     # The page names the client's own website and redirect URIs as links or text; nothing loads.
     assert_hardened_html(detail, allowed_links=[confidential.website_url])
-    new_secret = developer.post(url("client_secret_create", confidential))
+    created = developer.post(url("client_secret_create", confidential))
+    assert created.status_code == 303
+    new_secret = developer.get(created["Location"])
+    assert new_secret.context["new_secret"] is not None
     assert_hardened_html(new_secret, allowed_links=[confidential.website_url])
 
 

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("oauthclients", "0003_consent_and_grant_audit"),
+        ("oauthclients", "0004_issue13_client_presentation"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
