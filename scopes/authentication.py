@@ -4,12 +4,26 @@ The token is checked by the verifier `OAUTH_TOKEN_VERIFIER` names (scopes.verifi
 process or by introspection at the authorization server. Either way the answers are the same.
 """
 
+import logging
+
+from django.core.exceptions import ImproperlyConfigured
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 
-from scopes.verifiers import get_verifier
+from scopes.verifiers import AuthorizationServerUnavailable, get_verifier
 
 REALM = "api"
+log = logging.getLogger(__name__)
+
+
+def _verifier():
+    try:
+        return get_verifier()
+    except ImproperlyConfigured as exc:
+        # `manage.py check` reports this at start (scopes.E002, E003); a server started without the
+        # check answers 503 rather than 500, and says why in its log.
+        log.error("Bearer tokens cannot be verified: %s", exc)
+        raise AuthorizationServerUnavailable() from None
 
 
 class BearerTokenAuthentication(BaseAuthentication):
@@ -32,7 +46,7 @@ class BearerTokenAuthentication(BaseAuthentication):
             raw = parts[1].decode("ascii")
         except UnicodeDecodeError:
             raw = ""
-        verification = get_verifier().verify(raw) if raw else None
+        verification = _verifier().verify(raw) if raw else None
         if verification is None:
             request._bearer_error = "invalid_token"
             raise exceptions.AuthenticationFailed(

@@ -93,6 +93,24 @@ def check_scope_declarations(app_configs=None, urlconf=None, **kwargs):
                 continue
             seen.add((view, path, problem))
             errors.append(Error(f"{_dotted(view)} at {path}: {problem}.", obj=_dotted(view), id="scopes.E001"))
+    if (
+        scoped_routes
+        and getattr(settings, "OAUTH_TOKEN_VERIFIER", None) == "scopes.introspection.IntrospectionVerifier"
+    ):
+        missing = [
+            name
+            for name in ("OAUTH_INTROSPECTION_URL", "OAUTH_RESOURCE_SERVER_ID", "OAUTH_RESOURCE_SERVER_SECRET")
+            if not getattr(settings, name, None)
+        ]
+        if missing:
+            errors.append(
+                Error(
+                    f"Verifying tokens by introspection needs {', '.join(missing)}.",
+                    hint="Create the credentials on the authorization server with "
+                    "`manage.py oauthclient create --resource-server` (docs/protecting-endpoints.md).",
+                    id="scopes.E003",
+                )
+            )
     if scoped_routes and not getattr(settings, "OAUTH_TOKEN_VERIFIER", None):
         errors.append(
             Error(

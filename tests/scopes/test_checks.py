@@ -58,3 +58,22 @@ def test_manage_py_check_fails_on_them(settings):
 def test_a_missing_verifier_setting_is_an_error(settings):
     del settings.OAUTH_TOKEN_VERIFIER
     assert [e.id for e in check_scope_declarations()] == ["scopes.E002"]
+
+
+def test_introspection_without_its_credentials_is_an_error(settings):
+    settings.OAUTH_TOKEN_VERIFIER = "scopes.introspection.IntrospectionVerifier"
+    settings.OAUTH_INTROSPECTION_URL = "http://127.0.0.1:8000/v2/auth/oauth2/introspect"
+    settings.OAUTH_RESOURCE_SERVER_ID = "rs"
+    errors = check_scope_declarations()
+    assert [e.id for e in errors] == ["scopes.E003"] and "OAUTH_RESOURCE_SERVER_SECRET" in errors[0].msg
+    settings.OAUTH_RESOURCE_SERVER_SECRET = "cs_x"
+    assert check_scope_declarations() == []
+
+
+def test_a_server_started_without_the_check_answers_503_not_500(settings, db, caplog):
+    from django.test import Client
+
+    settings.OAUTH_TOKEN_VERIFIER = "scopes.introspection.IntrospectionVerifier"  # and no credentials
+    response = Client().get("/v2/me", HTTP_AUTHORIZATION="Bearer some-token")
+    assert response.status_code == 503 and response.json()["error"]["code"] == "service_unavailable"
+    assert "OAUTH_INTROSPECTION_URL must be set" in caplog.text
