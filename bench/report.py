@@ -82,6 +82,7 @@ def evaluate(summary: dict) -> list[dict]:
     targets = []
 
     def ratio(what, key, other, minimum, ours_target="project"):
+        """`minimum` None: a figure to report, with no target."""
         ours, theirs = _get(summary, key, ours_target, "rps"), _get(summary, key, other, "rps")
         value = ours / theirs if ours and theirs else None
         measured = f"{value:.2f} x ({ours:.1f} vs {theirs:.1f} req/s)" if value else "n/a"
@@ -91,11 +92,12 @@ def evaluate(summary: dict) -> list[dict]:
         targets.append(
             {
                 "target": what,
-                "required": f">= {minimum} x {other}",
+                "required": f">= {minimum} x {other}" if minimum is not None else "(informational)",
                 "measured": measured,
                 "value": value,
                 "cpu_ratio": cost,
-                "met": value is not None and value >= minimum,
+                "met": value is not None and (minimum is None or value >= minimum),
+                "informational": minimum is None,
             }
         )
 
@@ -119,8 +121,8 @@ def evaluate(summary: dict) -> list[dict]:
     ratio("Scenario 3 (code exchange) vs stock DOT", "3", "stock", 50)
     ratio("Scenario 5 (introspection by a resource server) vs floor", "5", "floor", 0.9)
     # Informational: what verifying in another service costs against verifying in process.
-    ratio("Scenario 6 remote (cache 0) vs local", "6", "local", 0, ours_target="remote")
-    ratio("Scenario 6 remote (cache on) vs local", "6", "local", 0, ours_target="remote-cached")
+    ratio("Scenario 6 remote (cache 0) vs local", "6", "local", None, ours_target="remote")
+    ratio("Scenario 6 remote (cache on) vs local", "6", "local", None, ours_target="remote-cached")
     queries("Queries per request, scenario 1", "1", 1, exact=True)
     queries("Queries per request, scenario 2", "2", 6)
     queries("Queries per request, scenario 3", "3", 6)
@@ -230,7 +232,7 @@ def render(results: dict) -> str:
     for target in results["targets"]:
         lines.append(
             f"| {target['target']} | {target['required']} | {target['measured']} | "
-            f"{'met' if target['met'] else 'MISSED'} |"
+            f"{'–' if target.get('informational') else 'met' if target['met'] else 'MISSED'} |"
         )
     if failures(results):
         lines += ["", "FAILED REQUESTS (see the locust logs): " + "; ".join(failures(results))]
