@@ -56,6 +56,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "config.csrf.FetchMetadataCsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "profiles.middleware.AdminTimeZoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
