@@ -119,6 +119,7 @@ def test_four_journeys_with_axe(people, live_server, browser, screenshots, tmp_p
         # 2. The administrator approves it from its change page.
         admin = new_page(browser, width=width, height=height)
         admin.goto(base + "/admin/")
+        audit(admin, "admin-login")
         log_in(admin, "admin")
         audit(admin, "admin-index")
         assert "1 OAuth client waiting for review" in admin.inner_text(".pending-queue")
