@@ -188,30 +188,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
         ("History", {"fields": ("created", "updated", "audit_trail", "audit_events_link")}),
     )
     # All of it: review state moves only through Approve/Reject, the rest through the owner's edit.
-    readonly_fields = (
-        "name",
-        "client_id",
-        "owner_link",
-        "client_type",
-        "is_legacy",
-        "logo_display",
-        "website_url",
-        "privacy_policy_url",
-        "terms_url",
-        "purpose",
-        "scope_names",
-        "redirect_uri_lines",
-        "status",
-        "changes_since_approval",
-        "rejection_reason",
-        "reviewed_by",
-        "reviewed_at",
-        "created",
-        "updated",
-        "audit_trail",
-        "audit_events_link",
-        "secrets_display",
-    )
+    readonly_fields = tuple(field for _title, options in fieldsets for field in options["fields"])
     # DOT's get_absolute_url names its own developer pages, which this project does not mount.
     view_on_site = False
     actions = ("approve_clients", "reject_clients", "create_secret", "revoke_secret")

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.factories import make_user
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("BROWSER_TESTS_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -89,3 +91,13 @@ def screenshots(request) -> Screenshots:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True, exist_ok=True)
     return Screenshots(folder)
+
+
+@pytest.fixture
+def people(transactional_db):
+    """Created before the browser starts (no ORM call runs while Playwright's loop is up)."""
+    return {
+        "developer": make_user("developer"),
+        "admin": make_user("admin", staff=True),
+        "enduser": make_user("enduser"),
+    }

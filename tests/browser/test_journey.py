@@ -23,7 +23,7 @@ import pytest
 from django.conf import settings
 
 from tests.browser.conftest import new_page
-from tests.factories import PASSWORD, make_user
+from tests.factories import PASSWORD
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -133,16 +133,6 @@ def log_in(page, username: str) -> None:
     # The top bar has a "Log out" submit button once logged in: aim at the form in the page body.
     with page.expect_navigation():
         page.click("main button[type=submit], #login-form input[type=submit]")
-
-
-@pytest.fixture
-def people(transactional_db):
-    """Created before the browser starts (no ORM call runs while Playwright's loop is up)."""
-    return {
-        "developer": make_user("developer"),
-        "admin": make_user("admin", staff=True),
-        "enduser": make_user("enduser"),
-    }
 
 
 def test_register_approve_consent_exchange_call_and_revoke(people, live_server, browser, screenshots):

@@ -19,7 +19,6 @@ from PIL import Image
 
 from tests.browser.conftest import new_page
 from tests.browser.test_journey import ThirdPartyApp, log_in
-from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -57,16 +56,6 @@ def logo_file(tmp_path) -> str:
     path = tmp_path / "planner-logo.png"
     Image.new("RGB", (256, 256), (35, 84, 214)).save(path, format="PNG")
     return str(path)
-
-
-@pytest.fixture
-def people(transactional_db):
-    """Created before the browser starts (no ORM call runs while Playwright's loop is up)."""
-    return {
-        "developer": make_user("developer"),
-        "admin": make_user("admin", staff=True),
-        "enduser": make_user("enduser"),
-    }
 
 
 @pytest.mark.parametrize("viewport", list(VIEWPORTS))
