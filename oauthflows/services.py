@@ -11,12 +11,13 @@ from oauthclients.models import AccessToken, AuditAction, Consent, Grant, OAuthC
 def consent_record(*, user, client: OAuthClient, scopes: list[str]) -> Consent:
     """The user clicked Allow: remember the standing authorization and audit it."""
     now = timezone.now()
-    consent, created = Consent.objects.get_or_create(
-        user=user, client=client, defaults={"first_authorized_at": now, "last_authorized_at": now}
+    # One statement, new or not (INSERT ... ON CONFLICT DO UPDATE): first_authorized_at is kept.
+    (consent,) = Consent.objects.bulk_create(
+        [Consent(user=user, client=client, first_authorized_at=now, last_authorized_at=now)],
+        update_conflicts=True,
+        unique_fields=["user", "client"],
+        update_fields=["last_authorized_at"],
     )
-    if not created:
-        consent.last_authorized_at = now
-        consent.save(update_fields=["last_authorized_at"])
     audit_record(
         client=client,
         actor=user,

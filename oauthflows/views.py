@@ -130,6 +130,9 @@ class AuthorizeAllowView(AuthorizationMixin, OAuthLibMixin, View):
         # oauthlib sees the validated, normalised request (see oauthflows.oauth2.Backend).
         request.oauth_normalized_query = authz.oauthlib_query()
         credentials = {
+            # The client validated above: DOT's validator reuses it (is_usable is asked again)
+            # instead of loading it a second time.
+            "client": authz.client,
             "client_id": authz.client.client_id,
             "redirect_uri": authz.redirect_uri,
             "response_type": "code",

@@ -110,3 +110,22 @@ def test_a_public_clients_grant_is_listed_and_revocable(browser, api, public):
     browser.post(f"{APPS}{public.client_id}/revoke/")
     assert me(api, tokens["access_token"]).status_code == 401
     assert Grant.objects.filter(used_at__isnull=True).count() == 0
+
+
+def test_authorizing_again_keeps_the_first_time_and_moves_the_last(browser, confidential, end_user):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from oauthclients.models import Consent
+    from tests.oauthflows.helpers import get_code as authorize
+
+    client, _secret = confidential
+    authorize(browser, client)
+    first = Consent.objects.get(user=end_user, client=client)
+    earlier = timezone.now() - timedelta(days=3)
+    Consent.objects.filter(pk=first.pk).update(first_authorized_at=earlier, last_authorized_at=earlier)
+    authorize(browser, client)
+    again = Consent.objects.get(user=end_user, client=client)
+    assert again.pk == first.pk and Consent.objects.count() == 1
+    assert again.first_authorized_at == earlier and again.last_authorized_at > earlier

@@ -39,3 +39,19 @@ def test_exchange_and_refresh_take_at_most_six_queries(browser, api, confidentia
         assert response.status_code == 200
         assert len(statements) <= 6, statements
         tokens = response.json()
+
+
+def test_the_consent_post_takes_six_statements_first_time_and_after(browser, confidential):
+    from tests.oauthflows.helpers import authorize_url
+
+    client, _secret = confidential
+    url = authorize_url(client)
+    allow = url.replace("/auth/oauth2/authorize?", "/auth/oauth2/authorize/allow?")
+    for _ in range(2):  # a new consent, then one that exists
+        assert browser.get(url).status_code == 200
+        response, statements = queries(lambda: browser.post(allow))
+        assert response.status_code == 302
+        # session, user, client (once: the validated client is reused by the validator), the
+        # code, the consent (one upsert), the audit row
+        assert len(statements) == 6, statements
+        assert sum("oauthclients_oauthclient" in sql and sql.startswith("SELECT") for sql in statements) == 1
