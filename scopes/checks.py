@@ -12,7 +12,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from scopes.catalog import SCOPES
 from scopes.declarations import HTTP_METHODS, RESOURCES, is_public, required_scope, served_methods
-from scopes.permissions import HasRequiredScope
+from scopes.permissions import is_scoped
 
 _PLACEHOLDER = re.compile(r"<(?:[^>:]+:)?([^>]+)>")
 
@@ -38,11 +38,6 @@ def _routes(resolver, prefix: str = "", names: tuple[str, ...] = ()):
             if view is not None:
                 path = "/" + _PLACEHOLDER.sub(r"{\1}", route.replace("^", "").replace("$", "").replace("\\Z", ""))
                 yield path, kwargs, view
-
-
-def _is_scoped(view) -> bool:
-    classes = getattr(view, "permission_classes", None) or ()
-    return any(isinstance(cls, type) and issubclass(cls, HasRequiredScope) for cls in classes)
 
 
 def _dotted(view) -> str:
@@ -85,7 +80,7 @@ def check_scope_declarations(app_configs=None, urlconf=None, **kwargs):
     seen = set()
     scoped_routes = False
     for path, kwarg_names, view in routes(urlconf):
-        if not _is_scoped(view):
+        if not is_scoped(view):
             continue
         scoped_routes = True
         for problem in declaration_errors(view, path, kwarg_names):

@@ -19,16 +19,12 @@ from drf_spectacular.openapi import AutoSchema
 
 from scopes.catalog import SCOPES
 from scopes.declarations import is_public, required_scope
-from scopes.permissions import HasRequiredScope
+from scopes.permissions import is_scoped
 
 SCHEME_NAME = "oauth2"
 AUTHORIZE_PATH = "/auth/oauth2/authorize"
 TOKEN_PATH = "/v2/auth/oauth2/token"
 _PATH_PARAMETER = re.compile(r"{([^}]+)}")
-
-
-def is_scoped(view) -> bool:
-    return any(isinstance(permission, HasRequiredScope) for permission in view.get_permissions())
 
 
 def operation_scope(auto_schema) -> str | None:

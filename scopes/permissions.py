@@ -61,3 +61,9 @@ class HasRequiredScope(BasePermission):
         if needed is None or needed not in effective_scopes(token.scopes):
             raise InsufficientScope(required=needed, granted=token.scopes)
         return True
+
+
+def is_scoped(view) -> bool:
+    """Whether a view (class or instance) enforces scope declarations with HasRequiredScope."""
+    classes = getattr(view, "permission_classes", None) or ()
+    return any(isinstance(cls, type) and issubclass(cls, HasRequiredScope) for cls in classes)
