@@ -186,9 +186,13 @@ class Route:
     refusal: Callable[[int], HttpResponse]
 
 
-def _endpoint(name: str) -> Route:
+def _endpoint(name: str, counted: Callable[[HttpResponse], bool] | None = None) -> Route:
+    """Requests per address and per client; `counted`: only answers it accepts count (after the view)."""
     return Route(
-        (Limit(f"{name}_requests_per_address", per_address), Limit(f"{name}_requests_per_client", per_client)),
+        (
+            Limit(f"{name}_requests_per_address", per_address, counted),
+            Limit(f"{name}_requests_per_client", per_client, counted),
+        ),
         _json_refusal,
     )
 
@@ -219,13 +223,7 @@ ROUTES: dict[str, Route] = {
     ),
     settings.OAUTH_REVOKE_PATH: _endpoint("revoke"),
     # Counted after the answer, so that a resource server's calls can be left out.
-    settings.OAUTH_INTROSPECT_PATH: Route(
-        (
-            Limit("introspect_requests_per_address", per_address, not_for_a_resource_server),
-            Limit("introspect_requests_per_client", per_client, not_for_a_resource_server),
-        ),
-        _json_refusal,
-    ),
+    settings.OAUTH_INTROSPECT_PATH: _endpoint("introspect", counted=not_for_a_resource_server),
     # The admin's login form checks the same passwords: one budget for both forms.
     settings.LOGIN_URL: _LOGIN,
     "/admin/login/": _LOGIN,
