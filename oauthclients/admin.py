@@ -120,12 +120,19 @@ class StatusFilter(admin.SimpleListFilter):
     ALL = "all"
 
     def __init__(self, request, params, model, model_admin):
+        self.default = self.default_for(request)
+        super().__init__(request, params, model, model_admin)
+
+    @classmethod
+    def default_for(cls, request) -> str:
         # Resource servers are approved when made and never wait for review: their own filter
         # (kind) shows them all rather than an empty queue.
-        self.default = (
-            self.ALL if request.GET.get("client_type__exact") == ClientKind.RESOURCE_SERVER else ClientStatus.PENDING
-        )
-        super().__init__(request, params, model, model_admin)
+        return cls.ALL if request.GET.get("client_type__exact") == ClientKind.RESOURCE_SERVER else ClientStatus.PENDING
+
+    @classmethod
+    def shown(cls, request) -> str:
+        """The status this changelist request shows (the queue unless another was chosen)."""
+        return request.GET.get(cls.parameter_name) or cls.default_for(request)
 
     def lookups(self, request, model_admin):
         return [*ClientStatus.choices, (self.ALL, "All")]
@@ -204,9 +211,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
 
     def get_ordering(self, request):
         # The review queue is first come, first served; every other view shows the newest first.
-        pending = request.GET.get(StatusFilter.parameter_name, ClientStatus.PENDING) == ClientStatus.PENDING and (
-            request.GET.get("client_type__exact") != ClientKind.RESOURCE_SERVER
-        )
+        pending = StatusFilter.shown(request) == ClientStatus.PENDING
         return ["created", "id"] if pending else ["-created", "-id"]
 
     @admin.display(description="created", ordering="created")
