@@ -21,11 +21,10 @@ Per scenario, the statements are:
    indexed SELECT of the access token joined to its client and user; RFC 7662 claims.
 """
 
-import base64
 import secrets
 import uuid
 from datetime import timedelta
-from urllib.parse import unquote, urlencode
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.db import transaction
@@ -39,6 +38,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from bench.common import me_payload
 from oauthclients.models import AccessToken, ClientSecret, ClientStatus, Grant, OAuthClient, RefreshToken, digest
+from oauthflows.requestparams import basic_credentials
 
 ACCESS_TOKEN_LIFETIME = timedelta(seconds=1800)
 
@@ -160,16 +160,13 @@ def token(request):
 def introspect(request):
     """Scenario 5: the resource server's secret, then the token joined to its client and user."""
     scheme, _, encoded = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
-    try:
-        client_id, _, secret = base64.b64decode(encoded).decode().partition(":")
-    except ValueError:
-        return _error(401, "invalid_client")
+    credentials = basic_credentials(encoded.strip()) if scheme.lower() == "basic" else None
     if (
-        scheme.lower() != "basic"
+        credentials is None
         or not ClientSecret.objects.filter(
-            digest=digest(unquote(secret)),
+            digest=digest(credentials[1]),
             revoked_at__isnull=True,
-            client__client_id=unquote(client_id),
+            client__client_id=credentials[0],
             client__status=ClientStatus.APPROVED,
         ).exists()
     ):
