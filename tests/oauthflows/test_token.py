@@ -10,15 +10,9 @@ from oauthclients import services
 from oauthclients.models import AccessToken, Grant, RefreshToken
 from tests.factories import make_client
 from tests.oauthflows.helpers import TOKEN, basic, exchange, get_code, me, pkce_pair, token_request
+from tests.security.shapes import TOKEN_ERRORS
 
-ALLOWED_ERRORS = {
-    "invalid_request",
-    "invalid_client",
-    "invalid_grant",
-    "unauthorized_client",
-    "unsupported_grant_type",
-    "invalid_scope",
-}
+ALLOWED_ERRORS = TOKEN_ERRORS  # RFC 6749 §5.2
 
 
 def assert_token_error(response, error, status=400, allowed=ALLOWED_ERRORS):
