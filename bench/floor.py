@@ -19,6 +19,11 @@ Per scenario, the statements are:
    `POST /floor/authorize/allow` (the same SELECTs and the INSERT of the code), then 3.
 5. `POST /floor/introspect` (a resource server, HTTP Basic): the client secret SELECT, then one
    indexed SELECT of the access token joined to its client and user; RFC 7662 claims.
+
+The framework floor: `GET /floor/empty`, a Django view returning a small JSON body, and
+`GET /floor/empty-drf`, a DRF APIView (no authentication, no permission, JSON renderer) returning
+the same body. Neither touches the database: they are the cost of serving any request at all
+behind this middleware, the part no endpoint can go below.
 """
 
 import secrets
@@ -35,6 +40,9 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from bench.common import me_payload
 from oauthclients.models import AccessToken, ClientSecret, ClientStatus, Grant, OAuthClient, RefreshToken, digest
@@ -242,7 +250,29 @@ def authorize_allow(request):
     return HttpResponseRedirect(redirect_uri + "?" + urlencode({"code": code, "state": request.GET.get("state", "")}))
 
 
+EMPTY_BODY = {"status": "success"}
+
+
+@require_GET
+def empty(request):
+    """The framework floor: a Django view, no database."""
+    return JsonResponse(EMPTY_BODY)
+
+
+class EmptyApi(APIView):
+    """The framework floor: a DRF view, no authentication or permission, no database."""
+
+    authentication_classes = ()
+    permission_classes = ()
+    renderer_classes = (JSONRenderer,)
+
+    def get(self, request):
+        return Response(EMPTY_BODY)
+
+
 urlpatterns = [
+    path("empty", empty, name="floor_empty"),
+    path("empty-drf", EmptyApi.as_view(), name="floor_empty_drf"),
     path("me", me, name="floor_me"),
     path("token", token, name="floor_token"),
     path("authorize", authorize, name="floor_authorize"),

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 from oauth2_provider.models import revoke_access_token, set_token_value
 from oauth2_provider.oauth2_backends import OAuthLibCore
@@ -29,6 +29,7 @@ from oauthlib.common import Request, urlencode
 from oauthlib.oauth2.rfc6749 import errors
 
 from oauthclients.audit import audit_record
+from oauthclients.compiled import CompiledQuery
 from oauthclients.models import (
     AccessToken,
     AuditAction,
@@ -139,6 +140,15 @@ def _owner_only_if_pending(client, user_id, request) -> None:
         raise errors.UnauthorizedClientError(description=PENDING_CLIENT_OWNER_ONLY, request=request)
 
 
+def _active_secret(secret_digest: str, client_id: str) -> QuerySet[ClientSecret]:
+    return ClientSecret.objects.filter(digest=secret_digest, revoked_at__isnull=True, client__client_id=client_id)[:1]
+
+
+# Client authentication's one query, compiled once (oauthclients/compiled.py): the active secret
+# with this digest joined to its whole client (oauthlib and DOT read the client afterwards).
+_SECRET_QUERY = CompiledQuery(_active_secret, load={"": None, "client": None})
+
+
 class Validator(OAuth2Validator):
     # --- client authentication -------------------------------------------------------------
 
@@ -187,11 +197,7 @@ class Validator(OAuth2Validator):
             return self._public_client_identified(client_id, request)
         if not isinstance(provided, str) or not provided or len(provided) > 512:
             return False
-        secret = (
-            ClientSecret.objects.select_related("client")
-            .filter(digest=digest(provided), revoked_at__isnull=True, client__client_id=client_id)
-            .first()
-        )
+        secret = _SECRET_QUERY.first(digest(provided), client_id)
         if secret is None or not secret.matches(provided):
             return False
         client = secret.client

@@ -1,0 +1,259 @@
+"""The bench's scenarios without HTTP: the WSGI application called in this process, for quick trials.
+
+`make bench` is the measurement; this is the workbench for trying a change in seconds. It calls
+the project's WSGI application (config.settings_bench: the same middleware, URLs and floor
+views as the served bench) with hand-built WSGI environs, alternating project and floor in
+short blocks, and reports process CPU per request of each and their ratio. No gunicorn, no
+sockets, no PostgreSQL CPU: the fixed costs of serving are left out, so the ratios here are
+lower than `make bench`'s, and a change's effect in ms per request is what to read.
+
+    BENCH_KEEP_DATABASES=1 make bench   # or any run that left bench_project and its seed file
+    python -m bench.inprocess --seed /tmp/bench-…/seed-project.json [--scenarios 1,2,3,5] [--profile 2]
+
+Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bench_project) and
+DJANGO_SECRET_KEY (the key the seed's sessions were signed with, for scenario 4).
+"""
+
+import argparse
+import base64
+import cProfile
+import io
+import json
+import os
+import pstats
+import random
+import re
+import sys
+import time
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+CSRF_SECRET = "a" * 32
+HIDDEN_CSRF_RE = re.compile(rb'name="csrfmiddlewaretoken" value="([^"]+)"')
+
+
+def configure() -> None:
+    os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_project")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings_bench")
+    os.environ.setdefault("DJANGO_SECRET_KEY", "x" * 50)
+    os.environ.update(
+        DJANGO_DEBUG="0",
+        DJANGO_REQUIRE_HTTPS="0",
+        DJANGO_ALLOWED_HOSTS="127.0.0.1",
+        DJANGO_LOG_LEVEL="WARNING",
+        OAUTH_ISSUER="http://127.0.0.1",
+    )
+
+
+class Client:
+    """Calls the WSGI application with a minimal environ, as gunicorn would."""
+
+    def __init__(self, application):
+        self.application = application
+
+    def call(self, method: str, path: str, *, query: str = "", body: bytes = b"", headers: dict | None = None):
+        environ = {
+            "REQUEST_METHOD": method,
+            "PATH_INFO": path,
+            "QUERY_STRING": query,
+            "SERVER_NAME": "127.0.0.1",
+            "SERVER_PORT": "80",
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "REMOTE_ADDR": "127.0.0.1",
+            "HTTP_HOST": "127.0.0.1",
+            "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(body),
+            "wsgi.errors": sys.stderr,
+            "wsgi.version": (1, 0),
+            "wsgi.multithread": False,
+            "wsgi.multiprocess": True,
+            "wsgi.run_once": False,
+        }
+        if body:
+            environ["CONTENT_TYPE"] = "application/x-www-form-urlencoded"
+            environ["CONTENT_LENGTH"] = str(len(body))
+        for name, value in (headers or {}).items():
+            environ["HTTP_" + name.upper().replace("-", "_")] = value
+        status_headers = {}
+
+        def start_response(status, response_headers, exc_info=None):
+            status_headers["status"] = int(status.split()[0])
+            status_headers["headers"] = dict(response_headers)
+
+        chunks = self.application(environ, start_response)
+        try:
+            content = b"".join(chunks)
+        finally:
+            if hasattr(chunks, "close"):
+                chunks.close()
+        return status_headers["status"], status_headers["headers"], content
+
+
+class Scenarios:
+    """Each scenario's request for a target ("project" or "floor"); raises on a wrong answer."""
+
+    ROUTES = {
+        "project": {
+            "me": "/v2/me",
+            "token": "/v2/auth/oauth2/token",
+            "authorize": "/auth/oauth2/authorize",
+            "consent": "/auth/oauth2/authorize/allow",
+            "introspect": "/v2/auth/oauth2/introspect",
+        },
+        "floor": {
+            "me": "/floor/me",
+            "token": "/floor/token",
+            "authorize": "/floor/authorize",
+            "consent": "/floor/authorize/allow",
+            "introspect": "/floor/introspect",
+        },
+    }
+
+    def __init__(self, client: Client, seed: dict, first_code: int):
+        from bench.common import code_value, token_value
+
+        self.client, self.seed = client, seed
+        self.code_value, self.token_value = code_value, token_value
+        self.next_code = first_code
+        self.refresh = {}
+        self.queries = {}
+
+    def take_code(self) -> str:
+        self.next_code += 1
+        return self.code_value(self.next_code - 1)
+
+    def check(self, name, status, headers, content, expected=200):
+        if status != expected:
+            raise RuntimeError(f"{name}: HTTP {status}: {content[:300]!r}")
+        self.queries[name] = headers.get("X-DB-Queries")
+        return content
+
+    def token(self, target, params, name):
+        params = {**params, "client_id": self.seed["client_id"], "client_secret": self.seed["client_secret"]}
+        status, headers, content = self.client.call(
+            "POST", self.ROUTES[target]["token"], body=urlencode(params).encode()
+        )
+        return json.loads(self.check(f"{name} {target}", status, headers, content))
+
+    def me(self, target):
+        token = self.token_value(random.randrange(self.seed["tokens"]))
+        self.check(
+            f"1 {target}",
+            *self.client.call("GET", self.ROUTES[target]["me"], headers={"Authorization": "Bearer " + token}),
+        )
+
+    def exchange(self, target, code=None, name="3"):
+        params = {"grant_type": "authorization_code", "code": code or self.take_code()}
+        return self.token(target, {**params, "redirect_uri": self.seed["redirect_uri"]}, name)
+
+    def refresh_token(self, target):
+        if target not in self.refresh:
+            self.refresh[target] = self.exchange(target, name="2 setup")["refresh_token"]
+        params = {"grant_type": "refresh_token", "refresh_token": self.refresh[target]}
+        self.refresh[target] = self.token(target, params, "2")["refresh_token"]
+
+    def introspect(self, target):
+        token = self.token_value(random.randrange(self.seed["tokens"]))
+        credentials = base64.b64encode(
+            f"{self.seed['resource_server_id']}:{self.seed['resource_server_secret']}".encode()
+        ).decode()
+        status, headers, content = self.client.call(
+            "POST",
+            self.ROUTES[target]["introspect"],
+            body=urlencode({"token": token}).encode(),
+            headers={"Authorization": "Basic " + credentials},
+        )
+        if not json.loads(self.check(f"5 {target}", status, headers, content))["active"]:
+            raise RuntimeError("5: inactive")
+
+    def flow(self, target):
+        query = urlencode(
+            {
+                "client_id": self.seed["client_id"],
+                "redirect_uri": self.seed["redirect_uri"],
+                "response_type": "code",
+                "scope": self.seed["scope"],
+                "state": "s1",
+            }
+        )
+        cookies = {"Cookie": f"sessionid={self.seed['sessions'][0]}; csrftoken={CSRF_SECRET}"}
+        page = self.check(
+            f"4a {target}", *self.client.call("GET", self.ROUTES[target]["authorize"], query=query, headers=cookies)
+        )
+        csrf = HIDDEN_CSRF_RE.search(page).group(1).decode()
+        status, headers, content = self.client.call(
+            "POST",
+            self.ROUTES[target]["consent"],
+            query=query,
+            body=urlencode({"csrfmiddlewaretoken": csrf}).encode(),
+            headers=cookies,
+        )
+        self.check(f"4b {target}", status, headers, content, expected=302)
+        code = parse_qs(urlsplit(headers["Location"]).query)["code"][0]
+        self.exchange(target, code, name="4c")
+
+    def empty(self, target):
+        path = {"project": "/floor/empty-drf", "floor": "/floor/empty"}[target]
+        self.check(f"0 {target}", *self.client.call("GET", path))
+
+
+SCENARIO_METHODS = {"0": "empty", "1": "me", "2": "refresh_token", "3": "exchange", "4": "flow", "5": "introspect"}
+
+
+def measure(scenarios: Scenarios, scenario: str, *, rounds: int, block: int) -> dict:
+    method = getattr(scenarios, SCENARIO_METHODS[scenario])
+    cpu = {"project": 0.0, "floor": 0.0}
+    for target in cpu:  # warm up: imports, URL resolver, connection
+        for _ in range(block):
+            method(target)
+    for _ in range(rounds):
+        for target in cpu:
+            started = time.process_time()
+            for _ in range(block):
+                method(target)
+            cpu[target] += time.process_time() - started
+    count = rounds * block
+    return {target: seconds * 1000 / count for target, seconds in cpu.items()}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seed", required=True, help="the seed JSON of bench_project (bench/seed.py)")
+    parser.add_argument("--scenarios", default="0,1,2,3,4,5")
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--block", type=int, default=100)
+    parser.add_argument("--first-code", type=int, default=None, help="first seeded code to use (default: random)")
+    parser.add_argument("--profile", metavar="SCENARIO", help="profile this scenario's project requests instead")
+    parser.add_argument("--sort", default="cumulative")
+    args = parser.parse_args(argv)
+    configure()
+    seed = json.loads(open(args.seed).read())  # noqa: SIM115
+    import django
+    from django.core.handlers.wsgi import WSGIHandler
+
+    django.setup()
+    first = args.first_code if args.first_code is not None else random.randrange(seed["codes"] // 2)
+    scenarios = Scenarios(Client(WSGIHandler()), seed, first)
+    if args.profile:
+        method = getattr(scenarios, SCENARIO_METHODS[args.profile])
+        for _ in range(args.block):
+            method("project")
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(args.rounds * args.block):
+            method("project")
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats(args.sort).print_stats(60)
+        return 0
+    for scenario in args.scenarios.split(","):
+        cpu = measure(scenarios, scenario, rounds=args.rounds, block=args.block)
+        queries = {target: scenarios.queries.get(f"{scenario} {target}") for target in cpu}
+        print(
+            f"scenario {scenario}: project {cpu['project']:.3f} ms, floor {cpu['floor']:.3f} ms, "
+            f"floor/project {cpu['floor'] / cpu['project']:.2f}  queries {queries}",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
