@@ -51,8 +51,10 @@ def percentile(ordered: list[float], q: float) -> float:
     return ordered[max(0, rank - 1)]
 
 
-def request_stats(latencies: list[float], queries: list[int], failures: int, seconds: float) -> dict:
-    """Throughput, latency percentiles (ms) and queries per request of one request name."""
+def request_stats(
+    latencies: list[float], queries: list[int], failures: int, seconds: float, round_trips: list[int] = ()
+) -> dict:
+    """Throughput, latency percentiles (ms), queries and database round trips per request of one request name."""
     ordered = sorted(latencies)
     return {
         "count": len(ordered),
@@ -63,4 +65,5 @@ def request_stats(latencies: list[float], queries: list[int], failures: int, sec
         "mean_ms": sum(ordered) / len(ordered),
         "queries": (sum(queries) / len(queries)) if queries else None,
         "queries_max": max(queries) if queries else None,
+        "round_trips": (sum(round_trips) / len(round_trips)) if round_trips else None,
     }

@@ -14,7 +14,7 @@ Run by bench/run.py as `locust -f bench/locustfile.py --headless ... <UserClass>
 
 A request or flow belongs to the target of the phase in which it started. Every request of the
 measured window is recorded from locust's request event (exact latencies, not locust's rounded
-buckets) with its X-DB-Queries header (bench.middleware). At every phase boundary the CPU time
+buckets) with its X-DB-Queries and X-DB-Round-Trips headers (bench.middleware). At every phase boundary the CPU time
 used so far by the gunicorn workers and by the PostgreSQL backends of the plan's databases is
 read from /proc: what was used during a phase is charged to that phase's target, which gives
 CPU per request independently of how much of the machine other jobs were taking.
@@ -58,6 +58,8 @@ ROUTES = {
         "authorize": "/auth/oauth2/authorize",
         "consent": "/auth/oauth2/authorize/allow",
         "introspect": "/v2/auth/oauth2/introspect",
+        # The framework floor (scenario 0): DRF's empty view stands for the project's side.
+        "empty": "/floor/empty-drf",
     },
     # Scenario 6: the example resource server's GET /v2/bookings, verified in the project's own
     # process (local), or by the example service through introspection, without and with its cache.
@@ -70,6 +72,7 @@ ROUTES = {
         "authorize": "/floor/authorize",
         "consent": "/floor/authorize/allow",
         "introspect": "/floor/introspect",
+        "empty": "/floor/empty",
     },
     # DOT's consent form posts back to the authorize URL itself, with `allow` in the body.
     "stock": {
@@ -82,6 +85,7 @@ ROUTES = {
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 HIDDEN_INPUT_RE = re.compile(r'<input type="hidden" name="([^"]+)"(?: value="([^"]*)")?')
 QUERIES_HEADER = "X-DB-Queries"
+ROUND_TRIPS_HEADER = "X-DB-Round-Trips"
 
 
 class Codes:
@@ -204,6 +208,7 @@ class Recorder:
         self.latencies = defaultdict(list)
         self.failures = Counter()
         self.queries = defaultdict(list)
+        self.round_trips = defaultdict(list)
 
     def summary(self) -> dict:
         """Per target and request name: the statistics and the raw samples (bench/run.py merges runs)."""
@@ -226,6 +231,7 @@ class Recorder:
                             self.queries[entry["label"], name],
                             self.failures[entry["label"], name],
                             seconds,
+                            self.round_trips[entry["label"], name],
                         ),
                         "raw": {
                             "latencies": self.latencies[entry["label"], name],
@@ -253,6 +259,9 @@ def _record(request_type, name, response_time, response_length, response=None, e
     value = headers.get(QUERIES_HEADER) if headers is not None else None
     if value is not None:
         recorder.queries[label, name].append(int(value))
+    value = headers.get(ROUND_TRIPS_HEADER) if headers is not None else None
+    if value is not None:
+        recorder.round_trips[label, name].append(int(value))
 
 
 @events.test_start.add_listener
@@ -341,6 +350,15 @@ class BenchUser(FastHttpUser):
     def exchange(self, target: Target, code: str, request: str) -> dict:
         params = {"grant_type": "authorization_code", "code": code, "redirect_uri": target.seed["redirect_uri"]}
         return self.token_request(target, params, request)
+
+
+class EmptyUser(BenchUser):
+    """Scenario 0, the framework floor: an empty Django view (floor) and an empty DRF view (project)."""
+
+    @task
+    def empty(self):
+        target = self.target()
+        self.client.get(target.url("empty"), name=target.name("0 empty"))
 
 
 class MeUser(BenchUser):

@@ -216,7 +216,7 @@ def main() -> int:
         bench = run.Bench(workdir)
         bench.prepare("project")
         server = run.Server("project", bench.env("project"), workdir / "gunicorn-project.log").start()
-        profiles = profile_scenarios(bench, server, run.SCENARIOS[:3])
+        profiles = profile_scenarios(bench, server, run.SCENARIOS[1:4])
         server.stop()
         run.RESULTS.mkdir(parents=True, exist_ok=True)
         (run.RESULTS / "profile.md").write_text(render(profiles))

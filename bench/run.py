@@ -63,6 +63,7 @@ PROFILE = os.environ.get("BENCH_PROFILE") == "1"
 
 # (scenario, locust user class, the request name that is the scenario's result)
 SCENARIOS = [
+    ("0", "EmptyUser", "0 empty"),
     ("1", "MeUser", "1 me"),
     ("2", "RefreshUser", "2 refresh"),
     ("3", "ExchangeUser", "3 exchange"),
@@ -71,7 +72,7 @@ SCENARIOS = [
     ("6", "BookingsUser", "6 bookings"),
 ]
 # Stock DOT runs the first four (it has no resource servers and no example service).
-STOCK_SCENARIOS = SCENARIOS[:4]
+STOCK_SCENARIOS = SCENARIOS[1:5]
 # Scenario 6 with the example service's cache on: introspection answers kept this long.
 CACHE_SECONDS = int(os.environ.get("BENCH_INTROSPECTION_CACHE_SECONDS", "60"))
 MAIN_REQUEST = {scenario: name for scenario, _, name in SCENARIOS}
@@ -495,11 +496,16 @@ def main() -> int:
         project = Server("project", bench.env("project"), workdir / "gunicorn-project.log").start()
         grown = Server("grown", bench.env("grown"), workdir / "gunicorn-grown.log").start()
         servers += [project, grown]
-        # Scenario 1 and its growth check together: the same table with 1,000 and with 1,000,000
-        # live tokens (two databases, one server each; only one server is loaded at a time).
-        bench.measure([(project, "project"), (project, "floor"), (grown, "project"), (grown, "floor")], "1", "MeUser")
+        # The framework floor: an empty Django view and an empty DRF view, same middleware.
+        bench.measure([(project, "project"), (project, "floor")], "0", "EmptyUser")
+        # Each token lookup and its growth check together: the same table with 1,000 and with
+        # 1,000,000 live tokens (two databases, one server each; only one is loaded at a time).
+        for scenario, user_class in (("1", "MeUser"), ("5", "IntrospectUser")):
+            bench.measure(
+                [(project, "project"), (project, "floor"), (grown, "project"), (grown, "floor")], scenario, user_class
+            )
         grown.stop()
-        for scenario, user_class, _ in SCENARIOS[1:5]:
+        for scenario, user_class, _ in SCENARIOS[2:5]:
             # Scenario 4's flows last longer: longer phases, so fewer straddle two.
             bench.measure(
                 [(project, "project"), (project, "floor")],
@@ -523,7 +529,7 @@ def main() -> int:
         if PROFILE:
             from bench import profile
 
-            profiles = profile.profile_scenarios(bench, project, SCENARIOS[:3])
+            profiles = profile.profile_scenarios(bench, project, SCENARIOS[1:4])
         project.stop()
 
         stock = Server("stock", bench.env("stock"), workdir / "gunicorn-stock.log").start()

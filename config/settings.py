@@ -87,6 +87,10 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Django's backend, with a health check that sends no SELECT 1 to a quiet connection
+    # (config/postgresql/base.py).
+    DATABASES["default"]["ENGINE"] = "config.postgresql"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Writers wait for the lock instead of failing at once, and every atomic block takes the
     # write lock up front (BEGIN IMMEDIATE) so that read-check-write services serialize.

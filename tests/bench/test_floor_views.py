@@ -271,12 +271,14 @@ def test_stock_settings_load_stock_dot_with_default_models():
     assert result.stdout.split() == ["oauth2_provider.AccessToken", "/stock/o/token/"]
 
 
-def _run(target, scenario, rps, queries, tokens=1000, failures=0, name=None):
+def _run(target, scenario, rps, queries, tokens=1000, failures=0, name=None, cpu=None):
     name = name or {"1": "1 me", "2": "2 refresh", "3": "3 exchange", "5": "5 introspect", "6": "6 bookings"}[scenario]
     return {
         "target": target,
         "scenario": scenario,
         "tokens": tokens,
+        "cpu_app_ms": cpu,
+        "cpu_db_ms": 0.0 if cpu is not None else None,
         "requests": {
             name: {
                 "count": 100,
@@ -287,6 +289,7 @@ def _run(target, scenario, rps, queries, tokens=1000, failures=0, name=None):
                 "mean_ms": 11.0,
                 "queries": queries,
                 "queries_max": queries,
+                "round_trips": queries + 2 if queries is not None else None,
             }
         },
     }
@@ -294,19 +297,21 @@ def _run(target, scenario, rps, queries, tokens=1000, failures=0, name=None):
 
 def test_report_targets_and_table():
     runs = [
-        _run("project", "1", 90, 1),
-        _run("floor", "1", 100, 1),
+        _run("project", "1", 90, 1, cpu=5.0),
+        _run("floor", "1", 100, 1, cpu=4.0),  # 0.9 by throughput but 0.8 by CPU: missed
         _run("stock", "1", 50, 1),
         _run("project", "1", 80, 1, tokens=1_000_000),
         _run("floor", "1", 100, 1, tokens=1_000_000),
         _run("project", "2", 50, 6),
         _run("floor", "2", 100, 6),
         _run("stock", "2", 1, 16),
-        _run("project", "3", 55, 7),
-        _run("floor", "3", 100, 5),
+        _run("project", "3", 92, 5, cpu=4.0),
+        _run("floor", "3", 100, 5, cpu=3.8),
         _run("stock", "3", 1, 10, failures=2),
-        _run("project", "5", 95, 2),
+        _run("project", "5", 95, 3),
         _run("floor", "5", 100, 2),
+        _run("project", "5", 90, 3, tokens=1_000_000),
+        _run("floor", "5", 100, 2, tokens=1_000_000),
         _run("local", "6", 100, 1),
         _run("remote", "6", 40, None),
         _run("remote-cached", "6", 80, None),
@@ -315,19 +320,23 @@ def test_report_targets_and_table():
     meta = {"date": "today", "nproc": "2", "cpu": "cpu", "git": "abc"}
     results = report.build(runs=runs, meta=meta, config=config)
     met = {t["target"]: t["met"] for t in results["targets"]}
-    assert met["Scenario 1 (GET /v2/me) vs floor"] is True  # 0.9
+    assert met["Scenario 1 (GET /v2/me) vs floor"] is False  # 0.9 by throughput, 0.8 by CPU
     assert met["Scenario 2 (refresh) vs floor"] is False  # 0.5
-    assert met["Scenario 2 (refresh) vs stock DOT"] is True  # 50
-    assert met["Scenario 3 (code exchange) vs floor"] is False  # 0.55
-    assert met["Queries per request, scenario 3"] is False  # 7
-    assert met["Scenario 1 with 1,000,000 tokens vs 1,000"] is True  # 90 / 80 = 1.125
+    assert met["Scenario 3 (code exchange) vs floor"] is True  # 0.92, and 0.95 by CPU
     assert met["Scenario 5 (introspection by a resource server) vs floor"] is True  # 0.95
+    assert met["Statements per request, 3"] is True  # 5, as before
+    assert met["Statements per request, 5"] is False  # 3 > 2
+    assert met["GET /v2/me with 1,000,000 tokens vs 1,000"] is False  # 90 / 80 = 1.125
+    assert met["introspection with 1,000,000 tokens vs 1,000"] is True  # 95 / 90 = 1.056
+    informational = {t["target"] for t in results["targets"] if t.get("informational")}
+    assert "Scenario 2 (refresh) vs stock DOT" in informational
     measured = {t["target"]: t["measured"] for t in results["targets"]}
     assert measured["Scenario 6 remote (cache 0) vs local"].startswith("0.40 x (40.0 vs 100.0")
     assert measured["Scenario 6 remote (cache on) vs local"].startswith("0.80 x")
     table = report.render(results)
     assert "| 6. GET /v2/bookings (example resource server) | remote-cached | 80.0 |" in table
-    assert "| 1. GET /v2/me (1,000 live tokens) | 90.0 |" in table
+    assert "| 1. GET /v2/me (1,000 live tokens) | 90.0 | 10.0 | 20.0 | 1 / 3 |" in table
+    assert "| 1. GET /v2/me | 5.00 + 0.00 | 200 | 4.00 + 0.00 | 250 |" in table  # requests per second per core
     assert "FAILED REQUESTS" in table and "stock 3 exchange" in table
 
 
