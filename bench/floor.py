@@ -10,11 +10,15 @@ Per scenario, the statements are:
 
 1. `GET /floor/me`: one indexed SELECT of the access token joined to its user.
 2. `POST /floor/token` (refresh_token), one transaction: the client secret SELECT (client
-   authentication cannot be skipped by a token endpoint), the presented refresh token
-   SELECT ... FOR UPDATE, its UPDATE (revoked), the DELETE of its access token, the INSERTs of
-   the new access and refresh token.
+   authentication cannot be skipped by a token endpoint), the claim of the presented refresh
+   token (one statement: lock, revoke, delete its access token; oauthclients.claims, the
+   project's own), the INSERTs of the new access and refresh token.
 3. `POST /floor/token` (authorization_code), one transaction: the client secret SELECT, the
-   code SELECT ... FOR UPDATE, its UPDATE (used), the INSERTs of the access and refresh token.
+   code's claim (one UPDATE ... RETURNING, the project's own), the INSERTs of the access and
+   refresh token.
+
+On SQLite the claims find nothing (they are PostgreSQL statements): the floor's token views
+answer invalid_grant there; the bench runs on PostgreSQL.
 4. `GET /floor/authorize` (session, user and client SELECTs, a page with a CSRF token),
    `POST /floor/authorize/allow` (the same SELECTs and the INSERT of the code), then 3.
 5. `POST /floor/introspect` (a resource server, HTTP Basic): the client secret SELECT, then one
@@ -27,7 +31,6 @@ behind this middleware, the part no endpoint can go below.
 """
 
 import secrets
-import uuid
 from datetime import timedelta
 from urllib.parse import urlencode
 
@@ -45,6 +48,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from bench.common import me_payload
+from oauthclients.claims import grant_claim, refresh_token_claim
 from oauthclients.models import AccessToken, ClientSecret, ClientStatus, Grant, OAuthClient, RefreshToken, digest
 from oauthflows.requestparams import basic_credentials
 
@@ -96,41 +100,37 @@ def _issue_pair(*, user_id, client_pk, scope, family, source_refresh_token_id=No
 
 
 def _exchange_code(params, client_pk) -> dict | None:
-    grant = (
-        Grant.objects.select_for_update()
-        .filter(code=digest(params.get("code", "")), application_id=client_pk, used_at__isnull=True)
-        .values("pk", "user_id", "scope", "redirect_uri", "expires")
-        .first()
+    # The project's own one-statement claim (oauthclients.claims): the same database work.
+    claimed = grant_claim(
+        code=params.get("code", ""),
+        client_pk=client_pk,
+        redirect_uri=params.get("redirect_uri", ""),
+        verifier=None,
+        now=timezone.now(),
     )
-    if grant is None or grant["redirect_uri"] != params.get("redirect_uri") or grant["expires"] <= timezone.now():
+    if claimed is None:
         return None
-    family = uuid.uuid4()
-    Grant.objects.filter(pk=grant["pk"]).update(used_at=timezone.now(), token_family=family)
-    return _issue_pair(user_id=grant["user_id"], client_pk=client_pk, scope=grant["scope"], family=family)
+    grant, family = claimed
+    return _issue_pair(user_id=grant.user_id, client_pk=client_pk, scope=grant.scope, family=family)
 
 
 def _rotate_refresh(params, client_pk) -> dict | None:
-    old = (
-        RefreshToken.objects.select_for_update(of=("self",))
-        .filter(
-            token_checksum=digest(params.get("refresh_token", "")),
-            revoked__isnull=True,
-            application_id=client_pk,
-            access_token__isnull=False,
-        )
-        .values("pk", "user_id", "access_token_id", "access_token__scope", "token_family")
-        .first()
+    # The project's own one-statement claim: revoke the token and delete its access token.
+    now = timezone.now()
+    old = refresh_token_claim(
+        raw=params.get("refresh_token", ""),
+        client_pk=client_pk,
+        now=now,
+        alive_after=now - timedelta(seconds=settings.OAUTH_REFRESH_TOKEN_LIFETIME),
     )
     if old is None:
         return None
-    RefreshToken.objects.filter(pk=old["pk"]).update(revoked=timezone.now(), access_token=None)
-    AccessToken.objects.filter(pk=old["access_token_id"])._raw_delete(AccessToken.objects.db)
     return _issue_pair(
-        user_id=old["user_id"],
+        user_id=old.user_id,
         client_pk=client_pk,
-        scope=old["access_token__scope"],
-        family=old["token_family"],
-        source_refresh_token_id=old["pk"],
+        scope=old.access_token.scope,
+        family=old.token_family,
+        source_refresh_token_id=old.pk,
     )
 
 

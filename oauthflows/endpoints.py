@@ -242,6 +242,11 @@ class TokenView(ClientEndpoint):
             # new tokens are committed, so concurrent duplicates have exactly one winner.
             with transaction.atomic():
                 _url, _headers, body, status = self.create_token_response(request)
+                call = client_call.get()
+                if status != 200 and call is not None and call.claimed:
+                    # Refused after its code or refresh token was claimed (oauthclients.claims):
+                    # the claim is undone with everything else the request wrote.
+                    transaction.set_rollback(True)
         finally:
             request_started_at.reset(started)
         return status, body

@@ -29,6 +29,7 @@ from oauthlib.common import Request, urlencode
 from oauthlib.oauth2.rfc6749 import errors
 
 from oauthclients.audit import audit_record
+from oauthclients.claims import grant_claim, refresh_token_claim
 from oauthclients.compiled import CompiledQuery
 from oauthclients.models import (
     AccessToken,
@@ -63,6 +64,9 @@ class ClientCall:
 
     resource_servers_allowed: bool = False
     client: OAuthClient | None = None
+    # A code or refresh token redeemed by its one-statement fast path (oauthclients.claims): if the
+    # request is refused after all, the endpoint rolls its transaction back, undoing the claim.
+    claimed: bool = False
 
 
 client_call: contextvars.ContextVar[ClientCall | None] = contextvars.ContextVar("client_call", default=None)
@@ -132,6 +136,12 @@ def _is_concurrent_duplicate(consumed_at: datetime | None) -> bool:
 PENDING_CLIENT_OWNER_ONLY = (
     "This application is awaiting review; until it is approved it can get tokens for its owner's account only."
 )
+
+
+def _mark_claimed() -> None:
+    call = client_call.get()
+    if call is not None:
+        call.claimed = True
 
 
 def _owner_only_if_pending(client, user_id, request) -> None:
@@ -273,20 +283,45 @@ class Validator(OAuth2Validator):
             return cached
         if not isinstance(code, str) or not code or len(code) > 512:
             return None
-        grant = (
-            Grant.objects.select_for_update()
-            .filter(code=digest(code), application=request.client)
-            .select_related("user")
-            .first()
-        )
+        grant = self._grant_claimed(code, request)
+        if grant is None:
+            grant = (
+                Grant.objects.select_for_update()
+                .filter(code=digest(code), application=request.client)
+                .select_related("user")
+                .first()
+            )
         request._grant = grant
+        return grant
+
+    @staticmethod
+    def _grant_claimed(code: str, request) -> Grant | None:
+        """The fast path: the code redeemed in one statement if every check passes, else None."""
+        client, verifier = request.client, getattr(request, "code_verifier", None)
+        if (
+            client is None
+            or client.status != ClientStatus.APPROVED  # a pending client's owner check: the full path
+            or not isinstance(request.redirect_uri, str)
+            or (verifier is not None and not CODE_VERIFIER_RE.match(verifier))
+        ):
+            return None
+        claimed = grant_claim(
+            code=code, client_pk=client.pk, redirect_uri=request.redirect_uri, verifier=verifier, now=timezone.now()
+        )
+        if claimed is None:
+            return None
+        grant, family = claimed
+        Grant._meta.get_field("application").set_cached_value(grant, client)
+        grant.claimed = True
+        request._new_token_family = family
+        _mark_claimed()
         return grant
 
     def validate_code(self, client_id, code, client, request, *args, **kwargs):
         grant = self._grant(code, request)
         if grant is None:
             return False
-        if grant.used_at is not None:
+        if grant.used_at is not None and not getattr(grant, "claimed", False):
             # RFC 6749 §4.1.2 / RFC 9700 §4.5: strictly single use. Any second presentation, however
             # soon (even one that raced the first), revokes what the code produced. The replay
             # grace (_is_concurrent_duplicate) is for refresh tokens only.
@@ -350,6 +385,8 @@ class Validator(OAuth2Validator):
 
     def invalidate_authorization_code(self, client_id, code, request, *args, **kwargs):
         grant = self._grant(code, request)
+        if grant is not None and getattr(grant, "claimed", False):
+            return  # redeemed by the claim, with its token family
         if grant is None or grant.used_at is not None:
             raise errors.InvalidGrantError(request=request)
         # Kept (not deleted) until it expires, so that a replay can be recognised.
@@ -376,12 +413,14 @@ class Validator(OAuth2Validator):
             if previous is not None:
                 # RFC 6749 §6 / RFC 9700 §4.14.2: rotation. The old refresh token is dead from
                 # now on (a later replay revokes the family); its access token goes with it.
-                RefreshToken.objects.filter(pk=previous.pk).update(revoked=now, access_token=None, updated=now)
-                if previous.access_token_id:
-                    AccessToken.objects.filter(pk=previous.access_token_id)._raw_delete(AccessToken.objects.db)
+                # A claimed token (oauthclients.claims) was retired by its claim already.
+                if not getattr(previous, "claimed", False):
+                    RefreshToken.objects.filter(pk=previous.pk).update(revoked=now, access_token=None, updated=now)
+                    if previous.access_token_id:
+                        AccessToken.objects.filter(pk=previous.access_token_id)._raw_delete(AccessToken.objects.db)
                 family = previous.token_family or uuid.uuid4()
             else:
-                family = uuid.uuid4()
+                family = getattr(request, "_new_token_family", None) or uuid.uuid4()
             access = AccessToken(
                 user=request.user,
                 scope=token.get("scope", ""),
@@ -402,8 +441,20 @@ class Validator(OAuth2Validator):
     def validate_refresh_token(self, refresh_token, client, request, *args, **kwargs):
         if not isinstance(refresh_token, str) or not refresh_token or len(refresh_token) > 512:
             return False
-        # Lock the row for the rest of the request: a concurrent refresh of the same token waits
-        # here, then sees it rotated and loses (exactly one winner).
+        lifetime = timedelta(seconds=oauth2_settings.REFRESH_TOKEN_EXPIRE_SECONDS)
+        if client is not None and client.status == ClientStatus.APPROVED:
+            # The fast path: checked, revoked and its access token deleted in one statement.
+            now = timezone.now()
+            claimed = refresh_token_claim(raw=refresh_token, client_pk=client.pk, now=now, alive_after=now - lifetime)
+            if claimed is not None:
+                claimed.claimed = True
+                _mark_claimed()
+                request.user = claimed.user
+                request.refresh_token = refresh_token
+                request.refresh_token_instance = claimed
+                return True
+        # The full path. Lock the row for the rest of the request: a concurrent refresh of the same
+        # token waits here, then sees it rotated and loses (exactly one winner).
         rt = (
             RefreshToken.objects.select_for_update(of=("self",))
             .filter(token_checksum=digest(refresh_token))
@@ -433,7 +484,6 @@ class Validator(OAuth2Validator):
         # left by an out-of-band deletion has nothing to refresh. Expiry slides with the pair.
         if rt.access_token is None:
             return False
-        lifetime = timedelta(seconds=oauth2_settings.REFRESH_TOKEN_EXPIRE_SECONDS)
         if rt.access_token.expires + lifetime <= timezone.now():
             return False
         if rt.application_id != getattr(client, "pk", None) or not rt.user.is_active:

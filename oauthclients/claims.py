@@ -1,0 +1,197 @@
+"""Redeeming an authorization code or a refresh token in one statement (PostgreSQL).
+
+The token endpoint used to lock the row (`SELECT … FOR UPDATE`), check it in Python, and write
+it later (`UPDATE`, and for a refresh the `DELETE` of the old access token): three round trips.
+Here the checks are the statement's WHERE clause and the writes its body, so a redemption that
+can succeed is one `UPDATE … RETURNING` (a code) or one statement of data-modifying CTEs (a
+refresh token: lock, revoke, delete its access token). Exactly once holds as before: the row
+lock is taken by the statement, and a concurrent redemption of the same value waits for it,
+then re-checks the WHERE clause against the committed row, finds it redeemed, and claims
+nothing (tests/integration/test_exactly_once.py, tests/oauthclients/test_concurrency.py).
+
+A claim that finds nothing is not an answer: the caller falls back to its full path (a SELECT
+FOR UPDATE and the checks one by one), which tells a replay from an unknown, expired or
+mismatched value, gives the precise error and revokes a replayed family. The fast path only
+ever takes what the full path would have granted. On other databases (SQLite, for development)
+the claims return None and the full path does everything.
+
+The bench's floor (bench/floor.py) redeems with these same statements, so that the comparison
+stays about what surrounds the database work.
+"""
+
+import base64
+import hashlib
+import uuid
+from datetime import datetime
+from functools import cache
+
+from django.contrib.auth import get_user_model
+from django.db import connections, router
+
+from oauthclients.models import AccessToken, Grant, RefreshToken, digest
+
+
+def _supported(model) -> str | None:
+    alias = router.db_for_write(model)
+    return alias if connections[alias].vendor == "postgresql" else None
+
+
+def _names(model, *fields: str) -> dict[str, str]:
+    quote = connections[router.db_for_write(model)].ops.quote_name
+    return {field: quote(model._meta.get_field(field).column) for field in fields}
+
+
+@cache
+def _grant_sql(with_verifier: bool) -> str:
+    g = _names(
+        Grant,
+        "id",
+        "code",
+        "application",
+        "user",
+        "used_at",
+        "token_family",
+        "updated",
+        "expires",
+        "redirect_uri",
+        "scope",
+        "code_challenge",
+        "code_challenge_method",
+    )
+    table = connections[router.db_for_write(Grant)].ops.quote_name(Grant._meta.db_table)
+    pkce = (
+        f"(({g['code_challenge_method']} = 'S256' AND {g['code_challenge']} = %(s256)s)"
+        f" OR ({g['code_challenge_method']} = 'plain' AND {g['code_challenge']} = %(verifier)s))"
+        if with_verifier
+        else f"{g['code_challenge']} = ''"
+    )
+    return (
+        f"UPDATE {table} SET {g['used_at']} = %(now)s, {g['token_family']} = %(family)s, {g['updated']} = %(now)s "
+        f"WHERE {g['code']} = %(code)s AND {g['application']} = %(client)s AND {g['used_at']} IS NULL "
+        f"AND {g['expires']} > %(now)s AND {g['redirect_uri']} = %(redirect_uri)s AND {pkce} "
+        f"RETURNING {g['id']}, {g['user']}, {g['scope']}, {g['expires']}, {g['code_challenge']}, "
+        f"{g['code_challenge_method']}"
+    )
+
+
+def _instance(model, alias: str, values: dict):
+    """A model instance of these column values (by attname), every other column deferred."""
+    names = [f.attname for f in model._meta.concrete_fields if f.attname in values]
+    return model.from_db(alias, names, [values[name] for name in names])
+
+
+def _user(alias: str, user_id: int):
+    """The user by primary key, every other column deferred (loaded only if read)."""
+    return _instance(get_user_model(), alias, {"id": user_id})
+
+
+def grant_claim(
+    *, code: str, client_pk: int, redirect_uri: str, verifier: str | None, now: datetime
+) -> tuple[Grant, uuid.UUID] | None:
+    """Mark the unused, unexpired code as used if redirect_uri and PKCE match; the grant and the
+    new token family, or None (no such code, or any check fails: use the full path)."""
+    alias = _supported(Grant)
+    if alias is None:
+        return None
+    family = uuid.uuid4()
+    params = {
+        "now": now,
+        "family": family,
+        "code": digest(code),
+        "client": client_pk,
+        "redirect_uri": redirect_uri,
+    }
+    if verifier is not None:
+        params["verifier"] = verifier
+        params["s256"] = (
+            base64.urlsafe_b64encode(hashlib.sha256(verifier.encode("ascii")).digest()).rstrip(b"=").decode()
+        )
+    with connections[alias].cursor() as cursor:
+        cursor.execute(_grant_sql(verifier is not None), params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    pk, user_id, scope, expires, challenge, method = row
+    grant = _instance(
+        Grant,
+        alias,
+        {
+            "id": pk,
+            "user_id": user_id,
+            "application_id": client_pk,
+            "expires": expires,
+            "redirect_uri": redirect_uri,
+            "scope": scope,
+            "code_challenge": challenge,
+            "code_challenge_method": method,
+            "used_at": now,
+            "token_family": family,
+        },
+    )
+    Grant._meta.get_field("user").set_cached_value(grant, _user(alias, user_id))
+    return grant, family
+
+
+@cache
+def _refresh_sql() -> str:
+    quote = connections[router.db_for_write(RefreshToken)].ops.quote_name
+    r = _names(RefreshToken, "id", "token_checksum", "revoked", "application", "access_token", "user", "updated")
+    r.update(family=quote(RefreshToken._meta.get_field("token_family").column))
+    r.update(created=quote(RefreshToken._meta.get_field("created").column))
+    a = _names(AccessToken, "id", "expires", "scope")
+    user_model = get_user_model()
+    u = _names(user_model, "id", "is_active")
+    refresh_table, access_table = quote(RefreshToken._meta.db_table), quote(AccessToken._meta.db_table)
+    user_table = quote(user_model._meta.db_table)
+    return (
+        f"WITH old AS ("
+        f"SELECT r.{r['id']} AS id, r.{r['access_token']} AS access_token_id, a.{a['scope']} AS scope, "
+        f"a.{a['expires']} AS expires "
+        f"FROM {refresh_table} r JOIN {access_table} a ON a.{a['id']} = r.{r['access_token']} "
+        f"JOIN {user_table} u ON u.{u['id']} = r.{r['user']} "
+        f"WHERE r.{r['token_checksum']} = %(checksum)s AND r.{r['revoked']} IS NULL "
+        f"AND r.{r['application']} = %(client)s AND a.{a['expires']} > %(alive_after)s AND u.{u['is_active']} "
+        f"FOR UPDATE OF r), "
+        f"claimed AS (UPDATE {refresh_table} SET {r['revoked']} = %(now)s, {r['access_token']} = NULL, "
+        f"{r['updated']} = %(now)s FROM old WHERE {refresh_table}.{r['id']} = old.id "
+        f"RETURNING {refresh_table}.{r['id']}, {refresh_table}.{r['user']}, {refresh_table}.{r['family']}, "
+        f"{refresh_table}.{r['created']}, old.access_token_id, old.scope, old.expires), "
+        f"gone AS (DELETE FROM {access_table} WHERE {a['id']} IN (SELECT access_token_id FROM claimed)) "
+        f"SELECT * FROM claimed"
+    )
+
+
+def refresh_token_claim(*, raw: str, client_pk: int, now: datetime, alive_after: datetime) -> RefreshToken | None:
+    """Revoke the live refresh token (its access token expiring after `alive_after`, its user
+    active) and delete its access token; the token as it was, or None (use the full path).
+
+    The returned token's `access_token` is the deleted access token as it was (scope, expiry),
+    for the new pair's scope; its `revoked` is set.
+    """
+    alias = _supported(RefreshToken)
+    if alias is None:
+        return None
+    params = {"checksum": digest(raw), "client": client_pk, "now": now, "alive_after": alive_after}
+    with connections[alias].cursor() as cursor:
+        cursor.execute(_refresh_sql(), params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    pk, user_id, family, created, access_token_id, scope, expires = row
+    token = _instance(
+        RefreshToken,
+        alias,
+        {
+            "id": pk,
+            "user_id": user_id,
+            "application_id": client_pk,
+            "access_token_id": access_token_id,
+            "created": created,
+            "revoked": now,
+            "token_family": family,
+        },
+    )
+    access = _instance(AccessToken, alias, {"id": access_token_id, "expires": expires, "scope": scope})
+    RefreshToken._meta.get_field("access_token").set_cached_value(token, access)
+    RefreshToken._meta.get_field("user").set_cached_value(token, _user(alias, user_id))
+    return token
