@@ -74,7 +74,7 @@ def _sessions(users) -> list[str]:
     for user in users:
         session = store()
         session[SESSION_KEY] = user._meta.pk.value_to_string(user)
-        session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
         session[HASH_SESSION_KEY] = user.get_session_auth_hash()
         session.create()
         keys.append(session.session_key)

@@ -62,6 +62,10 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "config.urls"
+# Django's ModelBackend, with the profile loaded in the user's query (profiles/backends.py).
+# Sessions name the backend that logged them in: a session from before this setting (Django's
+# ModelBackend) ends, and its user logs in again.
+AUTHENTICATION_BACKENDS = ["profiles.backends.ProfileModelBackend"]
 WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [

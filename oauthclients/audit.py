@@ -26,8 +26,13 @@ def audit_record(*, client: OAuthClient, actor, action: AuditAction, user=None, 
     event = ClientAuditEvent.objects.create(
         client=client, actor=_user_or_none(actor), user=_user_or_none(user), action=action, detail=detail
     )
-    transaction.on_commit(lambda: _announce(event))
+    audit_announce_on_commit(event)
     return event
+
+
+def audit_announce_on_commit(event: ClientAuditEvent) -> None:
+    """For an event row written by other means (a combined statement): announce it on commit."""
+    transaction.on_commit(lambda: _announce(event))
 
 
 def _announce(event: ClientAuditEvent) -> None:

@@ -59,9 +59,10 @@ def _grant_sql(with_verifier: bool) -> str:
         "code_challenge_method",
     )
     table = connections[router.db_for_write(Grant)].ops.quote_name(Grant._meta.db_table)
+    # S256 only (the authorization endpoint takes no other method). The statement carries the
+    # verifier's S256, which is the public code_challenge, never the verifier: SQL can be logged.
     pkce = (
-        f"(({g['code_challenge_method']} = 'S256' AND {g['code_challenge']} = %(s256)s)"
-        f" OR ({g['code_challenge_method']} = 'plain' AND {g['code_challenge']} = %(verifier)s))"
+        f"{g['code_challenge_method']} = 'S256' AND {g['code_challenge']} = %(s256)s"
         if with_verifier
         else f"{g['code_challenge']} = ''"
     )
@@ -102,7 +103,6 @@ def grant_claim(
         "redirect_uri": redirect_uri,
     }
     if verifier is not None:
-        params["verifier"] = verifier
         params["s256"] = (
             base64.urlsafe_b64encode(hashlib.sha256(verifier.encode("ascii")).digest()).rstrip(b"=").decode()
         )

@@ -116,3 +116,22 @@ def test_the_admin_lists_and_filters_grant_events(browser, api, confidential, re
     shown = list(page.context["cl"].result_list)
     assert shown and {event.action for event in shown} == {AuditAction.GRANT_AUTHORIZED}
     assert "User authorized the app" in page.content.decode()
+
+
+def test_an_authorization_is_audited_with_its_scopes_and_announced(
+    browser, confidential, end_user, caplog, django_capture_on_commit_callbacks
+):
+    # On PostgreSQL the consent and its audit row are one statement (oauthflows.services); the
+    # row, the signal and the log line must be what audit_record makes everywhere else.
+    import json
+    import logging
+
+    client, _secret = confidential
+    with caplog.at_level(logging.INFO, logger="audit"), django_capture_on_commit_callbacks(execute=True):
+        get_code(browser, client, scope="PROFILE_READ BOOKING_READ")
+    event = ClientAuditEvent.objects.get(client=client, action=AuditAction.GRANT_AUTHORIZED)
+    assert event.detail == {"scopes": ["PROFILE_READ", "BOOKING_READ"], "unrestricted": False}
+    assert event.actor == end_user and event.user == end_user
+    (line,) = [json.loads(r.getMessage()) for r in caplog.records if r.name == "audit"]
+    assert line["event"] == AuditAction.GRANT_AUTHORIZED and line["client_id"] == client.client_id
+    assert line["detail"] == event.detail and line["user_id"] == end_user.pk
