@@ -301,7 +301,7 @@ class Target:
         self.label, self.kind, self.host = entry["label"], entry["target"], entry["host"].rstrip("/")
         self.seed_path = entry["seed"]
         self.seed = SEEDS[self.seed_path]
-        self.routes = ROUTES[self.kind]
+        self.routes = ROUTES[entry.get("routes", self.kind)]
 
     def url(self, route: str) -> str:
         return self.host + self.routes[route]

@@ -60,9 +60,79 @@ def owner(frames: list[str]) -> tuple[str, str]:
     return "other", "other"
 
 
+# The layers of a request, for the per-core breakdown (README, "Where a refresh's CPU goes").
+LAYERS = (
+    "gunicorn and WSGI (HTTP parsing, socket, request and response objects)",
+    "middleware",
+    "URL resolution",
+    "view: DRF, oauthlib, django-oauth-toolkit and the project's code",
+    "ORM: query building and SQL compilation",
+    "ORM: model instances, transactions, backend",
+    "psycopg (driver, sending, waiting, reading)",
+)
+ORM_COMPILATION = ("django/db/models/sql/", "django/db/models/expressions.py", "django/db/models/lookups.py")
+MIDDLEWARE_FILES = (
+    "django/middleware/",
+    "django/contrib/sessions/middleware.py",
+    "django/contrib/auth/middleware.py",
+    "django/contrib/messages/middleware.py",
+    "corsheaders/",
+    "whitenoise/",
+    "config/",
+    "profiles/middleware.py",
+    "bench/middleware.py",
+)
+VIEW_FILES = ("rest_framework/", "oauthlib/", "oauth2_provider/", "bench/floor.py", *PROJECT_DIRS)
+
+
+KNOWN_FILES = (
+    "django/",
+    "psycopg",
+    "rest_framework/",
+    "oauthlib/",
+    "oauth2_provider/",
+    "gunicorn/",
+    "corsheaders/",
+    "whitenoise/",
+    "bench/",
+    *PROJECT_DIRS,
+)
+HANDLER_FRAME = "_get_response (django/core/handlers/base.py"
+
+
+def layer(frames: list[str]) -> str:
+    """The layer a sample (frames root first, from the request handler down) belongs to.
+
+    psycopg anywhere in the stack: psycopg. Otherwise the innermost frame of a known package
+    decides for the ORM (standard-library frames count for their caller). Otherwise, below
+    Django's handler (`_get_response`): URL resolution, a middleware's process_view, or the
+    view; above it: the middleware chain, or gunicorn and WSGI.
+    """
+    paths = [_frame_file(frame) for frame in frames]
+    if any(path.startswith("psycopg") for path in paths):
+        return LAYERS[6]
+    known = [path for path in paths if path.startswith(KNOWN_FILES)]
+    leaf = known[-1] if known else ""
+    if leaf.startswith("django/db/"):
+        return LAYERS[4] if leaf.startswith(ORM_COMPILATION) else LAYERS[5]
+    handler = next((i for i, frame in enumerate(frames) if frame.startswith(HANDLER_FRAME)), None)
+    if handler is not None:
+        below = paths[handler + 1 :]
+        if any(path.startswith("django/urls/") for path in below):
+            return LAYERS[2]
+        if any(path.startswith(MIDDLEWARE_FILES) for path in below) and not any(
+            path.startswith(VIEW_FILES) for path in below
+        ):
+            return LAYERS[1]
+        return LAYERS[3]
+    if any(path.startswith(MIDDLEWARE_FILES) for path in paths):
+        return LAYERS[1]
+    return LAYERS[0]
+
+
 def summarize(raw: Path, requests: float) -> dict:
     """py-spy's raw (collapsed) stacks -> worker ms per request, by owner and by function."""
-    by_owner, by_function, inclusive = Counter(), Counter(), Counter()
+    by_owner, by_function, inclusive, by_layer = Counter(), Counter(), Counter(), Counter()
     total = 0
     for line in raw.read_text(errors="replace").splitlines():
         stack, _, count = line.rpartition(" ")
@@ -77,6 +147,7 @@ def summarize(raw: Path, requests: float) -> dict:
         who, function = owner(frames)
         by_owner[who] += samples
         by_function[function] += samples
+        by_layer[layer(frames)] += samples
         seen = set()
         for frame in frames:
             function, _, location = frame.rpartition(" (")
@@ -104,6 +175,8 @@ def summarize(raw: Path, requests: float) -> dict:
         "by_owner": rows(by_owner, 20),
         "by_function": rows(by_function, 60),
         "top_functions": rows(inclusive, 40),
+        # Each layer's share of the worker's samples: the report scales it by the measured CPU.
+        "layers": {name: round(by_layer[name] / total, 4) if total else 0.0 for name in LAYERS},
     }
 
 

@@ -165,9 +165,10 @@ def evaluate(summary: dict, grown: int = 1_000_000) -> list[dict]:
     return targets
 
 
-def build(*, runs, meta, config, profiles=None) -> dict:
+def build(*, runs, meta, config, profiles=None, trials=None) -> dict:
     summary = summarize(runs, config)
     return {
+        "trials": trials or [],
         "meta": meta,
         "config": config,
         "summary": summary,
@@ -263,6 +264,8 @@ def render(results: dict) -> str:
             cpu = f"{app:.2f} + {db:.2f}" if app is not None and db is not None else "–"
             cells = [label, target, _cell(entry, "rps", ".1f"), _cell(entry, "p50_ms", ".1f")]
             lines.append("| " + " | ".join([*cells, _cell(entry, "p99_ms", ".1f"), cpu]) + " |")
+    lines += breakdown_lines(results)
+    lines += trial_lines(results)
     lines += ["", "| target | required | measured | |", "|---|---|---|---|"]
     for target in results["targets"]:
         lines.append(
@@ -274,6 +277,62 @@ def render(results: dict) -> str:
     else:
         lines += ["", "No failed requests."]
     return "\n".join(lines)
+
+
+def breakdown_lines(results: dict, scenario: str = "2") -> list[str]:
+    """Where one request's CPU goes: py-spy's share of each layer (bench/profile.py) times the
+    worker CPU measured from /proc, and PostgreSQL's backend CPU."""
+    profiles, summary = results.get("profiles") or {}, results["summary"]
+    columns = [t for t in ("project", "floor") if (profiles.get(f"{scenario} {t}") or {}).get("layers")]
+    if not columns:
+        return []
+    lines = [
+        "",
+        f"Where a request's CPU goes, scenario {scenario} (ms per request: py-spy's share of each layer "
+        "of the worker's samples times the worker CPU measured from /proc; PostgreSQL from /proc)",
+        "",
+        "| layer | " + " | ".join(f"{t} ms" for t in columns) + " |",
+        "|---|" + "---:|" * len(columns),
+    ]
+    layers = list(profiles[f"{scenario} {columns[0]}"]["layers"])
+    for name in layers:
+        cells = []
+        for target in columns:
+            share, app = (
+                profiles[f"{scenario} {target}"]["layers"].get(name, 0.0),
+                _get(summary, scenario, target, "cpu_app_ms"),
+            )
+            cells.append(f"{share * app:.2f}" if app is not None else "–")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    cells = [_cell(summary.get(scenario, {}).get(t), "cpu_db_ms", ".2f") for t in columns]
+    lines.append("| PostgreSQL (its backend process) | " + " | ".join(cells) + " |")
+    totals = [cpu_total(summary, scenario, t) for t in columns]
+    lines.append("| **total** | " + " | ".join(f"**{v:.2f}**" if v else "–" for v in totals) + " |")
+    return lines
+
+
+def trial_lines(results: dict) -> list[str]:
+    """Each trial configuration against the project as configured, measured side by side in one run."""
+    trials = results.get("trials") or []
+    if not trials:
+        return []
+    lines = [
+        "",
+        "Trials: the project with one thing changed, against the project as it is, side by side in one "
+        "locust run per scenario (throughput; CPU ms per request, worker + PostgreSQL)",
+        "",
+        "| trial | scenario | project req/s | trial req/s | ratio | project CPU ms | trial CPU ms | CPU ratio |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for trial in trials:
+        ours, theirs = trial["project"], trial["trial"]
+        ratio = theirs["rps"] / ours["rps"] if ours["rps"] else 0
+        cpu = ours["cpu_ms"] / theirs["cpu_ms"] if ours["cpu_ms"] and theirs["cpu_ms"] else 0
+        lines.append(
+            f"| {trial['name']} | {trial['scenario']} | {ours['rps']:.1f} | {theirs['rps']:.1f} | {ratio:.2f} x | "
+            f"{ours['cpu_ms']:.2f} | {theirs['cpu_ms']:.2f} | {cpu:.2f} x |"
+        )
+    return lines
 
 
 def chart(results: dict, path: Path) -> None:

@@ -10,7 +10,13 @@
    the project's endpoints and against the floor views (/floor/, same servers).
 4. Stops them, serves stock django-oauth-toolkit (bench.stock_settings, bench_stock) with a
    gunicorn of the same size, runs the same four scenarios against it, and stops it.
-5. Prints the table and the targets, writes bench/results/latest.json and latest.png.
+5. Trials (BENCH_TRIALS=1, the default): the project with one thing changed (psycopg server-side
+   binding, the health check, gunicorn's worker count and class), each on a gunicorn of its own,
+   measured side by side with the project in one locust run per scenario (TRIALS below).
+6. Prints the table and the targets, writes bench/results/latest.json and latest.png.
+
+Scenario 0 is the framework floor: an empty Django view (the floor) and an empty DRF view (on
+the project's side), behind the same middleware: what serving any request costs at all.
 
 Each (target, scenario) is measured for BENCH_DURATION seconds after BENCH_WARMUP seconds of
 load. Where targets are compared (project and floor; 1,000 and 1,000,000 tokens), one locust run
@@ -76,6 +82,23 @@ STOCK_SCENARIOS = SCENARIOS[1:5]
 # Scenario 6 with the example service's cache on: introspection answers kept this long.
 CACHE_SECONDS = int(os.environ.get("BENCH_INTROSPECTION_CACHE_SECONDS", "60"))
 MAIN_REQUEST = {scenario: name for scenario, _, name in SCENARIOS}
+# Trials (BENCH_TRIALS=0 skips them): the project with one thing changed, each on its own gunicorn,
+# measured side by side with the project as configured, in one locust run per scenario.
+# (name, environment changes, gunicorn options)
+TRIALS = [
+    (
+        "psycopg server-side binding, prepare_threshold 1",
+        {"DATABASE_SERVER_SIDE_BINDING": "1", "DATABASE_PREPARE_THRESHOLD": "1"},
+        {},
+    ),
+    ("Django's health check (SELECT 1 per request)", {"DATABASE_HEALTH_CHECK": "ping"}, {}),
+    ("no health check", {"DATABASE_HEALTH_CHECK": "off"}, {}),
+    ("2 sync workers (1 per core)", {}, {"workers": 2}),
+    ("8 sync workers (4 per core)", {}, {"workers": 8}),
+    ("2 gthread workers x 2 threads", {}, {"workers": 2, "worker_class": "gthread", "threads": 2}),
+]
+TRIAL_SCENARIOS = [("1", "MeUser"), ("2", "RefreshUser")]
+RUN_TRIALS = os.environ.get("BENCH_TRIALS", "1") == "1"
 LISTENING_RE = re.compile(r"Listening at: http://127\.0\.0\.1:(\d+)")
 PR_SET_PDEATHSIG = 1
 
@@ -192,9 +215,13 @@ class Server:
         app: str = "config.wsgi",
         probe: str | None = None,
         upstream: "Server | None" = None,
+        workers: int | None = None,
+        worker_class: str = "sync",
+        threads: int = 1,
     ):
         self.database, self.env, self.log_path = database, env, log_path
         self.app = app
+        self.workers, self.worker_class, self.threads = workers or WORKERS, worker_class, threads
         self.probe = probe or ("/stock/me" if database == "stock" else "/floor/me")
         # The example service's CPU per request includes the authorization server it asks.
         self.upstream = upstream
@@ -206,9 +233,11 @@ class Server:
             str(BIN / "gunicorn"),
             self.app,
             "--workers",
-            str(WORKERS),
+            str(self.workers),
             "--worker-class",
-            "sync",
+            self.worker_class,
+            "--threads",
+            str(self.threads),
             "--bind",
             "127.0.0.1:0",
             "--timeout",
@@ -250,7 +279,10 @@ class Server:
                         f"gunicorn ({self.database}) does not answer; its log:\n{tail(self.log_path)}"
                     ) from None
                 time.sleep(0.2)
-        log(f"{self.app} ({self.database}): gunicorn, {WORKERS} sync workers at {self.url} (pid {self.process.pid})")
+        log(
+            f"{self.app} ({self.database}): gunicorn, {self.workers} {self.worker_class} workers "
+            f"x {self.threads} threads at {self.url} (pid {self.process.pid})"
+        )
         return self
 
     def worker_pids(self) -> list[int]:
@@ -354,6 +386,8 @@ class Bench:
                 {
                     "label": f"{target}@{self.tokens(server.database)}",
                     "target": target,
+                    # A trial and its baseline ("trial:…", "base:…") are served by the project's routes.
+                    "routes": "project" if target.startswith(("trial:", "base:")) else target,
                     "host": server.url,
                     "seed": seed,
                     "pids": server.worker_pids(),
@@ -448,6 +482,34 @@ class Bench:
         return [self.result(*key) for key in self.samples]
 
 
+def run_trials(bench: Bench, project: Server, workdir: Path) -> list[dict]:
+    """Each trial against the project as configured, side by side (module docstring, TRIALS)."""
+    found = []
+    for number, (name, env, options) in enumerate(TRIALS):
+        trial = Server("project", {**bench.env("project"), **env}, workdir / f"gunicorn-trial-{number}.log", **options)
+        try:
+            trial.start()
+            for scenario, user_class in TRIAL_SCENARIOS:
+                base_target, trial_target = f"base:{number}", f"trial:{number}"
+                bench.measure([(project, base_target), (trial, trial_target)], scenario, user_class)
+                tokens = bench.tokens("project")
+                entry = {"name": name, "scenario": scenario}
+                for key, target in (("project", base_target), ("trial", trial_target)):
+                    result = bench.result(target, scenario, tokens)
+                    main = result["requests"].get(MAIN_REQUEST[scenario], {})
+                    cpu = (result["cpu_app_ms"] or 0) + (result["cpu_db_ms"] or 0)
+                    entry[key] = {"rps": main.get("rps", 0.0), "cpu_ms": cpu, "queries": main.get("queries")}
+                found.append(entry)
+                log(
+                    f"trial {name!r}, scenario {scenario}: {entry['trial']['rps']:.1f} vs "
+                    f"{entry['project']['rps']:.1f} req/s, {entry['trial']['cpu_ms']:.2f} vs "
+                    f"{entry['project']['cpu_ms']:.2f} CPU ms"
+                )
+        finally:
+            trial.stop()
+    return found
+
+
 def machine() -> dict:
     def command(*args):
         try:
@@ -525,6 +587,7 @@ def main() -> int:
         )
         for example in examples:
             example.stop()
+        trials = run_trials(bench, project, workdir) if RUN_TRIALS else []
         profiles = {}
         if PROFILE:
             from bench import profile
@@ -543,6 +606,7 @@ def main() -> int:
             runs=bench.runs(),
             meta=meta,
             profiles=profiles,
+            trials=trials,
             config={
                 "users": USERS,
                 "workers": WORKERS,

@@ -93,8 +93,20 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Django's backend, with a health check that sends no SELECT 1 to a quiet connection
-    # (config/postgresql/base.py).
-    DATABASES["default"]["ENGINE"] = "config.postgresql"
+    # (config/postgresql/base.py). DATABASE_HEALTH_CHECK=ping keeps Django's own (a SELECT 1 at
+    # every request's first query), =off none at all; the bench measures both (README).
+    health_check = env_str("DATABASE_HEALTH_CHECK") or "poll"
+    if health_check not in ("poll", "ping", "off"):
+        raise ImproperlyConfigured("DATABASE_HEALTH_CHECK must be poll, ping or off.")
+    DATABASES["default"].update(
+        ENGINE="config.postgresql", CONN_HEALTH_CHECKS=health_check != "off", HEALTH_CHECK=health_check
+    )
+    # psycopg's server-side binding: parameters sent apart from the SQL, and a statement run
+    # DATABASE_PREPARE_THRESHOLD times on a connection is prepared (parsed and planned once).
+    if env_bool("DATABASE_SERVER_SIDE_BINDING", False):
+        DATABASES["default"].setdefault("OPTIONS", {}).update(
+            server_side_binding=True, prepare_threshold=env_int("DATABASE_PREPARE_THRESHOLD", 5)
+        )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Writers wait for the lock instead of failing at once, and every atomic block takes the
     # write lock up front (BEGIN IMMEDIATE) so that read-check-write services serialize.

@@ -13,6 +13,8 @@ is Django's `django.db.backends.postgresql` except two things:
   (a cut network) is not seen by either check in advance; the request's query fails, the client
   gets the 503 of config.dbfailure, and Django's end-of-request check (after an error it always
   sends `SELECT 1`, unchanged here) replaces the connection.
+  With the setting HEALTH_CHECK "ping" (DATABASE_HEALTH_CHECK=ping) every check is Django's
+  SELECT 1, for comparison.
 - Counters of the round trips that do not go through Django's cursor, for the query counter of
   `make bench` (bench/middleware.py): `health_check_pings` (each `SELECT 1` sent by the health
   check) and `transaction_round_trips` (the BEGIN that psycopg sends before a transaction's
@@ -46,7 +48,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def close_if_health_check_failed(self):
         if self.pool or self.connection is None or not self.health_check_enabled or self.health_check_done:
             return super().close_if_health_check_failed()
-        if self._socket_is_quiet():
+        if self.settings_dict.get("HEALTH_CHECK", "poll") == "poll" and self._socket_is_quiet():
             self.health_check_done = True
             return None
         self.health_check_pings += 1

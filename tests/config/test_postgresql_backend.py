@@ -98,3 +98,11 @@ def test_the_bench_headers_count_statements_pings_and_transactions(settings, per
     pings = 1 if server_ended_it else 0
     assert response["X-DB-Queries"] == str(1 + pings)
     assert response["X-DB-Round-Trips"] == str(3 + pings)
+
+
+def test_with_health_check_ping_every_check_is_a_select_1(persistent, monkeypatch):
+    monkeypatch.setitem(persistent.settings_dict, "HEALTH_CHECK", "ping")
+    before, raw = persistent.health_check_pings, persistent.connection
+    persistent.close_if_health_check_failed()
+    assert persistent.health_check_pings == before + 1
+    assert persistent.connection is raw  # it answered: kept
