@@ -224,6 +224,7 @@ def main(argv=None) -> int:
     parser.add_argument("--first-code", type=int, default=None, help="first seeded code to use (default: random)")
     parser.add_argument("--profile", metavar="SCENARIO", help="profile this scenario's project requests instead")
     parser.add_argument("--sort", default="cumulative")
+    parser.add_argument("--lines", type=int, default=60, help="how many rows of the profile to print")
     args = parser.parse_args(argv)
     configure()
     seed = json.loads(open(args.seed).read())  # noqa: SIM115
@@ -242,7 +243,7 @@ def main(argv=None) -> int:
         for _ in range(args.rounds * args.block):
             method("project")
         profiler.disable()
-        pstats.Stats(profiler).sort_stats(args.sort).print_stats(60)
+        pstats.Stats(profiler).sort_stats(args.sort).print_stats(args.lines)
         return 0
     for scenario in args.scenarios.split(","):
         cpu = measure(scenarios, scenario, rounds=args.rounds, block=args.block)

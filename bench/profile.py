@@ -97,7 +97,10 @@ KNOWN_FILES = (
     "bench/",
     *PROJECT_DIRS,
 )
-HANDLER_FRAME = "_get_response (django/core/handlers/base.py"
+HANDLER_FRAME = "BaseHandler._get_response (django/core/handlers/base.py"
+# A worker blocked in psycopg's wait for PostgreSQL's answer: py-spy samples it as busy, but it
+# is not on the CPU. These samples are left out of the layers' shares of the worker's CPU.
+WAITING = "waiting for PostgreSQL"
 
 
 def layer(frames: list[str]) -> str:
@@ -109,6 +112,8 @@ def layer(frames: list[str]) -> str:
     view; above it: the middleware chain, or gunicorn and WSGI.
     """
     paths = [_frame_file(frame) for frame in frames]
+    if frames and frames[-1].startswith("Connection.wait (psycopg/"):
+        return WAITING
     if any(path.startswith("psycopg") for path in paths):
         return LAYERS[6]
     known = [path for path in paths if path.startswith(KNOWN_FILES)]
@@ -157,6 +162,7 @@ def summarize(raw: Path, requests: float) -> dict:
                 seen.add(key)
                 inclusive[key] += samples
     ms = 1000 / RATE / requests if requests else 0.0
+    on_cpu = total - by_layer[WAITING]
 
     def rows(counter, limit):
         return (
@@ -175,8 +181,10 @@ def summarize(raw: Path, requests: float) -> dict:
         "by_owner": rows(by_owner, 20),
         "by_function": rows(by_function, 60),
         "top_functions": rows(inclusive, 40),
-        # Each layer's share of the worker's samples: the report scales it by the measured CPU.
-        "layers": {name: round(by_layer[name] / total, 4) if total else 0.0 for name in LAYERS},
+        # Each layer's share of the worker's samples on the CPU (waiting for PostgreSQL left out):
+        # the report scales it by the worker CPU measured from /proc.
+        "layers": {name: round(by_layer[name] / on_cpu, 4) if on_cpu else 0.0 for name in LAYERS},
+        "waiting_share": round(by_layer[WAITING] / total, 4) if total else 0.0,
     }
 
 

@@ -101,11 +101,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"].update(
         ENGINE="config.postgresql", CONN_HEALTH_CHECKS=health_check != "off", HEALTH_CHECK=health_check
     )
-    # psycopg's server-side binding: parameters sent apart from the SQL, and a statement run
-    # DATABASE_PREPARE_THRESHOLD times on a connection is prepared (parsed and planned once).
-    if env_bool("DATABASE_SERVER_SIDE_BINDING", False):
+    # psycopg's server-side binding: parameters sent apart from the SQL, and a statement run more
+    # than DATABASE_PREPARE_THRESHOLD times on a connection is prepared (parsed and planned once
+    # per connection). On by default: 17-28 % less CPU per request in `make bench` (README,
+    # "Performance"). Off (=0) behind PgBouncer in transaction mode before 1.21, which cannot
+    # keep a connection's prepared statements.
+    if env_bool("DATABASE_SERVER_SIDE_BINDING", True):
         DATABASES["default"].setdefault("OPTIONS", {}).update(
-            server_side_binding=True, prepare_threshold=env_int("DATABASE_PREPARE_THRESHOLD", 5)
+            server_side_binding=True, prepare_threshold=env_int("DATABASE_PREPARE_THRESHOLD", 1)
         )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Writers wait for the lock instead of failing at once, and every atomic block takes the

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 from django.http import QueryDict
 
+from oauthclients.compiled import CompiledQuery
 from oauthclients.models import ClientKind, ClientStatus, OAuthClient
 from oauthclients.validators import is_private_use_redirect
 from oauthflows.oauth2 import CODE_CHALLENGE_RE
@@ -147,6 +148,22 @@ def authorization_request_validate(*, params: QueryDict, user) -> AuthorizationR
     )
 
 
+def _by_client_id(client_id: str):
+    return OAuthClient.objects.filter(client_id=client_id)[:1]
+
+
+# The authorization request's client, compiled once (oauthclients/compiled.py): every column but
+# the logo's bytes (the page links to /logos/, and DOT never reads them), with the owner's name
+# for the consent page's "Developer" line.
+_CLIENT_QUERY = CompiledQuery(
+    _by_client_id,
+    load={
+        "": tuple(f.attname for f in OAuthClient._meta.concrete_fields if f.attname != "logo_png"),
+        "user": ("username", "email", "first_name", "last_name"),
+    },
+)
+
+
 def _client(params: QueryDict, user) -> OAuthClient:
     client_ids = params.getlist("client_id")
     if not client_ids or not client_ids[0]:
@@ -156,7 +173,7 @@ def _client(params: QueryDict, user) -> OAuthClient:
     client_id = client_ids[0]
     client = None
     if len(client_id) <= 255 and "\x00" not in client_id:
-        client = OAuthClient.objects.select_related("user").filter(client_id=client_id).first()
+        client = _CLIENT_QUERY.first(client_id)
     if client is None or client.is_resource_server:
         # A resource server is no app a user can authorize: the same page as an unknown client.
         raise AuthorizationPageError("Unknown application", "No application is registered with this client_id.")

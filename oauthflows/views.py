@@ -1,5 +1,6 @@
 """The authorization endpoint: consent page and the Allow/Deny answers (spec §4.1, RFC 6749 §4.1)."""
 
+from functools import lru_cache
 from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
@@ -8,6 +9,7 @@ from django.contrib.auth.mixins import LoginRequiredMixin
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.views import View
@@ -78,6 +80,15 @@ class AuthorizationMixin(LoginRequiredMixin):
             return None, _error_redirect(error)
 
 
+@lru_cache(maxsize=256)
+def consent_scopes_html(scopes: tuple[str, ...]) -> str:
+    """The consent page's list of what the app asks for, by resource: the same HTML for the same
+    scopes (catalog text only, nothing of the user or the request), so rendered once per set."""
+    resources = group_by_resource(scopes)
+    context = {"resources": resources, "higher_risk_count": sum(1 for r in resources if r.higher_risk)}
+    return render_to_string("oauth/_consent_scopes.html", context)
+
+
 class AuthorizeView(AuthorizationMixin, View):
     """GET /auth/oauth2/authorize: validate, then show the consent page."""
 
@@ -87,13 +98,11 @@ class AuthorizeView(AuthorizationMixin, View):
             return refusal
         query = request.META.get("QUERY_STRING", "")
         this_request = f"{settings.OAUTH_AUTHORIZE_PATH}?{query}" if query else settings.OAUTH_AUTHORIZE_PATH
-        resources = group_by_resource(authz.scopes)
         context = {
             "authz": authz,
             "client": authz.client,
             "signed_in_name": profile_get_for_user(user=request.user).name or request.user.get_full_name(),
-            "resources": resources,
-            "higher_risk_count": sum(1 for resource in resources if resource.higher_risk),
+            "scopes_html": consent_scopes_html(tuple(authz.scopes)),
             "allow_url": f"{settings.OAUTH_AUTHORIZE_PATH}/allow?{query}",
             "deny_url": f"{settings.OAUTH_AUTHORIZE_PATH}/deny?{query}",
             # "Not you?": log out, log in again, and come back to this same request.

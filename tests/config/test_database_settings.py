@@ -31,14 +31,11 @@ def settings_with(**env) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(
     ("env", "expected"),
     [
-        ({}, "config.postgresql True poll None None"),
-        ({"DATABASE_HEALTH_CHECK": "ping"}, "config.postgresql True ping None None"),
-        ({"DATABASE_HEALTH_CHECK": "off"}, "config.postgresql False off None None"),
-        ({"DATABASE_SERVER_SIDE_BINDING": "1"}, "config.postgresql True poll True 5"),
-        (
-            {"DATABASE_SERVER_SIDE_BINDING": "1", "DATABASE_PREPARE_THRESHOLD": "1"},
-            "config.postgresql True poll True 1",
-        ),
+        ({}, "config.postgresql True poll True 1"),
+        ({"DATABASE_HEALTH_CHECK": "ping"}, "config.postgresql True ping True 1"),
+        ({"DATABASE_HEALTH_CHECK": "off"}, "config.postgresql False off True 1"),
+        ({"DATABASE_SERVER_SIDE_BINDING": "0"}, "config.postgresql True poll None None"),
+        ({"DATABASE_PREPARE_THRESHOLD": "5"}, "config.postgresql True poll True 5"),
     ],
 )
 def test_postgresql_settings(env, expected):
