@@ -7,7 +7,7 @@ short blocks, and reports process CPU per request of each and their ratio. No gu
 sockets, no PostgreSQL CPU: the fixed costs of serving are left out, so the ratios here are
 lower than `make bench`'s, and a change's effect in ms per request is what to read.
 
-    BENCH_KEEP_DATABASES=1 make bench   # or any run that left bench_project and its seed file
+    BENCH_KEEP_DATABASES=1 BENCH_KEEP_WORKDIR=1 make bench   # leaves bench_project and its seed file
     python -m bench.inprocess --seed /tmp/bench-…/seed-project.json [--scenarios 1,2,3,5] [--profile 2]
 
 Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bench_project) and
