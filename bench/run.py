@@ -237,6 +237,11 @@ class Server:
             self.worker_class,
             "--threads",
             str(self.threads),
+            # Longer than a phase (a server waits idle while another target has the load): with
+            # gunicorn's default of 2 s, a threaded worker closed kept-alive connections just
+            # as the next phase reused them (a failed request in a thousand, "HTTP 0").
+            "--keep-alive",
+            "10",
             "--bind",
             "127.0.0.1:0",
             "--timeout",
