@@ -44,6 +44,7 @@ from oauthclients.models import (
 )
 from oauthclients.selectors import access_token_get_for_introspection, access_token_get_valid
 from oauthflows.requestparams import basic_credentials, request_json_pairs
+from oauthflows.services import code_and_consent_record
 
 # RFC 7636 §4.1 / §4.2: verifier 43-128 unreserved characters; S256 challenge is 43 base64url chars.
 CODE_VERIFIER_RE = re.compile(r"^[A-Za-z0-9\-._~]{43,128}$")
@@ -265,7 +266,7 @@ class Validator(OAuth2Validator):
     def _create_authorization_code(self, request, code, expires=None):
         if not expires:
             expires = timezone.now() + timedelta(seconds=oauth2_settings.AUTHORIZATION_CODE_EXPIRE_SECONDS)
-        return Grant.objects.create(
+        grant = Grant(
             application=request.client,
             user=request.user,
             code=digest(code["code"]),
@@ -275,6 +276,14 @@ class Validator(OAuth2Validator):
             code_challenge=request.code_challenge or "",
             code_challenge_method=request.code_challenge_method or "",
         )
+        if getattr(request, "record_consent", False):
+            # The Allow POST on PostgreSQL: the code, the consent and its audit row in one statement.
+            code_and_consent_record(
+                code=grant, user=request.user, client=request.client, scopes=list(request.scopes or [])
+            )
+        else:
+            grant.save(force_insert=True)
+        return grant
 
     def _grant(self, code, request) -> Grant | None:
         """The grant for this code and client, locked for the rest of the request's transaction."""

@@ -3,6 +3,7 @@
 from functools import cache
 
 from django.db import connections, router, transaction
+from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
 from oauthclients.audit import audit_announce_on_commit, audit_record
@@ -37,7 +38,9 @@ def consent_record(*, user, client: OAuthClient, scopes: list[str]) -> Consent:
 
 
 @cache
-def _consent_sql(alias: str) -> str:
+def _consent_ctes(alias: str) -> str:
+    """Two data-modifying CTEs, `consent` (the upsert) and `event` (its audit row); positional
+    parameters: user, client, now, now (the consent); client, actor, user, action, detail, now (the event)."""
     quote = connections[alias].ops.quote_name
 
     def columns(model, *names):
@@ -47,32 +50,52 @@ def _consent_sql(alias: str) -> str:
     e = columns(ClientAuditEvent, "id", "client", "actor", "user", "action", "detail", "created")
     consents, events = quote(Consent._meta.db_table), quote(ClientAuditEvent._meta.db_table)
     return (
-        f"WITH consent AS (INSERT INTO {consents} ({c['user']}, {c['client']}, {c['first_authorized_at']}, "
-        f"{c['last_authorized_at']}) VALUES (%(user)s, %(client)s, %(now)s, %(now)s) "
+        f"consent AS (INSERT INTO {consents} ({c['user']}, {c['client']}, {c['first_authorized_at']}, "
+        f"{c['last_authorized_at']}) VALUES (%s, %s, %s, %s) "
         f"ON CONFLICT ({c['user']}, {c['client']}) DO UPDATE "
         f"SET {c['last_authorized_at']} = EXCLUDED.{c['last_authorized_at']} "
-        f"RETURNING {c['id']}, {c['first_authorized_at']}), "
+        f"RETURNING {c['id']} AS id, {c['first_authorized_at']} AS first_authorized_at), "
         f"event AS (INSERT INTO {events} ({e['client']}, {e['actor']}, {e['user']}, {e['action']}, {e['detail']}, "
-        f"{e['created']}) VALUES (%(client)s, %(user)s, %(user)s, %(action)s, %(detail)s, %(now)s) "
-        f"RETURNING {e['id']}) "
-        f"SELECT consent.{c['id']}, consent.{c['first_authorized_at']}, event.{e['id']} FROM consent, event"
+        f"{e['created']}) VALUES (%s, %s, %s, %s, %s, %s) RETURNING {e['id']} AS id)"
     )
 
 
-def _consent_record_in_one_statement(connection, *, user, client, now, detail) -> Consent:
+def _insert_sql(connection, obj) -> tuple[str, list]:
+    """Django's own INSERT ... RETURNING pk for an unsaved instance (auto_now fields filled)."""
+    meta = obj._meta
+    fields = [f for f in meta.local_concrete_fields if f is not meta.auto_field and not f.generated]
+    query = InsertQuery(type(obj))
+    query.insert_values(fields, [obj])
+    compiler = query.get_compiler(connection=connection)
+    compiler.returning_fields = [meta.pk]
+    ((sql, params),) = compiler.as_sql()
+    return sql, list(params)
+
+
+def _consent_record_in_one_statement(connection, *, user, client, now, detail, code: Grant | None = None) -> Consent:
     """The consent upsert and its audit row in one statement (two data-modifying CTEs): one
-    round trip, atomic by itself, where the ORM needs a transaction and two statements."""
+    round trip, atomic by itself, where the ORM needs a transaction and two statements. With
+    `code` (an unsaved Grant), the authorization code is inserted by the same statement."""
     action = AuditAction.GRANT_AUTHORIZED
-    params = {
-        "user": user.pk,
-        "client": client.pk,
-        "now": now,
-        "action": action.value,
-        "detail": ClientAuditEvent._meta.get_field("detail").get_db_prep_save(detail, connection),
-    }
+    detail_value = ClientAuditEvent._meta.get_field("detail").get_db_prep_save(detail, connection)
+    params = [user.pk, client.pk, now, now, client.pk, user.pk, user.pk, action.value, detail_value, now]
+    sql = f"WITH {_consent_ctes(connection.alias)} SELECT consent.id, consent.first_authorized_at, event.id"
+    if code is not None:
+        code_sql, code_params = _insert_sql(connection, code)
+        sql = (
+            f"WITH code AS ({code_sql}), {_consent_ctes(connection.alias)} "
+            f"SELECT consent.id, consent.first_authorized_at, event.id, code.id FROM consent, event, code"
+        )
+        params = code_params + params
+    else:
+        sql += " FROM consent, event"
     with connection.cursor() as cursor:
-        cursor.execute(_consent_sql(connection.alias), params)
-        consent_id, first_authorized_at, event_id = cursor.fetchone()
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    consent_id, first_authorized_at, event_id = row[:3]
+    if code is not None:
+        code.pk = row[3]
+        code._state.adding, code._state.db = False, connection.alias
     consent = Consent(
         id=consent_id, user=user, client=client, first_authorized_at=first_authorized_at, last_authorized_at=now
     )
@@ -83,6 +106,21 @@ def _consent_record_in_one_statement(connection, *, user, client, now, detail) -
     event._state.adding, event._state.db = False, connection.alias
     audit_announce_on_commit(event)
     return consent
+
+
+def consent_records_with_code() -> bool:
+    """Whether the authorization code is written with its consent and audit row in one
+    statement (PostgreSQL), by code_and_consent_record; elsewhere consent_record follows it."""
+    return connections[router.db_for_write(Consent)].vendor == "postgresql"
+
+
+def code_and_consent_record(*, code: Grant, user, client: OAuthClient, scopes: list[str]) -> Consent:
+    """The user clicked Allow (PostgreSQL): the code, the consent and its audit row, one statement."""
+    connection = connections[router.db_for_write(Consent)]
+    detail = {"scopes": scopes, "unrestricted": not scopes}
+    return _consent_record_in_one_statement(
+        connection, user=user, client=client, now=timezone.now(), detail=detail, code=code
+    )
 
 
 @transaction.atomic

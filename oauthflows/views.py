@@ -28,7 +28,7 @@ from oauthflows.authorization import (
 )
 from oauthflows.endpoints import ascii_description
 from oauthflows.selectors import connected_app_get_for_user, connected_app_list_for_user
-from oauthflows.services import connected_app_revoke, consent_deny, consent_record
+from oauthflows.services import connected_app_revoke, consent_deny, consent_record, consent_records_with_code
 from profiles.selectors import profile_get_for_user
 from scopes.catalog import group_by_resource
 
@@ -149,6 +149,9 @@ class AuthorizeAllowView(AuthorizationMixin, OAuthLibMixin, View):
         }
         if authz.client.status == ClientStatus.PENDING:
             credentials["pending_owner_preview"] = True  # validated above: the user is the owner
+        # On PostgreSQL the validator writes the consent and its audit row with the code, in one
+        # statement (oauthflows.services.code_and_consent_record); elsewhere they follow it here.
+        credentials["record_consent"] = consent_records_with_code()
         if authz.code_challenge:
             credentials["code_challenge"] = authz.code_challenge
             credentials["code_challenge_method"] = "S256"
@@ -167,7 +170,8 @@ class AuthorizeAllowView(AuthorizationMixin, OAuthLibMixin, View):
                     state=authz.state,
                 )
             )
-        consent_record(user=request.user, client=authz.client, scopes=authz.scopes)
+        if not credentials["record_consent"]:
+            consent_record(user=request.user, client=authz.client, scopes=authz.scopes)
         return ClientRedirect(uri)  # 302, never 307 (SECURITY.md)
 
 
