@@ -20,6 +20,40 @@ def me_payload(user) -> dict:
     }
 
 
+# Each target's routes, by name (the load generator's and bench/inprocess.py's).
+ROUTES = {
+    "project": {
+        "me": "/v2/me",
+        "token": "/v2/auth/oauth2/token",
+        "authorize": "/auth/oauth2/authorize",
+        "consent": "/auth/oauth2/authorize/allow",
+        "introspect": "/v2/auth/oauth2/introspect",
+        # The framework floor (scenario 0): DRF's empty view stands for the project's side.
+        "empty": "/floor/empty-drf",
+    },
+    # Scenario 6: the example resource server's GET /v2/bookings, verified in the project's own
+    # process (local), or by the example service through introspection, without and with its cache.
+    "local": {"bookings": "/local/v2/bookings"},
+    "remote": {"bookings": "/v2/bookings"},
+    "remote-cached": {"bookings": "/v2/bookings"},
+    "floor": {
+        "me": "/floor/me",
+        "token": "/floor/token",
+        "authorize": "/floor/authorize",
+        "consent": "/floor/authorize/allow",
+        "introspect": "/floor/introspect",
+        "empty": "/floor/empty",
+    },
+    # DOT's consent form posts back to the authorize URL itself, with `allow` in the body.
+    "stock": {
+        "me": "/stock/me",
+        "token": "/stock/o/token/",
+        "authorize": "/stock/o/authorize/",
+        "consent": "/stock/o/authorize/",
+    },
+}
+
+
 # Seeded credentials are numbered: the seeder writes rows for a range of numbers with one
 # INSERT ... SELECT FROM generate_series, and the load generator computes the same values.
 # Both sides must agree, so the formats live here, in Python and in SQL.

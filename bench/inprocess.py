@@ -27,6 +27,8 @@ import sys
 import time
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+from bench.common import ROUTES
+
 CSRF_SECRET = "a" * 32
 HIDDEN_CSRF_RE = re.compile(rb'name="csrfmiddlewaretoken" value="([^"]+)"')
 
@@ -91,22 +93,7 @@ class Client:
 class Scenarios:
     """Each scenario's request for a target ("project" or "floor"); raises on a wrong answer."""
 
-    ROUTES = {
-        "project": {
-            "me": "/v2/me",
-            "token": "/v2/auth/oauth2/token",
-            "authorize": "/auth/oauth2/authorize",
-            "consent": "/auth/oauth2/authorize/allow",
-            "introspect": "/v2/auth/oauth2/introspect",
-        },
-        "floor": {
-            "me": "/floor/me",
-            "token": "/floor/token",
-            "authorize": "/floor/authorize",
-            "consent": "/floor/authorize/allow",
-            "introspect": "/floor/introspect",
-        },
-    }
+    ROUTES = ROUTES
 
     def __init__(self, client: Client, seed: dict, first_code: int):
         from bench.common import code_value, token_value
@@ -192,8 +179,7 @@ class Scenarios:
         self.exchange(target, code, name="4c")
 
     def empty(self, target):
-        path = {"project": "/floor/empty-drf", "floor": "/floor/empty"}[target]
-        self.check(f"0 {target}", *self.client.call("GET", path))
+        self.check(f"0 {target}", *self.client.call("GET", self.ROUTES[target]["empty"]))
 
 
 SCENARIO_METHODS = {"0": "empty", "1": "me", "2": "refresh_token", "3": "exchange", "4": "flow", "5": "introspect"}

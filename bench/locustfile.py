@@ -39,7 +39,7 @@ import gevent
 from locust import FastHttpUser, constant, events, task
 from locust.exception import StopUser
 
-from bench.common import code_value, request_stats, token_value
+from bench.common import ROUTES, code_value, request_stats, token_value
 
 PLAN = json.loads(os.environ["BENCH_PLAN"])
 PHASE = float(os.environ.get("BENCH_PHASE", "2"))
@@ -51,37 +51,6 @@ for _entry in PLAN:
         with open(_entry["seed"]) as _fh:
             SEEDS[_entry["seed"]] = json.load(_fh)
 
-ROUTES = {
-    "project": {
-        "me": "/v2/me",
-        "token": "/v2/auth/oauth2/token",
-        "authorize": "/auth/oauth2/authorize",
-        "consent": "/auth/oauth2/authorize/allow",
-        "introspect": "/v2/auth/oauth2/introspect",
-        # The framework floor (scenario 0): DRF's empty view stands for the project's side.
-        "empty": "/floor/empty-drf",
-    },
-    # Scenario 6: the example resource server's GET /v2/bookings, verified in the project's own
-    # process (local), or by the example service through introspection, without and with its cache.
-    "local": {"bookings": "/local/v2/bookings"},
-    "remote": {"bookings": "/v2/bookings"},
-    "remote-cached": {"bookings": "/v2/bookings"},
-    "floor": {
-        "me": "/floor/me",
-        "token": "/floor/token",
-        "authorize": "/floor/authorize",
-        "consent": "/floor/authorize/allow",
-        "introspect": "/floor/introspect",
-        "empty": "/floor/empty",
-    },
-    # DOT's consent form posts back to the authorize URL itself, with `allow` in the body.
-    "stock": {
-        "me": "/stock/me",
-        "token": "/stock/o/token/",
-        "authorize": "/stock/o/authorize/",
-        "consent": "/stock/o/authorize/",
-    },
-}
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 HIDDEN_INPUT_RE = re.compile(r'<input type="hidden" name="([^"]+)"(?: value="([^"]*)")?')
 QUERIES_HEADER = "X-DB-Queries"
