@@ -28,6 +28,7 @@ from functools import cache
 from django.contrib.auth import get_user_model
 from django.db import connections, router
 
+from oauthclients.compiled import quoted_columns
 from oauthclients.models import AccessToken, Grant, RefreshToken, digest
 
 
@@ -37,8 +38,7 @@ def _supported(model) -> str | None:
 
 
 def _names(model, *fields: str) -> dict[str, str]:
-    quote = connections[router.db_for_write(model)].ops.quote_name
-    return {field: quote(model._meta.get_field(field).column) for field in fields}
+    return quoted_columns(connections[router.db_for_write(model)], model, *fields)
 
 
 @cache
@@ -135,9 +135,18 @@ def grant_claim(
 @cache
 def _refresh_sql() -> str:
     quote = connections[router.db_for_write(RefreshToken)].ops.quote_name
-    r = _names(RefreshToken, "id", "token_checksum", "revoked", "application", "access_token", "user", "updated")
-    r.update(family=quote(RefreshToken._meta.get_field("token_family").column))
-    r.update(created=quote(RefreshToken._meta.get_field("created").column))
+    r = _names(
+        RefreshToken,
+        "id",
+        "token_checksum",
+        "revoked",
+        "application",
+        "access_token",
+        "user",
+        "updated",
+        "token_family",
+        "created",
+    )
     a = _names(AccessToken, "id", "expires", "scope")
     user_model = get_user_model()
     u = _names(user_model, "id", "is_active")
@@ -154,7 +163,7 @@ def _refresh_sql() -> str:
         f"FOR UPDATE OF r), "
         f"claimed AS (UPDATE {refresh_table} SET {r['revoked']} = %(now)s, {r['access_token']} = NULL, "
         f"{r['updated']} = %(now)s FROM old WHERE {refresh_table}.{r['id']} = old.id "
-        f"RETURNING {refresh_table}.{r['id']}, {refresh_table}.{r['user']}, {refresh_table}.{r['family']}, "
+        f"RETURNING {refresh_table}.{r['id']}, {refresh_table}.{r['user']}, {refresh_table}.{r['token_family']}, "
         f"{refresh_table}.{r['created']}, old.access_token_id, old.scope, old.expires), "
         f"gone AS (DELETE FROM {access_table} WHERE {a['id']} IN (SELECT access_token_id FROM claimed)) "
         f"SELECT * FROM claimed"

@@ -21,6 +21,12 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Model, QuerySet
 
 
+def quoted_columns(connection, model: type[Model], *fields: str) -> dict[str, str]:
+    """Each field's column, quoted for this connection: for SQL written by hand (claims, consent)."""
+    quote = connection.ops.quote_name
+    return {field: quote(model._meta.get_field(field).column) for field in fields}
+
+
 class _Shape:
     """Where one model's columns are in the row, and how it hangs off its parent."""
 

@@ -44,7 +44,7 @@ from oauthclients.models import (
 )
 from oauthclients.selectors import access_token_get_for_introspection, access_token_get_valid
 from oauthflows.requestparams import basic_credentials, request_json_pairs
-from oauthflows.services import code_and_consent_record
+from oauthflows.services import consent_record
 
 # RFC 7636 §4.1 / §4.2: verifier 43-128 unreserved characters; S256 challenge is 43 base64url chars.
 CODE_VERIFIER_RE = re.compile(r"^[A-Za-z0-9\-._~]{43,128}$")
@@ -278,9 +278,7 @@ class Validator(OAuth2Validator):
         )
         if getattr(request, "record_consent", False):
             # The Allow POST on PostgreSQL: the code, the consent and its audit row in one statement.
-            code_and_consent_record(
-                code=grant, user=request.user, client=request.client, scopes=list(request.scopes or [])
-            )
+            consent_record(code=grant, user=request.user, client=request.client, scopes=list(request.scopes or []))
         else:
             grant.save(force_insert=True)
         return grant

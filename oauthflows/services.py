@@ -7,6 +7,7 @@ from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
 from oauthclients.audit import audit_announce_on_commit, audit_record
+from oauthclients.compiled import quoted_columns
 from oauthclients.models import (
     AccessToken,
     AuditAction,
@@ -18,13 +19,19 @@ from oauthclients.models import (
 )
 
 
-def consent_record(*, user, client: OAuthClient, scopes: list[str]) -> Consent:
-    """The user clicked Allow: remember the standing authorization and audit it."""
+def consent_record(*, user, client: OAuthClient, scopes: list[str], code: Grant | None = None) -> Consent:
+    """The user clicked Allow: remember the standing authorization and audit it.
+
+    With `code` (an unsaved Grant: PostgreSQL only, see consent_records_with_code), the
+    authorization code is written by the same statement as the consent and its audit row.
+    """
     now = timezone.now()
     detail = {"scopes": scopes, "unrestricted": not scopes}
     connection = connections[router.db_for_write(Consent)]
     if connection.vendor == "postgresql":
-        return _consent_record_in_one_statement(connection, user=user, client=client, now=now, detail=detail)
+        return _consent_record_in_one_statement(connection, user=user, client=client, now=now, detail=detail, code=code)
+    if code is not None:
+        raise ValueError("The code is written with the consent on PostgreSQL only (consent_records_with_code).")
     with transaction.atomic():
         # INSERT ... ON CONFLICT DO UPDATE: first_authorized_at is kept.
         (consent,) = Consent.objects.bulk_create(
@@ -41,13 +48,10 @@ def consent_record(*, user, client: OAuthClient, scopes: list[str]) -> Consent:
 def _consent_ctes(alias: str) -> str:
     """Two data-modifying CTEs, `consent` (the upsert) and `event` (its audit row); positional
     parameters: user, client, now, now (the consent); client, actor, user, action, detail, now (the event)."""
-    quote = connections[alias].ops.quote_name
-
-    def columns(model, *names):
-        return {name: quote(model._meta.get_field(name).column) for name in names}
-
-    c = columns(Consent, "id", "user", "client", "first_authorized_at", "last_authorized_at")
-    e = columns(ClientAuditEvent, "id", "client", "actor", "user", "action", "detail", "created")
+    connection = connections[alias]
+    quote = connection.ops.quote_name
+    c = quoted_columns(connection, Consent, "id", "user", "client", "first_authorized_at", "last_authorized_at")
+    e = quoted_columns(connection, ClientAuditEvent, "id", "client", "actor", "user", "action", "detail", "created")
     consents, events = quote(Consent._meta.db_table), quote(ClientAuditEvent._meta.db_table)
     return (
         f"consent AS (INSERT INTO {consents} ({c['user']}, {c['client']}, {c['first_authorized_at']}, "
@@ -79,48 +83,44 @@ def _consent_record_in_one_statement(connection, *, user, client, now, detail, c
     action = AuditAction.GRANT_AUTHORIZED
     detail_value = ClientAuditEvent._meta.get_field("detail").get_db_prep_save(detail, connection)
     params = [user.pk, client.pk, now, now, client.pk, user.pk, user.pk, action.value, detail_value, now]
-    sql = f"WITH {_consent_ctes(connection.alias)} SELECT consent.id, consent.first_authorized_at, event.id"
+    ctes, selected, sources = (
+        [_consent_ctes(connection.alias)],
+        ["consent.id", "consent.first_authorized_at", "event.id"],
+        ["consent", "event"],
+    )
     if code is not None:
         code_sql, code_params = _insert_sql(connection, code)
-        sql = (
-            f"WITH code AS ({code_sql}), {_consent_ctes(connection.alias)} "
-            f"SELECT consent.id, consent.first_authorized_at, event.id, code.id FROM consent, event, code"
-        )
+        ctes.insert(0, f"code AS ({code_sql})")
+        selected.append("code.id")
+        sources.append("code")
         params = code_params + params
-    else:
-        sql += " FROM consent, event"
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    consent_id, first_authorized_at, event_id = row[:3]
+        cursor.execute(f"WITH {', '.join(ctes)} SELECT {', '.join(selected)} FROM {', '.join(sources)}", params)
+        consent_id, first_authorized_at, event_id, *code_id = cursor.fetchone()
     if code is not None:
-        code.pk = row[3]
-        code._state.adding, code._state.db = False, connection.alias
+        code.pk = code_id[0]
+        _saved(code, connection.alias)
     consent = Consent(
         id=consent_id, user=user, client=client, first_authorized_at=first_authorized_at, last_authorized_at=now
     )
-    consent._state.adding, consent._state.db = False, connection.alias
     event = ClientAuditEvent(
         id=event_id, client=client, actor=user, user=user, action=action, detail=detail, created=now
     )
-    event._state.adding, event._state.db = False, connection.alias
-    audit_announce_on_commit(event)
+    _saved(consent, connection.alias)
+    audit_announce_on_commit(_saved(event, connection.alias))
     return consent
+
+
+def _saved(instance, alias: str):
+    """An instance whose row the statement above wrote: as Model.save() leaves it."""
+    instance._state.adding, instance._state.db = False, alias
+    return instance
 
 
 def consent_records_with_code() -> bool:
     """Whether the authorization code is written with its consent and audit row in one
-    statement (PostgreSQL), by code_and_consent_record; elsewhere consent_record follows it."""
+    statement (PostgreSQL: consent_record with `code`); elsewhere consent_record follows it."""
     return connections[router.db_for_write(Consent)].vendor == "postgresql"
-
-
-def code_and_consent_record(*, code: Grant, user, client: OAuthClient, scopes: list[str]) -> Consent:
-    """The user clicked Allow (PostgreSQL): the code, the consent and its audit row, one statement."""
-    connection = connections[router.db_for_write(Consent)]
-    detail = {"scopes": scopes, "unrestricted": not scopes}
-    return _consent_record_in_one_statement(
-        connection, user=user, client=client, now=timezone.now(), detail=detail, code=code
-    )
 
 
 @transaction.atomic

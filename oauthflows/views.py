@@ -150,7 +150,7 @@ class AuthorizeAllowView(AuthorizationMixin, OAuthLibMixin, View):
         if authz.client.status == ClientStatus.PENDING:
             credentials["pending_owner_preview"] = True  # validated above: the user is the owner
         # On PostgreSQL the validator writes the consent and its audit row with the code, in one
-        # statement (oauthflows.services.code_and_consent_record); elsewhere they follow it here.
+        # statement (oauthflows.services.consent_record with the code); elsewhere they follow it here.
         credentials["record_consent"] = consent_records_with_code()
         if authz.code_challenge:
             credentials["code_challenge"] = authz.code_challenge

@@ -135,3 +135,31 @@ def test_an_authorization_is_audited_with_its_scopes_and_announced(
     (line,) = [json.loads(r.getMessage()) for r in caplog.records if r.name == "audit"]
     assert line["event"] == AuditAction.GRANT_AUTHORIZED and line["client_id"] == client.client_id
     assert line["detail"] == event.detail and line["user_id"] == end_user.pk
+
+
+def test_consent_record_writes_a_code_with_the_consent_only_where_one_statement_can(confidential, end_user):
+    from datetime import timedelta
+
+    from django.db import connection
+    from django.utils import timezone
+
+    from oauthclients.models import Consent, Grant
+    from oauthflows.services import consent_record, consent_records_with_code
+
+    client, _secret = confidential
+    code = Grant(
+        application=client,
+        user=end_user,
+        code="digest",
+        expires=timezone.now() + timedelta(minutes=1),
+        redirect_uri=client.redirect_uri_list[0],
+        scope="PROFILE_READ",
+    )
+    assert consent_records_with_code() is (connection.vendor == "postgresql")
+    if connection.vendor == "postgresql":
+        consent_record(user=end_user, client=client, scopes=["PROFILE_READ"], code=code)
+        assert Grant.objects.get(pk=code.pk).code == "digest" and Consent.objects.filter(client=client).exists()
+    else:
+        with pytest.raises(ValueError, match="PostgreSQL only"):
+            consent_record(user=end_user, client=client, scopes=["PROFILE_READ"], code=code)
+        assert not Grant.objects.exists() and not Consent.objects.exists()
