@@ -16,6 +16,7 @@ from django.contrib.admin import helpers
 from django.contrib.admin.widgets import ForeignKeyRawIdWidget
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -36,11 +37,17 @@ from oauthclients.models import (
     OAuthClient,
     RefreshToken,
 )
+from oauthclients.validators import lookalike_flags
 from scopes.catalog import LEVEL_LABELS, SCOPES, ScopeLevel, group_by_resource
 
 for _model in (OAuthClient, AccessToken, RefreshToken, Grant, IDToken):
     if admin.site.is_registered(_model):
         admin.site.unregister(_model)
+
+
+def _posted_digest(request, client) -> str:
+    """The review digest the confirmation page carried for this client; "" (never a match) if none."""
+    return request.POST.get(f"digest_{client.pk}", "")
 
 
 def _error_text(exc: ValidationError | ApplicationError) -> str:
@@ -325,6 +332,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
         wrap = self.admin_site.admin_view
         return [
             path("<path:object_id>/approve/", wrap(self.approve_view), name="oauthclients_oauthclient_approve"),
+            path("<path:object_id>/logo.png", wrap(self.logo_view), name="oauthclients_oauthclient_logo"),
             path("<path:object_id>/reject/", wrap(self.reject_view), name="oauthclients_oauthclient_reject"),
             *super().get_urls(),
         ]
@@ -332,7 +340,46 @@ class OAuthClientAdmin(admin.ModelAdmin):
     def _review_target(self, request, object_id):
         if not super().has_change_permission(request):
             raise PermissionDenied
-        return get_object_or_404(OAuthClient.objects.select_related("user"), pk=object_id)
+        try:
+            return get_object_or_404(OAuthClient.objects.select_related("user"), pk=object_id)
+        except (ValueError, ValidationError):
+            raise Http404("No such client.") from None  # a pk that is not a number: not found, not a 500
+
+    def _review(self, client) -> dict:
+        """What the reviewer is shown of one client, and the digest that binds an approval to it."""
+        digest = client.review_digest()
+        return {
+            "client": client,
+            "digest": digest,
+            "digest_field": f"digest_{client.pk}",
+            "scopes": self.scope_names(client),
+            "changes": self.changes_since_approval(client),
+            "logo_url": reverse("admin:oauthclients_oauthclient_logo", args=[client.pk])
+            + f"?v={client.review_digest()[:12]}",
+            "flags": lookalike_flags(
+                name=client.name,
+                urls={
+                    "website": client.website_url,
+                    "privacy policy": client.privacy_policy_url,
+                    "terms of service": client.terms_url,
+                    **{f"redirect URI {uri}": uri for uri in client.redirect_uri_list},
+                },
+            ),
+        }
+
+    def logo_view(self, request, object_id):
+        """The client's current logo, for the reviewer only: users are served the approved one."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        try:
+            row = OAuthClient.objects.filter(pk=object_id).values_list("logo_png", flat=True).first()
+        except (ValueError, ValidationError):
+            row = None
+        if row is None:
+            raise Http404("No logo.")
+        response = HttpResponse(bytes(row), content_type="image/png")
+        response["Cache-Control"] = "private, no-store"
+        return response
 
     def _review_page(self, request, client, *, template, title, **context):
         return TemplateResponse(
@@ -350,11 +397,13 @@ class OAuthClientAdmin(admin.ModelAdmin):
         )
 
     def approve_view(self, request, object_id):
-        """GET: confirm what is being approved. POST: approve."""
+        """GET: show everything approval covers, with its digest. POST: approve that version only."""
         client = self._review_target(request, object_id)
         if request.method == "POST":
             try:
-                services.client_approve(client=client, actor=request.user)
+                services.client_approve(
+                    client=client, actor=request.user, expected_digest=_posted_digest(request, client)
+                )
             except (ApplicationError, ValidationError) as exc:
                 self.message_user(request, _error_text(exc), messages.ERROR)
             else:
@@ -365,8 +414,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
             client,
             template="approve_client.html",
             title=f"Approve {client.name}?",
-            scopes=self.scope_names(client),
-            changes=self.changes_since_approval(client),
+            review=self._review(client),
         )
 
     def reject_view(self, request, object_id):
@@ -507,8 +555,31 @@ class OAuthClientAdmin(admin.ModelAdmin):
 
     @admin.action(description="Approve selected clients", permissions=["change"])
     def approve_clients(self, request, queryset):
-        calls = [(client, partial(services.client_approve, client=client, actor=request.user)) for client in queryset]
+        """A confirmation page showing every selected client in full; each approval is bound to what it showed."""
+        clients = list(queryset.select_related("user"))
+        if "post" not in request.POST:
+            return self._action_page(
+                request,
+                "approve_clients.html",
+                title="Approve clients",
+                queryset=clients,
+                action="approve_clients",
+                reviews=[self._review(client) for client in clients],
+            )
+        calls = [
+            (
+                client,
+                partial(
+                    services.client_approve,
+                    client=client,
+                    actor=request.user,
+                    expected_digest=_posted_digest(request, client),
+                ),
+            )
+            for client in clients
+        ]
         self._each(request, calls, done=("Approved %d client.", "Approved %d clients."))
+        return None
 
     @admin.action(description="Reject selected clients", permissions=["change"])
     def reject_clients(self, request, queryset):

@@ -14,6 +14,10 @@ class InvalidTransition(ApplicationError):
     """A review-state move that is not allowed from the current state."""
 
 
+class ReviewOutdated(InvalidTransition):
+    """The client changed after the reviewer looked at it: approving would approve something unseen."""
+
+
 class SecretLimitReached(ApplicationError):
     """A third active secret was asked for."""
 

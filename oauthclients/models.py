@@ -6,6 +6,7 @@ and see our review state through DOT's own hooks (`is_usable`, the validator) wi
 
 import hashlib
 import hmac
+import json
 
 from django.conf import settings
 from django.db import models
@@ -171,6 +172,21 @@ class OAuthClient(AbstractApplication):
             "redirect_uris": self.redirect_uri_list,
             "scopes": self.scope_list,
         }
+
+    def review_digest(self) -> str:
+        """A digest of everything an approval covers (SECURITY.md: an approval applies only to the
+        version the reviewer saw): what users are shown, where codes go, what may be asked, the kind.
+
+        The confirmation page and `oauthclient show` carry it; `client_approve` refuses, under the
+        row lock, a client whose digest has changed since.
+        """
+        covered = {
+            **self.presentation(),
+            "purpose": self.purpose,
+            "kind": self.client_type,
+            "legacy": self.is_legacy,
+        }
+        return hashlib.sha256(json.dumps(covered, sort_keys=True).encode("utf-8")).hexdigest()
 
     def changes_since_approval(self) -> list[str] | None:
         """What users would see differently since an administrator last approved it (None: never approved)."""

@@ -1,5 +1,6 @@
 """Every state change of a client: atomic, row-locked, audited in the same transaction."""
 
+import hmac
 import secrets
 import unicodedata
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from oauthclients.exceptions import (
     ClientKindError,
     InvalidTransition,
     LastSecretError,
+    ReviewOutdated,
     SecretLimitReached,
     SecretNotFound,
 )
@@ -417,14 +419,29 @@ def client_set_scopes(*, client: OAuthClient, scopes: list[str], actor=None) -> 
     return _apply_edit(client, actor=actor, action=AuditAction.CLIENT_SCOPES_SET, cleaned=cleaned)
 
 
+def _same_digest(given, actual: str) -> bool:
+    # compare_digest refuses non-ASCII text; such input is simply not the digest.
+    return isinstance(given, str) and given.isascii() and hmac.compare_digest(given, actual)
+
+
 @transaction.atomic
-def client_approve(*, client: OAuthClient, actor) -> OAuthClient:
-    """pending -> approved. Only administrators call this."""
+def client_approve(*, client: OAuthClient, actor, expected_digest: str | None = None) -> OAuthClient:
+    """pending -> approved. Only administrators call this.
+
+    `expected_digest` is the `review_digest()` of the version the reviewer was shown: if the client
+    changed since (its owner edited it meanwhile), nothing is approved. Every review screen passes
+    it; only a caller that has just made or read the client in the same transaction may omit it.
+    """
     client = _lock(client)
     if client.status != ClientStatus.PENDING:
         raise InvalidTransition(
             f"Only a pending client can be approved; this one is {client.get_status_display().lower()}."
             + (" The owner must edit and resubmit it first." if client.status == ClientStatus.REJECTED else "")
+        )
+    if expected_digest is not None and not _same_digest(expected_digest, client.review_digest()):
+        raise ReviewOutdated(
+            f"{client.name} ({client.client_id}) changed after you reviewed it, so it was not approved. "
+            "Review the current version and approve again."
         )
     client.status = ClientStatus.APPROVED
     client.rejection_reason = ""

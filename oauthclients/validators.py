@@ -2,6 +2,8 @@
 
 import io
 import re
+import unicodedata
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
@@ -208,3 +210,67 @@ def validate_optional_url(value: str, *, label: str) -> str:
     except ValidationError:
         raise ValidationError(f"Enter the {label} as an http(s) URL.") from None
     return value
+
+
+# --- Look-alikes: what a phishing app does to pass for another (SECURITY.md, "Review") ---
+
+# Unicode's bidirectional controls (embeddings, overrides, isolates, marks): they reorder what a
+# user reads ("ppA lufesU" shown as "Useful App"), so a name or URL holding one is refused.
+BIDI_CONTROLS = frozenset("\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def has_bidi_control(value: str) -> bool:
+    return any(ch in BIDI_CONTROLS for ch in value or "")
+
+
+def _script(ch: str) -> str | None:
+    """The script of a letter, by its Unicode name's first word (LATIN, CYRILLIC, GREEK…); None for the rest."""
+    if not ch.isalpha():
+        return None
+    name = unicodedata.name(ch, "")
+    return name.split(" ", 1)[0] if name else None
+
+
+def mixed_script(word: str) -> bool:
+    """Letters of more than one script in one word or host label: `раураl` (Cyrillic with a Latin l)."""
+    return len({script for script in map(_script, word) if script}) > 1
+
+
+def url_host(url: str) -> str:
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
+
+
+def mixed_script_host(url: str) -> bool:
+    """A host with a label that mixes scripts: refused, as no honest domain needs it."""
+    return any(mixed_script(label) for label in url_host(url).split("."))
+
+
+@dataclass(frozen=True)
+class LookalikeFlag:
+    field: str
+    text: str
+
+
+def lookalike_flags(*, name: str, urls: dict[str, str]) -> list[LookalikeFlag]:
+    """What a reviewer should look at twice: mixed-script words in the name, non-ASCII hosts (shown in
+    the punycode a browser's address bar may show instead), bidirectional controls anywhere."""
+    flags = []
+    if has_bidi_control(name):
+        flags.append(LookalikeFlag("name", "The name holds bidirectional control characters."))
+    mixed = [word for word in (name or "").split() if mixed_script(word)]
+    if mixed:
+        flags.append(LookalikeFlag("name", "The name mixes alphabets in " + ", ".join(mixed) + " (a look-alike?)."))
+    for label, url in urls.items():
+        host = url_host(url)
+        if host and not host.isascii():
+            try:
+                ascii_host = host.encode("idna").decode("ascii")
+            except UnicodeError:
+                ascii_host = "(not a valid internationalised name)"
+            flags.append(LookalikeFlag(label, f"The {label} host {host} is internationalised: {ascii_host}."))
+        if has_bidi_control(url):
+            flags.append(LookalikeFlag(label, f"The {label} holds bidirectional control characters."))
+    return flags

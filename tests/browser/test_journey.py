@@ -173,6 +173,11 @@ def test_register_approve_consent_exchange_call_and_revoke(people, live_server, 
         admin.select_option("select[name=action]", label="Approve selected clients")
         with admin.expect_navigation():
             admin.click("button[name=index]")
+        # The confirmation shows everything approval covers; confirming approves that version.
+        screenshots(admin, "admin-approve-clients-confirm")
+        assert app.redirect_uri in admin.inner_text(".review-summary")
+        with admin.expect_navigation():
+            admin.get_by_role("button", name="Approve 1 client").click()
         screenshots(admin, "admin-approved")
         assert "Approved 1 client." in admin.inner_text(".messagelist")
 

@@ -21,6 +21,7 @@ from oauthclients.models import (
     digest,
 )
 from tests.factories import make_client
+from tests.security.credentials import digests_on_page
 
 CHANGELIST = "admin:oauthclients_oauthclient_changelist"
 SECRET_IN_PAGE = re.compile(r'class="one-time-secret">(cs_[A-Za-z0-9_-]+)<')
@@ -38,6 +39,13 @@ def run_action(http, action, clients, **confirmation):
     data.update({"post": "yes", **confirmation} if confirmation else {"index": 0})
     # The changelist opens on the pending queue; its form posts to the list as filtered ("All" here).
     return http.post(reverse(CHANGELIST) + "?status__exact=all", data)
+
+
+def approve_action(http, clients):
+    """The bulk Approve as an administrator uses it: its confirmation page, then the confirm button."""
+    confirmation = run_action(http, "approve_clients", clients)
+    assert confirmation.status_code == 200
+    return run_action(http, "approve_clients", clients, **digests_on_page(confirmation))
 
 
 def messages_of(response):
@@ -89,7 +97,7 @@ def test_non_staff_users_are_redirected_to_the_admin_login(client, owner):
 
 
 def test_approve_action_approves_pending_clients_and_reports_the_count(staff, reviewer, client_obj):
-    response = run_action(staff, "approve_clients", [client_obj])
+    response = approve_action(staff, [client_obj])
     assert response.status_code == 302
     client_obj = refreshed(client_obj)
     assert client_obj.status == ClientStatus.APPROVED
@@ -102,7 +110,7 @@ def test_a_mail_failure_neither_fails_the_action_nor_stops_the_batch(staff, owne
     broken = make_client(owner, name="Broken").client
     OAuthClient.objects.filter(pk=broken.pk).update(name="Broken\r\nBcc: x@example.com")
     third = make_client(owner, name="Third").client
-    response = run_action(staff, "approve_clients", [client_obj, broken, third])
+    response = approve_action(staff, [client_obj, broken, third])
     assert response.status_code == 302
     assert {refreshed(c).status for c in (client_obj, broken, third)} == {ClientStatus.APPROVED}
     assert len(mailoutbox) == 2  # the other two owners were told
@@ -122,7 +130,7 @@ def test_approving_a_rejected_client_reports_an_error_and_leaves_it_rejected(sta
     services.client_reject(client=client_obj, actor=reviewer, reason="Misleading name")
     pending = make_client(approved.client.owner, name="Still Pending").client
 
-    response = run_action(staff, "approve_clients", [client_obj, pending])
+    response = approve_action(staff, [client_obj, pending])
 
     assert response.status_code == 302
     assert refreshed(client_obj).status == ClientStatus.REJECTED

@@ -10,6 +10,7 @@ from django.utils import timezone
 from oauthclients import services
 from oauthclients.models import ClientAuditEvent, ClientStatus, OAuthClient
 from tests.factories import make_client, make_user
+from tests.security.credentials import digests_on_page
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +54,7 @@ def test_approve_asks_for_confirmation_then_approves(staff, owner):
     assert "Yes, approve" in confirm.content.decode()
     app.refresh_from_db()
     assert app.status == ClientStatus.PENDING
-    done = staff.post(reverse("admin:oauthclients_oauthclient_approve", args=[app.pk]))
+    done = staff.post(reverse("admin:oauthclients_oauthclient_approve", args=[app.pk]), digests_on_page(confirm))
     assert done.status_code == 302 and done["Location"] == change_url(app)
     app.refresh_from_db()
     assert app.status == ClientStatus.APPROVED

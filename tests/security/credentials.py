@@ -75,11 +75,20 @@ def register_client(developer: Client, **overrides) -> tuple[OAuthClient, str | 
 
 
 def approve_in_admin(reviewer: Client, client: OAuthClient) -> None:
+    """The bulk action as an administrator uses it: the confirmation page, then Approve with its digests."""
+    changelist = reverse("admin:oauthclients_oauthclient_changelist")
     data = {"action": "approve_clients", ACTION_CHECKBOX_NAME: [client.pk], "index": 0}
-    response = reviewer.post(reverse("admin:oauthclients_oauthclient_changelist"), data)
-    assert response.status_code in (200, 302), response.content[:500]
+    confirmation = reviewer.post(changelist, data)
+    assert confirmation.status_code == 200, confirmation.content[:500]
+    response = reviewer.post(changelist, {**data, "post": "yes", **digests_on_page(confirmation)})
+    assert response.status_code == 302, response.content[:500]
     client.refresh_from_db()
     assert client.is_approved
+
+
+def digests_on_page(response) -> dict[str, str]:
+    """The review digests an approval confirmation page carries, as its form would post them."""
+    return dict(re.findall(r'name="(digest_\d+)" value="([0-9a-f]{64})"', response.content.decode()))
 
 
 def generate_secret_on_page(developer: Client, client: OAuthClient) -> str:

@@ -64,6 +64,8 @@ def client_json(client: OAuthClient) -> dict:
         ],
         "created": _iso(client.created),
         "updated": _iso(client.updated),
+        # Pass it to `approve --expect-digest` to approve exactly the version printed here.
+        "review_digest": client.review_digest(),
     }
 
 
@@ -132,8 +134,18 @@ class Command(BaseCommand):
             "no scope, no grant; approved at once.",
         )
 
-        approve = commands.add_parser("approve", help="Approve a pending client.")
+        approve = commands.add_parser(
+            "approve",
+            help="Approve a pending client.",
+            description="Approve a pending client. With --expect-digest (the review_digest that `show` "
+            "printed), nothing is approved if the client changed since you looked at it.",
+        )
         approve.add_argument("client_id")
+        approve.add_argument(
+            "--expect-digest",
+            default=None,
+            help="The review_digest printed by `show`: approve only that version of the client.",
+        )
 
         reject = commands.add_parser("reject", help="Reject a pending or approved client; its tokens stop working.")
         reject.add_argument("client_id")
@@ -250,8 +262,9 @@ class Command(BaseCommand):
             "status": created.client.status,
         }
 
-    def do_approve(self, *, actor, client_id, **_):
-        return client_json(services.client_approve(client=self._client(client_id), actor=actor))
+    def do_approve(self, *, actor, client_id, expect_digest=None, **_):
+        client = services.client_approve(client=self._client(client_id), actor=actor, expected_digest=expect_digest)
+        return client_json(client)
 
     def do_reject(self, *, actor, client_id, reason, **_):
         return client_json(services.client_reject(client=self._client(client_id), actor=actor, reason=reason))
