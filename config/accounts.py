@@ -9,7 +9,6 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 
-from oauthclients.models import ClientStatus
 from oauthclients.selectors import client_exists_for_owner, client_get
 
 
@@ -29,9 +28,10 @@ def asking_client_for(next_url: str):
         return None
     client_ids = parse_qs(parts.query).get("client_id", [])
     client = client_get(client_id=client_ids[0]) if len(client_ids) == 1 else None
-    # A rejected or deleted client gets no name on our login page (the request will fail anyway);
-    # a pending one is named, since its owner may be the one testing it.
-    if client is None or client.status == ClientStatus.REJECTED or client.deleted_at is not None:
+    # Only a client users can authorize is named, with what was approved (SECURITY.md, "Review"):
+    # `next` is anyone's to write, so a pending, rejected or deleted client, or a resource server,
+    # would otherwise put unreviewed words on our login page.
+    if client is None or not client.can_be_authorized:
         return None
     return client
 

@@ -132,6 +132,22 @@ def per_user(request: HttpRequest) -> str | None:
 # --- which responses are failures --------------------------------------------------------------
 
 
+def _uploading_logo(request: HttpRequest) -> bool:
+    try:
+        return bool(request.FILES.get("logo"))
+    except _BODY_ERRORS:
+        return False
+
+
+def per_user_uploading_logo(request: HttpRequest) -> str | None:
+    """The signed-in user, for a request that carries a logo file: decoding an image costs CPU."""
+    return per_user(request) if _uploading_logo(request) else None
+
+
+def per_address_uploading_logo(request: HttpRequest) -> str | None:
+    return per_address(request) if _uploading_logo(request) else None
+
+
 def client_error(response: HttpResponse) -> bool:
     return 400 <= response.status_code < 500
 
@@ -212,6 +228,20 @@ _CONSENT = Route(
     _html_refusal,
 )
 
+_LOGO_UPLOAD = Route(
+    (
+        Limit("logo_uploads_per_address", per_address_uploading_logo),
+        Limit("logo_uploads_per_user", per_user_uploading_logo),
+    ),
+    _html_refusal,
+)
+
+# Routes by URL name, for paths that hold a value (a client_id): the developer pages' logo uploads.
+VIEW_ROUTES: dict[str, Route] = {
+    "developer:client_create": _LOGO_UPLOAD,
+    "developer:client_update": _LOGO_UPLOAD,
+}
+
 ROUTES: dict[str, Route] = {
     settings.OAUTH_TOKEN_PATH: Route(
         (
@@ -291,6 +321,8 @@ class RateLimitMiddleware:
 
     def process_view(self, request, view_func, view_args, view_kwargs):
         route = ROUTES.get(request.path_info)
+        if route is None and request.resolver_match is not None:
+            route = VIEW_ROUTES.get(request.resolver_match.view_name)
         if route is None or request.method != "POST" or not settings.RATELIMIT_ENABLED:
             return None
         now = time.time()

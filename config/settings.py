@@ -336,4 +336,7 @@ RATELIMITS = {
     "login_failures_per_username": env_rate("RATELIMIT_LOGIN_FAILURES_PER_USERNAME", "10/5m"),
     "consent_failures_per_address": env_rate("RATELIMIT_CONSENT_FAILURES_PER_ADDRESS", "20/m"),
     "consent_failures_per_user": env_rate("RATELIMIT_CONSENT_FAILURES_PER_USER", "20/m"),
+    # Logo uploads on the developer pages (each is decoded): per signed-in user, per address.
+    "logo_uploads_per_user": env_rate("RATELIMIT_LOGO_UPLOADS_PER_USER", "10/h"),
+    "logo_uploads_per_address": env_rate("RATELIMIT_LOGO_UPLOADS_PER_ADDRESS", "30/h"),
 }

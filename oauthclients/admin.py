@@ -249,7 +249,8 @@ class OAuthClientAdmin(admin.ModelAdmin):
     def logo_display(self, client):
         if not client.has_logo:
             return "None"
-        return format_html('<img src="{}" alt="Logo of {}" width="64" height="64">', client.logo_url, client.name)
+        url = reverse("admin:oauthclients_oauthclient_logo", args=[client.pk]) + f"?v={client.review_digest()[:12]}"
+        return format_html('<img src="{}" alt="Logo of {}" width="64" height="64">', url, client.name)
 
     @admin.display(description="scopes")
     def scope_names(self, client):

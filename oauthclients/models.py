@@ -7,6 +7,7 @@ and see our review state through DOT's own hooks (`is_usable`, the validator) wi
 import hashlib
 import hmac
 import json
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import models
@@ -51,6 +52,21 @@ class ClientKind(models.TextChoices):
 # The kinds a developer can register: applications that act for users.
 APP_KINDS = (ClientKind.CONFIDENTIAL, ClientKind.PUBLIC)
 APP_KIND_CHOICES = [(kind.value, kind.label) for kind in APP_KINDS]
+
+
+@dataclass(frozen=True)
+class ShownClient:
+    """A client as users see it (OAuthClient.shown): the approved presentation."""
+
+    name: str
+    website_url: str
+    privacy_policy_url: str
+    terms_url: str
+    logo_url: str
+
+    @property
+    def has_logo(self) -> bool:
+        return bool(self.logo_url)
 
 
 class OAuthClient(AbstractApplication):
@@ -100,8 +116,10 @@ class OAuthClient(AbstractApplication):
         related_name="+",
     )
     reviewed_at = models.DateTimeField(null=True, blank=True)
-    # What users were shown when an administrator last approved it, to show what changed since.
+    # What users were shown when an administrator last approved it, to show what changed since;
+    # users are shown this (and the approved logo) until the next approval (SECURITY.md, "Review").
     approved_snapshot = models.JSONField(default=dict, blank=True, editable=False)
+    approved_logo_png = models.BinaryField(null=True, blank=True, editable=False)
     # Deleted by its owner: kept (rejected, tokens revoked) so that its audit trail survives.
     deleted_at = models.DateTimeField(null=True, blank=True, editable=False)
 
@@ -154,12 +172,54 @@ class OAuthClient(AbstractApplication):
         return self.logo_updated_at is not None
 
     @property
-    def logo_url(self) -> str:
-        """This origin's copy of the logo; the version in the query lets browsers cache it for long."""
+    def current_logo_url(self) -> str:
+        """The logo as uploaded, for its owner's pages only (users see the approved one: `shown`)."""
         if not self.has_logo:
             return ""
         version = int(self.logo_updated_at.timestamp())
-        return reverse("client_logo", args=[self.client_id]) + f"?v={version}"
+        return reverse("developer:client_logo", args=[self.client_id]) + f"?v={version}"
+
+    @property
+    def can_be_authorized(self) -> bool:
+        """Whether users may be sent to authorize it: approved, not deleted, an app (not a resource server)."""
+        return self.status == ClientStatus.APPROVED and self.deleted_at is None and not self.is_resource_server
+
+    @property
+    def owner_preview(self) -> "ShownClient":
+        """The client as it is now, for its owner testing it before review (their own words)."""
+        return ShownClient(
+            name=self.name,
+            website_url=self.website_url,
+            privacy_policy_url=self.privacy_policy_url,
+            terms_url=self.terms_url,
+            logo_url=self.current_logo_url,
+        )
+
+    @property
+    def shown(self) -> "ShownClient":
+        """What users are shown of the client: the version an administrator last approved.
+
+        An approved client's edits that change what users see send it back to review, so until the
+        next approval users keep seeing the approved name, website, policies and logo (Connected
+        apps, the login page). Never approved: its current values (only its owner can reach it).
+        """
+        approved = self.approved_snapshot or {}
+
+        def pick(field: str) -> str:
+            return approved.get(field, getattr(self, field)) if approved else getattr(self, field)
+
+        logo_version = approved.get("logo", "") if approved else ""
+        logo_url = ""
+        if logo_version and self.can_be_authorized:
+            version = hashlib.sha256(logo_version.encode()).hexdigest()[:12]
+            logo_url = reverse("client_logo", args=[self.client_id]) + f"?v={version}"
+        return ShownClient(
+            name=pick("name"),
+            website_url=pick("website_url"),
+            privacy_policy_url=pick("privacy_policy_url"),
+            terms_url=pick("terms_url"),
+            logo_url=logo_url,
+        )
 
     def presentation(self) -> dict:
         """What a user is shown about the client on the consent screen; compared across approvals."""

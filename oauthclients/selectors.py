@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from django.conf import settings
+from django.db import DataError
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
@@ -37,14 +38,33 @@ def client_exists_for_owner(*, owner) -> bool:
     return getattr(owner, "pk", None) is not None and _owned(owner).exists()
 
 
-def client_logo_get(*, client_id: str) -> tuple[bytes, object] | None:
-    """(PNG bytes, last change) of a client's logo, or None."""
-    row = (
-        OAuthClient.objects.filter(client_id=client_id, logo_updated_at__isnull=False)
-        .values_list("logo_png", "logo_updated_at")
-        .first()
-    )
-    return (bytes(row[0]), row[1]) if row and row[0] is not None else None
+def client_logo_get(*, client_id: str) -> bytes | None:
+    """The approved logo (PNG) of a client users can be sent to authorize, or None.
+
+    Pending, rejected and deleted clients and resource servers have none: a client thrown out must
+    not keep this origin's credibility for its logo, and an upload nobody reviewed reaches no one.
+    """
+    try:
+        row = (
+            OAuthClient.objects.filter(
+                client_id=client_id,
+                status=ClientStatus.APPROVED,
+                deleted_at__isnull=True,
+                approved_logo_png__isnull=False,
+            )
+            .exclude(client_type=ClientKind.RESOURCE_SERVER)
+            .values_list("approved_logo_png", flat=True)
+            .first()
+        )
+    except (ValueError, DataError):  # a client_id the database cannot hold (NUL): none
+        return None
+    return bytes(row) if row is not None else None
+
+
+def client_current_logo_get_for_owner(*, owner, client_id: str) -> bytes | None:
+    """The logo as uploaded (perhaps awaiting review), for its owner's own pages only."""
+    row = _owned(owner).filter(client_id=client_id).values_list("logo_png", flat=True).first()
+    return bytes(row) if row is not None else None
 
 
 def client_get(*, client_id: str) -> OAuthClient | None:

@@ -36,7 +36,9 @@ from oauthclients.models import (
     digest,
 )
 from oauthclients.validators import (
+    has_bidi_control,
     logo_reencode,
+    mixed_script_host,
     validate_optional_url,
     validate_redirect_uris,
     validate_scope_names,
@@ -48,6 +50,10 @@ SECRET_HINT_LENGTH = len(SECRET_PREFIX) + 4
 MAX_NAME_LENGTH = 100
 MAX_PURPOSE_LENGTH = 2000
 MAX_REJECTION_REASON_LENGTH = 2000
+LOOKALIKE_URL = (
+    "This address mixes alphabets in its host name or holds bidirectional control characters, as "
+    "look-alike addresses do (раураl.com for paypal.com). Use the plain address of your site."
+)
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,9 @@ def _clean_text(
     value: str, *, field: str, label: str, max_length: int, required: bool, single_line: bool = False
 ) -> str:
     value = (value or "").strip()
+    if has_bidi_control(value):
+        # They reorder what a user reads: "ppA dooG" displayed as "Good App" (SECURITY.md, "Review").
+        raise ValidationError({field: f"{label} cannot contain bidirectional control characters."})
     if single_line and any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in value):
         # The name goes into email headers (the review mail's subject): CR/LF there would be
         # header injection, and Django refuses such a header at send time, after the review.
@@ -149,6 +158,9 @@ def _clean_fields(
         cleaned["website_url"] = website_url
     except ValidationError:
         errors["website_url"] = ["Enter the application's website as an http(s) URL."]
+    else:
+        if has_bidi_control(website_url) or mixed_script_host(website_url):
+            errors["website_url"] = [LOOKALIKE_URL]
     try:
         cleaned["redirect_uris"] = validate_redirect_uris(list(redirect_uris))
     except ValidationError as exc:
@@ -448,8 +460,18 @@ def client_approve(*, client: OAuthClient, actor, expected_digest: str | None = 
     client.reviewed_by = actor if getattr(actor, "pk", None) else None
     client.reviewed_at = timezone.now()
     client.approved_snapshot = client.presentation()
+    # Users are served this copy of the logo until the next approval, whatever the owner uploads.
+    client.approved_logo_png = client.logo_png
     client.save(
-        update_fields=["status", "rejection_reason", "reviewed_by", "reviewed_at", "approved_snapshot", "updated"]
+        update_fields=[
+            "status",
+            "rejection_reason",
+            "reviewed_by",
+            "reviewed_at",
+            "approved_snapshot",
+            "approved_logo_png",
+            "updated",
+        ]
     )
     _audit(client=client, actor=actor, action=AuditAction.CLIENT_APPROVED)
     transaction.on_commit(partial(review_email_send, client_pk=client.pk))

@@ -10,6 +10,7 @@ urlpatterns = [
     path("docs/integrating/", views.integration_guide, name="integration_guide"),
     path("clients/<str:client_id>/", views.client_detail, name="client_detail"),
     path("clients/<str:client_id>/edit/", views.client_update, name="client_update"),
+    path("clients/<str:client_id>/logo.png", views.client_current_logo, name="client_logo"),
     # GET asks for confirmation; POST deletes.
     path("clients/<str:client_id>/delete/", views.client_delete, name="client_delete"),
     # POST only, one URL per action.

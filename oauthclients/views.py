@@ -23,6 +23,7 @@ from oauthclients.forms import ClientCreateForm, ClientUpdateForm
 from oauthclients.models import ClientStatus, OAuthClient
 from oauthclients.onetime import secret_handoff_clear, secret_handoff_read, secret_handoff_set
 from oauthclients.selectors import (
+    client_current_logo_get_for_owner,
     client_get_for_owner,
     client_list_for_owner,
     client_logo_get,
@@ -206,15 +207,32 @@ def integration_guide(request):
     return render(request, "developer/integration_guide.html", {"guide": integration_guide_html()})
 
 
-@require_safe
-def client_logo(request, client_id: str):
-    """A client's logo as we re-encoded it: public (the consent screen shows it), from this origin only."""
-    found = client_logo_get(client_id=client_id)
-    if found is None:
-        raise Http404("No logo.")
-    png, _changed = found
+def _png(png: bytes, *, cache_control: str) -> HttpResponse:
     response = HttpResponse(png, content_type="image/png")
-    # The URL carries the version (OAuthClient.logo_url), so a changed logo is a new URL.
-    response["Cache-Control"] = "public, max-age=86400"
+    response["Cache-Control"] = cache_control
     response["Content-Disposition"] = 'inline; filename="logo.png"'
     return response
+
+
+@require_safe
+def client_logo(request, client_id: str):
+    """The approved logo of a client users can authorize, as we re-encoded it; 404 for every other client.
+
+    Public (consent, Connected apps, the login page show it), from this origin only. The URL carries
+    the approved version (OAuthClient.shown), so a new approval is a new URL; the cache stays short
+    so that a client rejected or deleted stops showing its logo within the hour.
+    """
+    png = client_logo_get(client_id=client_id)
+    if png is None:
+        raise Http404("No logo.")
+    return _png(png, cache_control="public, max-age=3600")
+
+
+@require_safe
+@login_required
+def client_current_logo(request, client_id: str):
+    """The logo as uploaded, perhaps awaiting review: for its owner's pages only."""
+    png = client_current_logo_get_for_owner(owner=request.user, client_id=client_id)
+    if png is None:
+        raise Http404("No logo.")
+    return _png(png, cache_control="private, no-cache")

@@ -101,6 +101,8 @@ class AuthorizeView(AuthorizationMixin, View):
         context = {
             "authz": authz,
             "client": authz.client,
+            # Users see what was approved; only the owner reaches a pending client's page, to test it.
+            "shown": authz.client.shown if authz.client.is_approved else authz.client.owner_preview,
             "signed_in_name": profile_get_for_user(user=request.user).name or request.user.get_full_name(),
             "scopes_html": consent_scopes_html(tuple(authz.scopes)),
             "allow_url": f"{settings.OAUTH_AUTHORIZE_PATH}/allow?{query}",

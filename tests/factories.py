@@ -54,3 +54,24 @@ def make_client(
 def make_resource_server(owner, *, name: str = "Bookings API"):
     """A resource server (approved at once) and its first secret. Returns services.ClientCreated."""
     return services.resource_server_create(owner=owner, name=name, actor=owner)
+
+
+def make_tokens(user, client, *, scope: str = "PROFILE_READ") -> tuple[str, str]:
+    """A live access and refresh token pair of `client` for `user`, as an exchange leaves them; the raw values."""
+    import secrets
+    import uuid
+    from datetime import timedelta
+
+    from django.utils import timezone
+    from oauth2_provider.models import set_token_value
+
+    from oauthclients.models import AccessToken, RefreshToken
+
+    raw_access, raw_refresh = "at_" + secrets.token_urlsafe(32), "rt_" + secrets.token_urlsafe(32)
+    access = AccessToken(user=user, application=client, scope=scope, expires=timezone.now() + timedelta(hours=1))
+    set_token_value(access, raw_access)
+    access.save()
+    refresh = RefreshToken(user=user, application=client, access_token=access, token_family=uuid.uuid4())
+    set_token_value(refresh, raw_refresh)
+    refresh.save()
+    return raw_access, raw_refresh

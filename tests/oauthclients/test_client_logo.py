@@ -57,20 +57,11 @@ def test_it_refuses_too_many_pixels_without_decoding_them():
         logo_reencode(out.getvalue())
 
 
-def test_the_logo_is_served_from_this_origin_as_png(owner):
-    client = make_client(owner).client
-    client = services.client_update(
-        client=client,
-        actor=owner,
-        name=client.name,
-        purpose=client.purpose,
-        website_url=client.website_url,
-        redirect_uris=client.redirect_uri_list,
-        scopes=client.scope_list,
-        logo=image_bytes("JPEG"),
-    )
-    assert client.logo_url.startswith(f"/logos/{client.client_id}.png?v=")
-    response = Client().get(client.logo_url)
+def test_the_approved_logo_is_served_from_this_origin_as_png(owner, reviewer):
+    client = make_client_with(owner, logo=image_bytes("JPEG"))
+    client = services.client_approve(client=client.client, actor=reviewer)
+    assert client.shown.logo_url.startswith(f"/logos/{client.client_id}.png?v=")
+    response = Client().get(client.shown.logo_url)
     assert response.status_code == 200 and response["Content-Type"] == "image/png"
     assert response.content.startswith(b"\x89PNG")
     assert Client().get(f"/logos/{make_client(owner, name='No logo').client.client_id}.png").status_code == 404

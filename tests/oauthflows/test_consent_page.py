@@ -62,7 +62,7 @@ def test_it_shows_identity_policies_and_the_reviewed_badge(browser, owner):
     ).client
     page = page_of(browser, authorize_url(client, redirect_uri="https://planner.example.com/cb"))
     logo = page.select_one("img.app-logo")
-    assert logo["src"] == client.logo_url and logo["src"].startswith("/logos/")
+    assert logo["src"] == client.shown.logo_url and logo["src"].startswith("/logos/")
     links = {a.get_text(): a["href"] for a in page.select(".app-facts a")}
     assert links["Privacy policy"] == "https://planner.example.com/privacy"
     assert links["Terms of service"] == "https://planner.example.com/terms"

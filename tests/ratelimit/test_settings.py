@@ -4,7 +4,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.urls import resolve
 
 from config.env import env_networks, env_rate
-from config.ratelimit import ROUTES
+from config.ratelimit import ROUTES, VIEW_ROUTES
 from tests.ratelimit.settings_probe import production_settings
 
 
@@ -70,6 +70,8 @@ def test_production_defaults_are_the_documented_ones():
             "login_failures_per_username": [10, 300],
             "consent_failures_per_address": [20, 60],
             "consent_failures_per_user": [20, 60],
+            "logo_uploads_per_user": [10, 3600],
+            "logo_uploads_per_address": [30, 3600],
         },
         [],
         "django.core.cache.backends.locmem.LocMemCache",
@@ -87,13 +89,19 @@ def test_each_limit_is_read_from_its_environment_variable():
 
 
 def test_every_limit_in_the_table_has_a_setting():
-    named = {limit.name for route in ROUTES.values() for limit in route.limits}
+    routes = [*ROUTES.values(), *VIEW_ROUTES.values()]
+    named = {limit.name for route in routes for limit in route.limits}
     assert named == set(django_settings.RATELIMITS)
 
 
 @pytest.mark.parametrize("path", sorted(ROUTES))
 def test_every_path_in_the_table_is_served(path):
     assert resolve(path).func is not None
+
+
+@pytest.mark.parametrize("path", ["/settings/developer/clients/new/", "/settings/developer/clients/abc/edit/"])
+def test_the_pages_that_take_a_logo_are_in_the_table_by_url_name(path):
+    assert resolve(path).view_name in VIEW_ROUTES
 
 
 def test_the_limiter_runs_after_static_files_and_before_sessions_and_csrf(settings):
