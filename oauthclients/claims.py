@@ -58,7 +58,11 @@ def _grant_sql(with_verifier: bool) -> str:
         "code_challenge",
         "code_challenge_method",
     )
-    table = connections[router.db_for_write(Grant)].ops.quote_name(Grant._meta.db_table)
+    quote = connections[router.db_for_write(Grant)].ops.quote_name
+    table = quote(Grant._meta.db_table)
+    user_model = get_user_model()
+    u = _names(user_model, "id", "is_active")
+    user_table = quote(user_model._meta.db_table)
     # S256 only (the authorization endpoint takes no other method). The statement carries the
     # verifier's S256, which is the public code_challenge, never the verifier: SQL can be logged.
     pkce = (
@@ -70,6 +74,8 @@ def _grant_sql(with_verifier: bool) -> str:
         f"UPDATE {table} SET {g['used_at']} = %(now)s, {g['token_family']} = %(family)s, {g['updated']} = %(now)s "
         f"WHERE {g['code']} = %(code)s AND {g['application']} = %(client)s AND {g['used_at']} IS NULL "
         f"AND {g['expires']} > %(now)s AND {g['redirect_uri']} = %(redirect_uri)s AND {pkce} "
+        # A code of a user deactivated since it was issued is not redeemed (SECURITY.md).
+        f"AND EXISTS (SELECT 1 FROM {user_table} u WHERE u.{u['id']} = {table}.{g['user']} AND u.{u['is_active']}) "
         f"RETURNING {g['id']}, {g['user']}, {g['scope']}, {g['expires']}, {g['code_challenge']}, "
         f"{g['code_challenge_method']}"
     )

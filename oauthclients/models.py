@@ -368,6 +368,7 @@ class AuditAction(models.TextChoices):
     CLIENT_DELETED = "client.deleted", "Client deleted by its owner"
     ACCESS_REVOKED = "grant.access_revoked", "User revoked the app's access"
     FAMILY_REVOKED = "grant.family_revoked", "Token family revoked on replay"
+    USER_DEACTIVATED = "grant.user_deactivated", "User deactivated: their access ended"
 
 
 class ClientAuditEvent(models.Model):
@@ -429,6 +430,11 @@ class ClientAuditEvent(models.Model):
             ),
             AuditAction.GRANT_DENIED: lambda: f"{user} denied the app.",
             AuditAction.ACCESS_REVOKED: lambda: f"{user} revoked the app's access.",
+            AuditAction.USER_DEACTIVATED: lambda: (
+                f"{user} was deactivated; {detail.get('revoked_refresh_tokens', 0)} refresh tokens, "
+                f"{detail.get('revoked_access_tokens', 0)} access tokens and {detail.get('revoked_codes', 0)} "
+                "unexchanged codes of this app ended."
+            ),
             AuditAction.FAMILY_REVOKED: lambda: (
                 f"A refresh token was replayed for {user}; its token family was revoked."
             ),

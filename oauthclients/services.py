@@ -10,6 +10,7 @@ from functools import partial
 from django.core.exceptions import ValidationError
 from django.core.validators import ProhibitNullCharactersValidator, URLValidator
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from oauthclients.audit import audit_record
@@ -594,3 +595,48 @@ def client_delete(*, client: OAuthClient, actor) -> OAuthClient:
         revoked_codes=ended.codes,
     )
     return client
+
+
+@transaction.atomic
+def user_access_end(*, user, actor=None) -> GrantsRevoked:
+    """A deactivated user's codes, tokens and consents end at once, with every client (SECURITY.md).
+
+    Reactivating the user brings none of them back: every app must ask again. One audit event per
+    client that lost something, with the counts.
+    """
+    now = timezone.now()
+    per_client: dict[int, dict[str, int]] = {}
+
+    def tally(rows, key: str) -> int:
+        total = 0
+        for client_id, count in rows:
+            per_client.setdefault(client_id, {}).setdefault(key, 0)
+            per_client[client_id][key] += count
+            total += count
+        return total
+
+    def counts(queryset):
+        return queryset.values_list("application_id").annotate(n=Count("id")).values_list("application_id", "n")
+
+    live_refresh = RefreshToken.objects.filter(user=user, revoked__isnull=True)
+    access = AccessToken.objects.filter(user=user)
+    codes = Grant.objects.filter(user=user, used_at__isnull=True)
+    tally(counts(live_refresh), "revoked_refresh_tokens")
+    tally(counts(access), "revoked_access_tokens")
+    tally(counts(codes), "revoked_codes")
+    refresh_tokens = live_refresh.update(revoked=now, access_token=None, updated=now)
+    _, deleted = access.delete()
+    ended_codes = codes.update(used_at=now, token_family=None, updated=now)
+    consents = Consent.objects.filter(user=user)
+    consent_clients = set(consents.values_list("client_id", flat=True))
+    consent_count, _ = consents.delete()
+    for client in OAuthClient.objects.filter(pk__in=set(per_client) | consent_clients):
+        _audit(
+            client=client, actor=actor, user=user, action=AuditAction.USER_DEACTIVATED, **per_client.get(client.pk, {})
+        )
+    return GrantsRevoked(
+        access_tokens=deleted.get(AccessToken._meta.label, 0),
+        refresh_tokens=refresh_tokens,
+        codes=ended_codes,
+        consents=consent_count,
+    )

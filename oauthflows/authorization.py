@@ -246,6 +246,6 @@ def _pkce(params: QueryDict, client: OAuthClient, fail) -> str | None:
     # RFC 9700 §2.1.1: S256 only; an absent method means S256 here (the spec names no other).
     if method not in (None, "S256"):
         fail("invalid_request", "Only code_challenge_method=S256 is supported.")
-    if not CODE_CHALLENGE_RE.match(challenge):
+    if not CODE_CHALLENGE_RE.fullmatch(challenge):
         fail("invalid_request", "code_challenge must be 43 base64url characters (the S256 of the verifier).")
     return challenge

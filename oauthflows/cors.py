@@ -4,19 +4,20 @@ django-cors-headers writes the headers (settings.CORS_*); the `check_request_ena
 handler below decides, per request, whether the request's Origin is allowed:
 
 - the metadata document (RFC 8414) is public: any origin may read it;
-- the token and revocation endpoints: the origins of the redirect URIs registered by the public
-  client the request names (client_id in the body, or HTTP Basic). A preflight carries no body,
-  so it is answered for the origin of any public client's redirect URI; the actual request is
-  then readable only by that client's own origins.
+- the token and revocation endpoints: the exact origins of the redirect URIs registered by the
+  approved public client the request names (client_id in the body, or HTTP Basic). A preflight
+  carries no body, so it is answered for an origin of any approved public client's redirect URIs
+  (one cached set of them all: selectors.cors_registered_origins); the actual request is then
+  readable only by that client's own origins. Pending, rejected and deleted clients get none.
 
 Never with credentials (CORS_ALLOW_CREDENTIALS is off): these endpoints use no cookies.
 """
 
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 
 from config.ratelimit import per_client
-from oauthflows.selectors import cors_origin_is_registered, cors_origins_for_client
+from oauthflows.selectors import cors_origin_is_registered, cors_origins_for_client, cors_registered_origins_forget
 
 
 def cors_allow_request(sender, request, **kwargs) -> bool:
@@ -36,3 +37,10 @@ def cors_allow_request(sender, request, **kwargs) -> bool:
         return bool(client_id) and origin in cors_origins_for_client(client_id=client_id)
     except DatabaseError:
         return False  # the view answers 503 by itself; no CORS grant without the facts
+
+
+def cors_origins_changed(sender, instance, **kwargs) -> None:
+    """post_save of a client: forget the preflights' origin set now, and again once the change is
+    committed (a preflight in between may have rebuilt it from the rows as they were)."""
+    cors_registered_origins_forget()
+    transaction.on_commit(cors_registered_origins_forget)

@@ -47,8 +47,8 @@ from oauthflows.requestparams import basic_credentials, request_json_pairs
 from oauthflows.services import consent_record
 
 # RFC 7636 §4.1 / §4.2: verifier 43-128 unreserved characters; S256 challenge is 43 base64url chars.
-CODE_VERIFIER_RE = re.compile(r"^[A-Za-z0-9\-._~]{43,128}$")
-CODE_CHALLENGE_RE = re.compile(r"^[A-Za-z0-9_-]{43}$")
+CODE_VERIFIER_RE = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
+CODE_CHALLENGE_RE = re.compile(r"[A-Za-z0-9_-]{43}")
 
 # When the current token request started (set by the token endpoint). See _is_concurrent_duplicate.
 request_started_at: contextvars.ContextVar[datetime | None] = contextvars.ContextVar("request_started_at", default=None)
@@ -309,7 +309,7 @@ class Validator(OAuth2Validator):
             client is None
             or client.status != ClientStatus.APPROVED  # a pending client's owner check: the full path
             or not isinstance(request.redirect_uri, str)
-            or (verifier is not None and not CODE_VERIFIER_RE.match(verifier))
+            or (verifier is not None and not CODE_VERIFIER_RE.fullmatch(verifier))
         ):
             return None
         claimed = grant_claim(
@@ -346,9 +346,13 @@ class Validator(OAuth2Validator):
             raise errors.InvalidGrantError(description="The authorization code has already been used.", request=request)
         if grant.is_expired():
             raise errors.InvalidGrantError(description="The authorization code has expired.", request=request)
+        if not getattr(grant, "claimed", False) and not grant.user.is_active:  # the claim checked it
+            # Deactivation ends the user's codes (services.user_access_end); this covers a code issued
+            # in the moment before it, and a user deactivated by a bulk update that sent no signal.
+            raise errors.InvalidGrantError(description="The authorization code is no longer valid.", request=request)
         _owner_only_if_pending(request.client, grant.user_id, request)
         verifier = getattr(request, "code_verifier", None)
-        if verifier is not None and not CODE_VERIFIER_RE.match(verifier):
+        if verifier is not None and not CODE_VERIFIER_RE.fullmatch(verifier):
             raise errors.InvalidRequestError(
                 description="code_verifier must be 43-128 characters of A-Z a-z 0-9 - . _ ~ (RFC 7636).",
                 request=request,

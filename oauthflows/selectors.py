@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.core.cache import caches
 from django.db.models import Max, Min
 from django.http import Http404
 from django.utils import timezone
@@ -74,23 +75,52 @@ def connected_app_get_for_user(*, user, client_id: str) -> ConnectedApp:
     raise Http404("No such connected app.")
 
 
-def _public_clients():
-    return OAuthClient.objects.filter(client_type=ClientKind.PUBLIC).exclude(status=ClientStatus.REJECTED)
+def _cors_clients():
+    # Approved public clients only: a pending or rejected client's redirect URIs were never reviewed.
+    return OAuthClient.objects.filter(
+        client_type=ClientKind.PUBLIC, status=ClientStatus.APPROVED, deleted_at__isnull=True
+    )
+
+
+def _origins(redirect_uris: str) -> set[str]:
+    return {origin for origin in map(web_origin, redirect_uris.split()) if origin}
 
 
 def cors_origins_for_client(*, client_id: str) -> set[str]:
-    """The web origins of a public client's redirect URIs (none for a confidential client)."""
+    """The web origins of an approved public client's redirect URIs (none for any other client)."""
     if not isinstance(client_id, str) or not client_id or len(client_id) > 255 or "\x00" in client_id:
         return set()
-    client = _public_clients().filter(client_id=client_id).only("redirect_uris").first()
-    if client is None:
-        return set()
-    return {origin for origin in map(web_origin, client.redirect_uri_list) if origin}
+    client = _cors_clients().filter(client_id=client_id).only("redirect_uris").first()
+    return _origins(client.redirect_uris) if client is not None else set()
+
+
+CORS_ORIGINS_CACHE_KEY = "cors:registered-origins"
+CORS_ORIGINS_CACHE_SECONDS = 60
+
+
+def cors_registered_origins() -> frozenset[str]:
+    """Every exact origin of every approved public client's redirect URIs, for CORS preflights.
+
+    One set, built from all such clients and kept in the cache for a minute (dropped at once in this
+    process when a client is approved, rejected, edited or deleted), so that no number of other
+    clients' redirect URIs can crowd an app's origin out of it.
+    """
+    cache = caches["default"]
+    origins = cache.get(CORS_ORIGINS_CACHE_KEY)
+    if origins is None:
+        origins = frozenset(
+            origin for uris in _cors_clients().values_list("redirect_uris", flat=True) for origin in _origins(uris)
+        )
+        cache.set(CORS_ORIGINS_CACHE_KEY, origins, CORS_ORIGINS_CACHE_SECONDS)
+    return origins
+
+
+def cors_registered_origins_forget() -> None:
+    caches["default"].delete(CORS_ORIGINS_CACHE_KEY)
 
 
 def cors_origin_is_registered(*, origin: str) -> bool:
-    """Whether some public client has a redirect URI at this web origin (for CORS preflights)."""
+    """Whether some approved public client has a redirect URI at exactly this web origin."""
     if not origin or len(origin) > 300 or "\x00" in origin:
         return False
-    candidates = _public_clients().filter(redirect_uris__contains=origin).only("redirect_uris")[:50]
-    return any(origin in {web_origin(uri) for uri in client.redirect_uri_list} for client in candidates)
+    return origin in cors_registered_origins()

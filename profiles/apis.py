@@ -14,7 +14,7 @@ from profiles.selectors import profile_get_for_user
 from profiles.services import profile_update
 from scopes.views import ScopedApiView
 
-LOCALE_RE = re.compile(r"^[a-z]{2,3}(-[A-Z]{2})?$")
+LOCALE_RE = re.compile(r"[a-z]{2,3}(-[A-Z]{2})?")
 
 
 @cache
@@ -65,7 +65,7 @@ class MeApi(ScopedApiView):
             return value
 
         def validate_locale(self, value):
-            if not LOCALE_RE.match(value):
+            if not LOCALE_RE.fullmatch(value):
                 raise serializers.ValidationError("Use a language tag such as en or en-GB.")
             return value
 

@@ -60,3 +60,13 @@ def client_obj(created):
 @pytest.fixture
 def approved(owner):
     return make_client(owner, approve=True)
+
+
+@pytest.fixture(autouse=True)
+def _no_cached_cors_origins():
+    """The preflights' origin set is cached in-process: no test sees another test's clients in it."""
+    from oauthflows.selectors import cors_registered_origins_forget
+
+    cors_registered_origins_forget()
+    yield
+    cors_registered_origins_forget()

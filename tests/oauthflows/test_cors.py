@@ -130,3 +130,54 @@ def test_another_public_clients_origin_is_not_this_clients(browser, api, spa, ow
     response = refresh(api, spa, tokens["refresh_token"], origin=EVIL)
     assert_tokens(response, "PROFILE_READ")
     assert not response.has_header(ACAO)
+
+
+# --- red-team finding 4: exact origins, approved clients only, never crowded out ---
+
+
+@pytest.mark.parametrize("path", [TOKEN, REVOKE])
+def test_fifty_pending_clients_naming_the_origin_cannot_crowd_out_the_real_app(db, api, spa, owner, path):
+    for n in range(60):
+        make_client(
+            owner,
+            name=f"Squatter {n}",
+            kind="public",
+            redirect_uris=[f"https://squat{n}.example/cb?http://127.0.0.1:3000", f"https://squat{n}.example/{SPA}"],
+        )
+    response = preflight(api, path, "http://127.0.0.1:3000")
+    assert response[ACAO] == "http://127.0.0.1:3000"
+    assert preflight(api, path, SPA)[ACAO] == SPA
+
+
+@pytest.mark.parametrize("status", ["pending", "rejected", "deleted"])
+def test_a_public_client_that_is_not_approved_gets_no_cors(db, api, owner, reviewer, status):
+    origin = "https://pending-spa.example"
+    app = make_client(owner, name="Pending SPA", kind="public", redirect_uris=[origin + "/cb"]).client
+    if status == "rejected":
+        services.client_reject(client=app, actor=reviewer, reason="No.")
+    elif status == "deleted":
+        app = services.client_approve(client=app, actor=reviewer)
+        services.client_delete(client=app, actor=owner)
+    assert not preflight(api, TOKEN, origin).has_header(ACAO)
+    response = client_post(api, REVOKE, app, {"token": "x"}, origin=origin)
+    assert not response.has_header(ACAO)
+
+
+def test_an_origin_only_inside_a_query_or_path_is_not_an_origin(db, api, owner):
+    make_client(
+        owner,
+        name="Tricky",
+        kind="public",
+        redirect_uris=["https://tricky.example/cb?next=https://victim.example"],
+        approve=True,
+    )
+    assert not preflight(api, TOKEN, "https://victim.example").has_header(ACAO)
+    assert preflight(api, TOKEN, "https://tricky.example")[ACAO] == "https://tricky.example"
+
+
+def test_approving_a_spa_opens_its_origin_at_once(db, api, owner, reviewer):
+    origin = "https://new-spa.example"
+    app = make_client(owner, name="New SPA", kind="public", redirect_uris=[origin + "/cb"]).client
+    assert not preflight(api, TOKEN, origin).has_header(ACAO)  # the set is now cached without it
+    services.client_approve(client=app, actor=reviewer)
+    assert preflight(api, TOKEN, origin)[ACAO] == origin
