@@ -4,15 +4,32 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('oauthclients', '0006_client_approved_logo'),
+        ("oauthclients", "0006_client_approved_logo"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='clientauditevent',
-            name='action',
-            field=models.CharField(choices=[('client.created', 'Client created'), ('client.updated', 'Client edited'), ('client.resubmitted', 'Client sent back to review'), ('client.approved', 'Client approved'), ('client.rejected', 'Client rejected'), ('client.scopes_set', 'Client scopes set'), ('secret.created', 'Secret created'), ('secret.revoked', 'Secret revoked'), ('grant.authorized', 'User authorized the app'), ('grant.denied', 'User denied the app'), ('client.deleted', 'Client deleted by its owner'), ('grant.access_revoked', "User revoked the app's access"), ('grant.family_revoked', 'Token family revoked on replay'), ('grant.user_deactivated', 'User deactivated: their access ended')], max_length=32),
+            model_name="clientauditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("client.created", "Client created"),
+                    ("client.updated", "Client edited"),
+                    ("client.resubmitted", "Client sent back to review"),
+                    ("client.approved", "Client approved"),
+                    ("client.rejected", "Client rejected"),
+                    ("client.scopes_set", "Client scopes set"),
+                    ("secret.created", "Secret created"),
+                    ("secret.revoked", "Secret revoked"),
+                    ("grant.authorized", "User authorized the app"),
+                    ("grant.denied", "User denied the app"),
+                    ("client.deleted", "Client deleted by its owner"),
+                    ("grant.access_revoked", "User revoked the app's access"),
+                    ("grant.family_revoked", "Token family revoked on replay"),
+                    ("grant.user_deactivated", "User deactivated: their access ended"),
+                ],
+                max_length=32,
+            ),
         ),
     ]
