@@ -11,7 +11,9 @@ Settings (all from the environment in examples/bookings_service):
 - `OAUTH_INTROSPECTION_TIMEOUT` — seconds to connect and to read (default 5);
 - `OAUTH_INTROSPECTION_CACHE` — which of Django's caches holds answers (default "default").
 
-The cache key is a SHA-256 digest of the token, never the token. When the authorization server
+Only an answer with `token_type` Bearer (any case) is a bearer token: a refresh token, or an answer
+without a type, is refused like an inactive one (401). The cache key is a SHA-256 digest of the
+token, never the token. When the authorization server
 cannot be reached, times out or answers anything but a 200 JSON object, the request gets 503
 (scopes.verifiers.AuthorizationServerUnavailable): never 401, never 500, never "allowed".
 """
@@ -54,9 +56,9 @@ def basic_authorization(client_id: str, secret: str) -> str:
 class IntrospectionVerifier(TokenVerifier):
     def __init__(self):
         self.url = _setting("OAUTH_INTROSPECTION_URL")
-        self.authorization = basic_authorization(
-            _setting("OAUTH_RESOURCE_SERVER_ID"), _setting("OAUTH_RESOURCE_SERVER_SECRET")
-        )
+        self.client_id = _setting("OAUTH_RESOURCE_SERVER_ID")
+        self.authorization = basic_authorization(self.client_id, _setting("OAUTH_RESOURCE_SERVER_SECRET"))
+        self._warned_app_credentials = False
         self.cache_seconds = int(getattr(settings, "OAUTH_INTROSPECTION_CACHE_SECONDS", 0) or 0)
         self.cache = caches[getattr(settings, "OAUTH_INTROSPECTION_CACHE", "default")]
         self.timeout = float(getattr(settings, "OAUTH_INTROSPECTION_TIMEOUT", 5))
@@ -115,11 +117,28 @@ class IntrospectionVerifier(TokenVerifier):
             raise AuthorizationServerUnavailable()
         if not body["active"]:
             return None
+        if str(body.get("token_type", "")).lower() != "bearer":
+            # RFC 7662 §2.2 / RFC 6750: only an access token is a bearer token. An app introspecting
+            # its own tokens is told about its refresh tokens too: never let one pass for a bearer.
+            self._warn_if_an_apps_credentials(body)
+            return None
         claims = _claims(body)
         if claims is None:
             logger.error("Token introspection failed: %s answered active without the claims needed", self.url)
             raise AuthorizationServerUnavailable()
+        self._warn_if_an_apps_credentials(body)
         return claims
+
+    def _warn_if_an_apps_credentials(self, body: dict) -> None:
+        """A resource server grants nothing, so no token is ever its own: an active answer naming
+        this service's own client_id means OAUTH_RESOURCE_SERVER_ID/SECRET are an app's credentials."""
+        if body.get("client_id") == self.client_id and not self._warned_app_credentials:
+            self._warned_app_credentials = True
+            logger.error(
+                "Configuration: OAUTH_RESOURCE_SERVER_ID is an app's client_id, not a resource server's. "
+                "An app may introspect only its own tokens, so this service accepts nothing but that app's. "
+                "Create resource-server credentials with `manage.py oauthclient create --resource-server`."
+            )
 
 
 def _claims(body: dict) -> dict | None:
@@ -129,8 +148,6 @@ def _claims(body: dict) -> dict | None:
         return None
     exp = body.get("exp")
     if not isinstance(exp, int) or isinstance(exp, bool):
-        return None
-    if str(body.get("token_type", "Bearer")).lower() != "bearer":
         return None
     claims = {name: body[name] for name in strings}
     claims["exp"] = exp

@@ -216,3 +216,92 @@ def test_the_scope_rules_match_the_local_verifier(remote, settings, issue_token)
     local_answers = answers()
     assert remote_answers == local_answers
     assert [status for status, _body, _challenge in local_answers] == [200, 403, 200, 403, 403, 403, 403]
+
+
+# --- red-team finding 3: a service misconfigured with an app's credentials ---
+
+
+@pytest.fixture
+def with_an_apps_credentials(remote, settings, confidential):
+    """The easy mistake: the service is given an app's client_id and secret, not a resource server's."""
+    client, secret = confidential
+    settings.OAUTH_RESOURCE_SERVER_ID = client.client_id
+    settings.OAUTH_RESOURCE_SERVER_SECRET = secret
+    return client, secret
+
+
+def test_with_an_apps_credentials_its_refresh_token_is_not_a_bearer_token(
+    with_an_apps_credentials, browser, api, caplog
+):
+    from tests.scopes.tokens import tokens_through_http
+
+    client, secret = with_an_apps_credentials
+    tokens = tokens_through_http(browser, api, client, secret, "PROFILE_READ BOOKING_READ")
+    # The app's own introspection does describe its refresh token as active…
+    described = client_post(
+        api, "/v2/auth/oauth2/introspect", client, {"token": tokens["refresh_token"]}, secret=secret
+    )
+    assert described.json()["active"] is True
+    # …but the verifier takes only a Bearer token_type.
+    response = call("/v2/bookings", tokens["refresh_token"])
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == 'Bearer realm="api", error="invalid_token"'
+    assert "OAUTH_RESOURCE_SERVER_ID is an app's client_id" in caplog.text
+    assert tokens["refresh_token"] not in caplog.text and secret not in caplog.text
+
+
+@pytest.fixture
+def answering_server():
+    """A local authorization server stand-in whose introspection answers what the test sets."""
+    import json
+
+    answer = {"body": {}}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            payload = json.dumps(answer["body"]).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/introspect", answer
+    server.shutdown()
+
+
+def active_answer(**overrides):
+    import time
+
+    body = {
+        "active": True,
+        "scope": "BOOKING_READ",
+        "client_id": "some-app",
+        "username": "enduser",
+        "sub": "7",
+        "exp": int(time.time()) + 600,
+    }
+    body.update(overrides)
+    return {key: value for key, value in body.items() if value is not None}
+
+
+@pytest.mark.parametrize("token_type", ["Bearer", "bearer", "BEARER"])
+def test_a_bearer_token_type_in_any_case_passes(remote, settings, answering_server, token_type):
+    settings.OAUTH_INTROSPECTION_URL, answer = answering_server
+    answer["body"] = active_answer(token_type=token_type)
+    assert call("/v2/bookings", "opaque").status_code == 200
+
+
+@pytest.mark.parametrize("token_type", [None, "refresh_token", "Refresh", "", "mac", "N_A"])
+def test_any_other_or_no_token_type_is_refused(remote, settings, answering_server, token_type):
+    settings.OAUTH_INTROSPECTION_URL, answer = answering_server
+    answer["body"] = active_answer(token_type=token_type)
+    response = call("/v2/bookings", "opaque")
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == 'Bearer realm="api", error="invalid_token"'
