@@ -211,3 +211,46 @@ def test_a_form_with_errors_keeps_what_was_entered(client, owner):
     assert 'value="TEAM_BOOKING_READ" id="id_scopes_TEAM_BOOKING_READ" checked' in content
     assert 'value="PROFILE_READ" id="id_scopes_PROFILE_READ">' in content
     assert "https://mirror.example.com/callback" in content
+
+
+# --- the hand-off is bound to the session and good for one read (red-team, "Info") ---
+
+
+def test_a_replayed_handoff_cookie_shows_nothing_after_the_first_read(client, owner):
+    client.force_login(owner)
+    response = client.post(url("client_create"), registration_data())
+    saved = response.cookies["new_secret_once"].value
+    _page, plaintext = shown_secret(client, response)
+    assert plaintext
+
+    client.cookies["new_secret_once"] = saved  # the same cookie, within its 120 s
+    replay = client.get(response["Location"])
+
+    assert replay.context["new_secret"] is None and plaintext not in replay.content.decode()
+
+
+def test_a_handoff_cookie_shows_nothing_after_logout_and_a_new_login(client, owner):
+    client.force_login(owner)
+    response = client.post(url("client_create"), registration_data())
+    saved = response.cookies["new_secret_once"].value
+    client.logout()
+    client.force_login(owner)
+
+    client.cookies["new_secret_once"] = saved
+    page = client.get(response["Location"])
+
+    assert page.context["new_secret"] is None
+
+
+def test_a_handoff_cookie_carried_to_another_session_shows_nothing(owner):
+    from django.test import Client
+
+    first, second = Client(), Client()
+    first.force_login(owner)
+    second.force_login(owner)
+    response = first.post(url("client_create"), registration_data())
+
+    second.cookies["new_secret_once"] = response.cookies["new_secret_once"].value
+    assert second.get(response["Location"]).context["new_secret"] is None
+    _page, plaintext = shown_secret(first, response)  # the session that asked still gets it, once
+    assert plaintext
