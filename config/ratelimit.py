@@ -165,6 +165,10 @@ def not_for_a_resource_server(response: HttpResponse) -> bool:
     return not getattr(response, "answered_resource_server", False)
 
 
+def inactive_for_a_resource_server(response: HttpResponse) -> bool:
+    return getattr(response, "answered_resource_server", False) and getattr(response, "answered_inactive", False)
+
+
 def not_logged_in(response: HttpResponse) -> bool:
     # The login views redirect on success and render the form again (200) on a wrong password.
     return not 300 <= response.status_code < 400
@@ -253,7 +257,15 @@ ROUTES: dict[str, Route] = {
     ),
     settings.OAUTH_REVOKE_PATH: _endpoint("revoke"),
     # Counted after the answer, so that a resource server's calls can be left out.
-    settings.OAUTH_INTROSPECT_PATH: _endpoint("introspect", counted=not_for_a_resource_server),
+    settings.OAUTH_INTROSPECT_PATH: Route(
+        (
+            *_endpoint("introspect", counted=not_for_a_resource_server).limits,
+            # A resource server is never throttled for its traffic, only for the tokens it asks about
+            # that are not active (junk it relays): a generous failure limit of its own.
+            Limit("introspect_inactive_per_resource_server", per_client, inactive_for_a_resource_server),
+        ),
+        _json_refusal,
+    ),
     # The admin's login form checks the same passwords: one budget for both forms.
     settings.LOGIN_URL: _LOGIN,
     "/admin/login/": _LOGIN,

@@ -332,6 +332,8 @@ RATELIMITS = {
     "revoke_requests_per_client": env_rate("RATELIMIT_REVOKE_REQUESTS_PER_CLIENT", "300/m"),
     "introspect_requests_per_address": env_rate("RATELIMIT_INTROSPECT_REQUESTS_PER_ADDRESS", "300/m"),
     "introspect_requests_per_client": env_rate("RATELIMIT_INTROSPECT_REQUESTS_PER_CLIENT", "300/m"),
+    # Inactive answers to one resource server (its valid traffic is never counted).
+    "introspect_inactive_per_resource_server": env_rate("RATELIMIT_INTROSPECT_INACTIVE_PER_RESOURCE_SERVER", "3000/m"),
     "login_failures_per_address": env_rate("RATELIMIT_LOGIN_FAILURES_PER_ADDRESS", "10/5m"),
     "login_failures_per_username": env_rate("RATELIMIT_LOGIN_FAILURES_PER_USERNAME", "10/5m"),
     "consent_failures_per_address": env_rate("RATELIMIT_CONSENT_FAILURES_PER_ADDRESS", "20/m"),

@@ -108,8 +108,10 @@ class ClientEndpoint(OAuthLibMixin, APIView):
             response = self.answer(request._request)  # the Django request, not DRF's wrapper
         finally:
             client_call.reset(reset)
-        # The rate limiter reads this: a resource server's introspections are never counted.
+        # The rate limiter reads these: a resource server's introspections are not counted, except
+        # those it asks about a token that is not active (a service relaying junk tokens).
         response.answered_resource_server = call.client is not None and call.client.is_resource_server
+        response.answered_inactive = getattr(request, "_answered_inactive", False)
         return response
 
     def answer(self, request) -> HttpResponse:
@@ -330,7 +332,10 @@ class IntrospectView(ClientEndpoint):
         return status, body
 
     def success(self, data):
-        return _json(data if data.get("active") else {"active": False})
+        if not data.get("active"):
+            self.request._answered_inactive = True
+            return _json({"active": False})
+        return _json(data)
 
 
 class MetadataView(View):

@@ -1,8 +1,12 @@
 """Introspection by a resource server is never throttled; everyone else's still is."""
 
-import pytest
+from urllib.parse import urlencode
 
-from tests.factories import make_resource_server
+import pytest
+from django.test import Client
+
+from tests.factories import make_resource_server, make_tokens
+from tests.oauthflows.helpers import basic
 from tests.ratelimit.test_revoke_introspect_limits import ELSEWHERE, ask, assert_refused
 
 INTROSPECT = "/v2/auth/oauth2/introspect"
@@ -39,3 +43,40 @@ def test_guessing_a_resource_servers_secret_is_limited(tight, server):
     for _ in range(3):
         assert ask(INTROSPECT, client, "cs_wrong", address=ELSEWHERE).status_code == 401
     assert_refused(ask(INTROSPECT, client, "cs_wrong", address=ELSEWHERE))
+
+
+# --- a resource server relaying junk tokens is counted, by its inactive answers only ---
+
+
+def introspect(server, token):
+    client, secret = server
+    return Client().post(
+        INTROSPECT,
+        data=urlencode({"token": token}),
+        content_type="application/x-www-form-urlencoded",
+        HTTP_AUTHORIZATION=basic(client.client_id, secret),
+    )
+
+
+def test_a_resource_server_relaying_junk_tokens_gets_a_clear_429(limits, server):
+    limits(introspect_inactive_per_resource_server=(3, 60))
+    for n in range(3):
+        assert introspect(server, f"junk-{n}").json() == {"active": False}
+    assert_refused(introspect(server, "junk-4"))
+
+
+def test_active_answers_are_never_counted_for_a_resource_server(limits, server, end_user, confidential):
+    limits(introspect_inactive_per_resource_server=(3, 60))
+    access, _refresh = make_tokens(end_user, confidential[0])
+    for _ in range(20):
+        assert introspect(server, access).json()["active"] is True
+    for n in range(3):
+        assert introspect(server, f"junk-{n}").status_code == 200
+    assert_refused(introspect(server, access))  # over its budget of junk: refused until the window closes
+
+
+def test_another_clients_junk_does_not_spend_a_resource_servers_budget(limits, server, confidential):
+    limits(introspect_inactive_per_resource_server=(3, 60))
+    for _ in range(5):
+        ask(INTROSPECT, *confidential)
+    assert introspect(server, "junk").status_code == 200

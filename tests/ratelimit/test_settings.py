@@ -66,6 +66,7 @@ def test_production_defaults_are_the_documented_ones():
             "revoke_requests_per_client": [300, 60],
             "introspect_requests_per_address": [300, 60],
             "introspect_requests_per_client": [300, 60],
+            "introspect_inactive_per_resource_server": [3000, 60],
             "login_failures_per_address": [10, 300],
             "login_failures_per_username": [10, 300],
             "consent_failures_per_address": [20, 60],
