@@ -63,6 +63,7 @@ class ShownClient:
     privacy_policy_url: str
     terms_url: str
     logo_url: str
+    purpose: str = ""
 
     @property
     def has_logo(self) -> bool:
@@ -193,6 +194,7 @@ class OAuthClient(AbstractApplication):
             privacy_policy_url=self.privacy_policy_url,
             terms_url=self.terms_url,
             logo_url=self.current_logo_url,
+            purpose=self.purpose,
         )
 
     @property
@@ -219,6 +221,7 @@ class OAuthClient(AbstractApplication):
             privacy_policy_url=pick("privacy_policy_url"),
             terms_url=pick("terms_url"),
             logo_url=logo_url,
+            purpose=pick("purpose"),
         )
 
     def presentation(self) -> dict:
@@ -229,6 +232,7 @@ class OAuthClient(AbstractApplication):
             "privacy_policy_url": self.privacy_policy_url,
             "terms_url": self.terms_url,
             "logo": self.logo_updated_at.isoformat() if self.logo_updated_at else "",
+            "purpose": self.purpose,
             "redirect_uris": self.redirect_uri_list,
             "scopes": self.scope_list,
         }
@@ -242,7 +246,6 @@ class OAuthClient(AbstractApplication):
         """
         covered = {
             **self.presentation(),
-            "purpose": self.purpose,
             "kind": self.client_type,
             "legacy": self.is_legacy,
         }
@@ -259,11 +262,13 @@ class OAuthClient(AbstractApplication):
             "website_url": "Website",
             "privacy_policy_url": "Privacy policy URL",
             "terms_url": "Terms of service URL",
+            "purpose": "Purpose",
         }
         changes = [
             f"{label}: {before.get(field) or '(none)'} → {after[field] or '(none)'}"
             for field, label in labels.items()
-            if before.get(field, "") != after[field]
+            # A snapshot taken before the purpose was part of it says nothing about the purpose.
+            if (field in before or field != "purpose") and before.get(field, "") != after[field]
         ]
         if before.get("logo", "") != after["logo"]:
             changes.append("Logo: removed" if not after["logo"] else "Logo: a new image was uploaded")

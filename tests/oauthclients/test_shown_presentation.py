@@ -203,3 +203,18 @@ def test_a_mixed_script_name_is_flagged_for_the_reviewer(owner, reviewer, client
     page = client.get(reverse("admin:oauthclients_oauthclient_approve", args=[app.pk])).content.decode()
     assert "The name mixes alphabets in PаyPal" in page
     assert lookalike_flags(name="Calendar Sync", urls={"website": "https://calendar.example"}) == []
+
+
+def test_the_consent_page_shows_the_approved_purpose_after_an_edit_that_kept_it_approved(
+    approved_with_logo, owner, end_user
+):
+    from tests.oauthflows.helpers import authorize_url
+
+    browser = Client()
+    browser.force_login(end_user)
+    edited = edit(approved_with_logo, owner, purpose="Now also reads your messages.")
+    assert edited.status == ClientStatus.APPROVED  # the purpose alone does not send it back to review
+    response = browser.get(authorize_url(edited, redirect_uri="https://good.example/cb"))
+    assert response.status_code == 200 and "Good App" in response.content.decode()
+    assert "Now also reads your messages." not in response.content.decode()
+    assert edited.changes_since_approval() == ["Purpose: (none) → Now also reads your messages."]
