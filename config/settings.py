@@ -172,7 +172,8 @@ OAUTH2_PROVIDER_REFRESH_TOKEN_MODEL = "oauthclients.RefreshToken"
 OAUTH2_PROVIDER_GRANT_MODEL = "oauthclients.Grant"
 OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauthclients.IDToken"
 
-OAUTH_AUTHORIZATION_CODE_LIFETIME = env_int("OAUTH_AUTHORIZATION_CODE_LIFETIME", 60, minimum=1)
+# RFC 6749 §4.1.2 recommends at most 10 minutes; single use, bound to client, redirect URI and PKCE.
+OAUTH_AUTHORIZATION_CODE_LIFETIME = env_int("OAUTH_AUTHORIZATION_CODE_LIFETIME", 600, minimum=1)
 OAUTH_ACCESS_TOKEN_LIFETIME = 1800  # spec §2.2 / §8: expires_in is 1800
 OAUTH_REFRESH_TOKEN_LIFETIME = env_int("OAUTH_REFRESH_TOKEN_LIFETIME", 60 * 60 * 24 * 90, minimum=1)
 # A code or refresh token presented again within this many seconds of its use is a racing duplicate

@@ -469,3 +469,29 @@ def test_the_mismatch_page_escapes_and_shortens_what_was_sent(browser, confident
     page = browser.get(authorize_url(client, redirect_uri=sent)).content.decode()
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert "x" * 300 not in page and "x" * 200 in page
+
+
+def test_a_code_lives_ten_minutes_by_default(browser, confidential):
+    # RFC 6749 §4.1.2's upper bound, as Google and GitHub: a code copied into curl by hand still works.
+    import os
+    import subprocess
+    import sys
+
+    env = {key: value for key, value in os.environ.items() if key != "OAUTH_AUTHORIZATION_CODE_LIFETIME"}
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import django; django.setup(); from django.conf import settings; "
+            "print(settings.OAUTH2_PROVIDER['AUTHORIZATION_CODE_EXPIRE_SECONDS'])",
+        ],
+        env={**env, "DJANGO_SETTINGS_MODULE": "config.settings_test"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "600"
+    client, _ = confidential
+    consent(browser, authorize_url(client))
+    grant = Grant.objects.get()
+    assert 595 <= (grant.expires - grant.created).total_seconds() <= 605
