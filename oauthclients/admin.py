@@ -20,6 +20,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.translation import ngettext
@@ -43,6 +44,11 @@ from scopes.catalog import LEVEL_LABELS, SCOPES, ScopeLevel, group_by_resource
 for _model in (OAuthClient, AccessToken, RefreshToken, Grant, IDToken):
     if admin.site.is_registered(_model):
         admin.site.unregister(_model)
+
+
+def _when(moment) -> str:
+    """One date format in the admin: the administrator's time zone (the active one), named."""
+    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M %Z")
 
 
 def _posted_digest(request, client) -> str:
@@ -187,7 +193,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
                     "client_id",
                     "owner_link",
                     "client_type",
-                    "is_legacy",
+                    "legacy_display",
                     "logo_display",
                     "website_url",
                     "privacy_policy_url",
@@ -231,6 +237,13 @@ class OAuthClientAdmin(admin.ModelAdmin):
     def client_id_short(self, client):
         # The 40 characters would push the list past 1280 px; search finds a client by its full ID.
         return format_html('<code title="{}">{}…</code>', client.client_id, client.client_id[:10])
+
+    @admin.display(description="legacy")
+    def legacy_display(self, client):
+        # A sentence about this client, not the field's generic help text under a ✗.
+        if client.is_legacy:
+            return "Yes: registered before scopes existed, so its tokens are not restricted by scope."
+        return "No: its tokens carry the scopes users granted."
 
     @admin.display(description="owner", ordering="user__username")
     def owner_display(self, client):
@@ -290,9 +303,9 @@ class OAuthClientAdmin(admin.ModelAdmin):
             (
                 (
                     secret.hint,
-                    secret.created.strftime("%Y-%m-%d %H:%M UTC"),
-                    secret.last_used_at.strftime("%Y-%m-%d %H:%M UTC") if secret.last_used_at else "never",
-                    "active" if secret.is_active else "revoked " + secret.revoked_at.strftime("%Y-%m-%d %H:%M UTC"),
+                    _when(secret.created),
+                    _when(secret.last_used_at) if secret.last_used_at else "never",
+                    "active" if secret.is_active else "revoked " + _when(secret.revoked_at),
                 )
                 for secret in selectors.client_secret_list(client=client)
             ),
@@ -310,10 +323,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
             format_html_join(
                 mark_safe(""),
                 '<p><time datetime="{}">{}</time> · {}</p>',
-                (
-                    (event.created.isoformat(), event.created.strftime("%Y-%m-%d %H:%M UTC"), event.sentence())
-                    for event in events
-                ),
+                ((event.created.isoformat(), _when(event.created), event.sentence()) for event in events),
             )
             or "No events."
         )

@@ -37,8 +37,9 @@ class ClientForm(forms.Form):
         required=False, widget=forms.TextInput(attrs={"maxlength": MAX_NAME_LENGTH, "required": True})
     )
     purpose = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 3, "maxlength": MAX_PURPOSE_LENGTH}),
+        required=True,
+        error_messages={"required": "Say what the application does with the access it asks for: reviewers read this."},
+        widget=forms.Textarea(attrs={"rows": 3, "maxlength": MAX_PURPOSE_LENGTH, "required": True}),
         help_text="What the application does with the access it asks for. Reviewers read this.",
     )
     website_url = forms.CharField(

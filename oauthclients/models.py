@@ -408,7 +408,9 @@ class ClientAuditEvent(models.Model):
 
         def listed(key: str) -> str:
             values = detail.get(key) or []
-            return ", ".join(str(value).replace("_", " ") for value in values) if values else "nothing"
+            # Field names read as words ("website url"); scope names stay as written (BOOKING_READ).
+            words = key in ("changed", "because")
+            return ", ".join(str(value).replace("_", " ") if words else str(value) for value in values) or "nothing"
 
         sentences = {
             AuditAction.CLIENT_CREATED: lambda: (

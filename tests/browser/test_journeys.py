@@ -191,6 +191,7 @@ def test_registering_works_without_javascript(people, live_server, browser, scre
     page.goto(live_server.url + "/settings/developer/clients/new/")
     log_in(page, "developer")
     page.fill("#id_name", "No Script")
+    page.fill("#id_purpose", "Checks that registration works without JavaScript.")
     page.fill("#id_website_url", "https://noscript.example.com")
     page.fill("#id_redirect_uris", "https://noscript.example.com/cb")
     page.locator("details.scope-resource-box:has(fieldset[data-resource=PROFILE]) > summary").click()

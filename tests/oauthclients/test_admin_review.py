@@ -163,3 +163,25 @@ def test_every_audit_action_has_a_sentence(owner, action):
     sentence = event.sentence()
     assert sentence[0].isupper() or sentence.startswith("owner")
     assert "{" not in sentence and "[" not in sentence
+
+
+def test_the_legacy_row_is_a_sentence_about_this_client(staff, owner):
+    legacy = make_client(owner, is_legacy=True).client
+    scoped = make_client(owner, name="Scoped").client
+    assert (
+        "registered before scopes existed"
+        in soup(staff.get(change_url(legacy))).select_one(".field-legacy_display").get_text()
+    )
+    assert (
+        soup(staff.get(change_url(scoped)))
+        .select_one(".field-legacy_display")
+        .get_text(" ", strip=True)
+        .endswith("No: its tokens carry the scopes users granted.")
+    )
+
+
+def test_times_on_the_client_page_name_their_zone(staff, owner):
+    app = make_client(owner).client
+    text = soup(staff.get(change_url(app))).select_one(".field-audit_trail").get_text(" ", strip=True)
+    zone = timezone.localtime(app.created).strftime("%Z")
+    assert zone and f" {zone} ·" in text

@@ -13,10 +13,13 @@ GOOD_URI = "https://calendar-sync.example.com/callback"
 
 
 def run(*args):
-    """Call the command; return its stdout parsed as JSON."""
+    """Call the command; return its stdout parsed as JSON Lines (a list for `list`, else the one object)."""
     out = StringIO()
     call_command("oauthclient", *args, stdout=out, stderr=StringIO())
-    return json.loads(out.getvalue())
+    lines = out.getvalue().splitlines()
+    assert all(line.startswith("{") for line in lines), out.getvalue()
+    items = [json.loads(line) for line in lines]
+    return items if "list" in args else items[0]
 
 
 def refused(*args) -> str:
@@ -29,7 +32,7 @@ def refused(*args) -> str:
 
 
 def create_args(*extra, owner="owner", uris=(GOOD_URI,), scopes=("PROFILE_READ",)):
-    args = ["create", "--owner", owner, "--name", "Shell App"]
+    args = ["create", "--owner", owner, "--name", "Shell App", "--purpose", "Syncs your calendar."]
     for uri in uris:
         args += ["--redirect-uri", uri]
     for scope in scopes:
@@ -306,3 +309,39 @@ def test_stdout_is_only_json_with_the_default_console_mail(owner, reviewer, sett
     out, err = capsys.readouterr()
     assert json.loads(out)["client_id"] == client.client_id  # nothing but the JSON document
     assert "Subject:" in err and client.client_id in err  # the review mail went to stderr
+
+
+# --- what a newcomer reads on the terminal (first-hour findings) ---
+
+
+def test_create_refuses_an_empty_purpose_like_the_developer_form(owner):
+    args = [a for a in create_args() if a not in ("--purpose", "Syncs your calendar.")]
+    assert "--purpose is required" in refused(*args, "--purpose", "  ")
+    assert not OAuthClient.objects.exists()
+
+
+def test_every_subcommand_prints_one_json_object_per_line(client_obj, approved):
+    out = StringIO()
+    call_command("oauthclient", "list", stdout=out, stderr=StringIO())
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and all(json.loads(line)["client_id"] for line in lines)
+    # Oldest first, as the admin's review queue.
+    assert [json.loads(line)["client_id"] for line in lines] == [client_obj.client_id, approved.client.client_id]
+
+
+def test_a_successful_change_writes_nothing_to_stderr(client_obj, reviewer, capsys):
+    err = StringIO()
+    call_command("oauthclient", "--actor", "reviewer", "approve", client_obj.client_id, stdout=StringIO(), stderr=err)
+    assert err.getvalue() == "" and capsys.readouterr().err == ""
+
+
+def test_a_refusal_on_the_command_line_is_one_line_without_the_exception_name(db, capsys):
+    from django.core.management import load_command_class
+
+    command = load_command_class("oauthclients", "oauthclient")
+    with pytest.raises(SystemExit) as exit_status:
+        command.run_from_argv(["manage.py", "oauthclient", "show", "nope"])  # as the shell runs it
+    assert exit_status.value.code == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == "oauthclient: Unknown client: no OAuth client with client_id 'nope'.\n"

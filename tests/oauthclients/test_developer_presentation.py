@@ -35,9 +35,9 @@ def test_required_fields_are_marked(client, owner):
     html = soup(client.get(url("client_create")))
 
     marked = {label["for"] for label in html.select("label") if label.select_one(".required")}
-    assert marked == {"id_name", "id_website_url", "id_redirect_uris"}
+    assert marked == {"id_name", "id_purpose", "id_website_url", "id_redirect_uris"}
     assert html.select_one("fieldset.scopes > legend .required") is not None
-    assert html.select_one("#id_purpose").has_attr("required") is False
+    assert html.select_one("#id_purpose").has_attr("required")  # reviewers read it: the CLI requires it too
 
 
 @pytest.mark.parametrize("page", ["client_list", "client_create", "client_detail", "client_update"])

@@ -107,7 +107,7 @@ def tokens_of(response) -> tuple[str, str]:
 def command(*args) -> dict:
     out = StringIO()
     call_command("oauthclient", *args, stdout=out, stderr=StringIO())
-    return json.loads(out.getvalue())
+    return json.loads(out.getvalue())  # one JSON object on one line
 
 
 @dataclass
@@ -234,6 +234,8 @@ def secrets_from_the_command(ledger: Ledger) -> None:
         "owner",
         "--name",
         "Shell App",
+        "--purpose",
+        "Syncs your calendar.",
         "--redirect-uri",
         "https://shell.example.com/cb",
         "--scope",

@@ -5,6 +5,7 @@ prints on stderr with a non-zero exit status (no traceback unless --traceback is
 """
 
 import json
+import logging
 import re
 from urllib.parse import urlsplit
 
@@ -69,6 +70,13 @@ def client_json(client: OAuthClient) -> dict:
     }
 
 
+class Refused(CommandError):
+    """A refusal, printed as `oauthclient: message` (Django prefixes the class name), exit status 1."""
+
+
+Refused.__name__ = Refused.__qualname__ = "oauthclient"
+
+
 def _validation_text(exc: ValidationError) -> str:
     if hasattr(exc, "error_dict"):
         return "\n".join(f"{field}: {message}" for field, messages in exc.message_dict.items() for message in messages)
@@ -78,7 +86,8 @@ def _validation_text(exc: ValidationError) -> str:
 class Command(BaseCommand):
     help = (
         "Register, review and inspect OAuth clients and manage their secrets. Every subcommand "
-        "prints JSON on stdout; errors go to stderr with a non-zero exit status. "
+        "prints JSON on stdout, one object per line (`list`: one per client, oldest first); errors go "
+        "to stderr as one line with exit status 1. "
         "Run `manage.py oauthclient SUBCOMMAND --help` for each one."
     )
 
@@ -181,26 +190,32 @@ class Command(BaseCommand):
         set_scopes.add_argument("scopes", nargs="+", metavar="SCOPE")
 
     def handle(self, *args, subcommand, actor=None, **options):
+        # The audit trail is in the database (and the server's log); on the command line, stderr
+        # stays for errors (and the review mail of the console backend) unless -v 2 or more.
+        if options.get("verbosity", 1) < 2:
+            logging.getLogger("audit").setLevel(logging.WARNING)
         actor = self._user(actor, role="actor") if actor else None
         handler = getattr(self, "do_" + subcommand.replace("-", "_"))
         try:
             result = handler(actor=actor, **options)
         except ValidationError as exc:
-            raise CommandError(_validation_text(exc)) from None
+            raise Refused(_validation_text(exc)) from None
         except ApplicationError as exc:
-            raise CommandError(exc.message) from None
-        self.stdout.write(json.dumps(result, indent=2))
+            raise Refused(exc.message) from None
+        # One JSON object per line (JSON Lines): `list` prints one per client, the rest one in all.
+        for item in result if isinstance(result, list) else [result]:
+            self.stdout.write(json.dumps(item))
 
     def _user(self, username: str, *, role: str):
         try:
             return get_user_model().objects.get_by_natural_key(username)
         except get_user_model().DoesNotExist:
-            raise CommandError(f"Unknown {role}: no user named {username!r}.") from None
+            raise Refused(f"Unknown {role}: no user named {username!r}.") from None
 
     def _client(self, client_id: str) -> OAuthClient:
         client = selectors.client_get(client_id=client_id)
         if client is None:
-            raise CommandError(f"Unknown client: no OAuth client with client_id {client_id!r}.")
+            raise Refused(f"Unknown client: no OAuth client with client_id {client_id!r}.")
         return client
 
     def do_create(
@@ -220,7 +235,9 @@ class Command(BaseCommand):
                 legacy=legacy,
             )
         if not redirect_uris:
-            raise CommandError("--redirect-uri is required (at least one) unless --resource-server is given.")
+            raise Refused("--redirect-uri is required (at least one) unless --resource-server is given.")
+        if not (purpose or "").strip():
+            raise Refused("--purpose is required: say what the application does with the access it asks for.")
         with transaction.atomic():
             created = services.client_create(
                 owner=owner,
@@ -252,7 +269,7 @@ class Command(BaseCommand):
             flags.get(option, "--" + option) for option, value in app_only.items() if value not in (None, [], "", False)
         )
         if given:
-            raise CommandError(f"A resource server has no {', '.join(given)}: give only --owner and --name.")
+            raise Refused(f"A resource server has no {', '.join(given)}: give only --owner and --name.")
         created = services.resource_server_create(owner=owner, name=name, actor=actor)
         return {
             "client_id": created.client.client_id,
@@ -273,7 +290,9 @@ class Command(BaseCommand):
         return client_json(self._client(client_id))
 
     def do_list(self, *, status, **_):
-        return [client_json(client) for client in selectors.client_list(status=status).prefetch_related("secrets")]
+        # Oldest first, like the admin's review queue: first come, first served.
+        clients = selectors.client_list(status=status).order_by("created", "id").prefetch_related("secrets")
+        return [client_json(client) for client in clients]
 
     def do_add_secret(self, *, actor, client_id, **_):
         issued = services.client_secret_create(client=self._client(client_id), actor=actor)

@@ -1,0 +1,23 @@
+"""The audit trail as sentences: scope names as they are written, field names as words."""
+
+import pytest
+
+from oauthclients.models import AuditAction, ClientAuditEvent
+
+pytestmark = pytest.mark.django_db
+
+
+def test_scope_names_keep_their_underscores(approved):
+    event = ClientAuditEvent(
+        client=approved.client,
+        action=AuditAction.CLIENT_SCOPES_SET,
+        detail={"scopes": ["BOOKING_READ", "PROFILE_READ"]},
+    )
+    assert event.sentence() == "The system set the scopes to BOOKING_READ, PROFILE_READ."
+
+
+def test_field_names_read_as_words(approved):
+    event = ClientAuditEvent(
+        client=approved.client, action=AuditAction.CLIENT_UPDATED, detail={"changed": ["website_url", "name"]}
+    )
+    assert event.sentence() == "The system edited website url, name."
