@@ -13,12 +13,20 @@ OAUTH_ISSUER ?= http://$(ISSUER_HOST):$(PORT)
 
 .PHONY: run test install migrate clean
 
+# `make run` installs the runtime dependencies only; `make test` adds the test extra (browsers'
+# driver, fuzzers, linters: several hundred MB the demo does not need).
+TEST_STAMP := $(VENV)/.installed-test-stamp
+
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required (found %s)" % sys.version.split()[0]) if sys.version_info < (3, 11) else None'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet ".[test]"
+	$(BIN)/python -m pip install --quiet .
 	touch $(STAMP)
+
+$(TEST_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/python -m pip install --quiet ".[test]"
+	touch $(TEST_STAMP)
 
 install: $(STAMP)
 
@@ -26,10 +34,10 @@ install: $(STAMP)
 run: export DJANGO_DEBUG ?= 1
 run: export OAUTH_ISSUER := $(OAUTH_ISSUER)
 run: $(STAMP)
-	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
-	$(BIN)/python manage.py seed_demo
-	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+	@$(BIN)/python manage.py migrate --noinput --verbosity 0
+	@echo "Database ready (migrations applied)."
+	@$(BIN)/python manage.py collectstatic --noinput --verbosity 0
+	@$(BIN)/python manage.py demo_server $(HOST):$(PORT)
 
 migrate: $(STAMP)
 	$(BIN)/python manage.py migrate --noinput
@@ -40,25 +48,25 @@ test: lint
 	$(BIN)/python -m pytest $(ARGS)
 
 .PHONY: lint format
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 # Rewrites the tree: ruff's safe fixes, then its formatter.
-format: $(STAMP)
+format: $(TEST_STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
 # Longer property-based fuzzing (tests/security/test_fuzz.py): FUZZ_EXAMPLES examples per test
 # (the normal suite runs 60).
 .PHONY: fuzz
-fuzz: $(STAMP)
+fuzz: $(TEST_STAMP)
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-2000} $(BIN)/python -m pytest tests/security/test_fuzz.py $(ARGS)
 
 # Longer schema-driven fuzzing of the token, revoke, introspect and /v2/me endpoints (schemathesis):
 # SCHEMA_FUZZ_EXAMPLES requests per operation and mode (the normal suite runs 15).
 .PHONY: fuzz-schema
-fuzz-schema: $(STAMP)
+fuzz-schema: $(TEST_STAMP)
 	SCHEMA_FUZZ_EXAMPLES=$${SCHEMA_FUZZ_EXAMPLES:-500} $(BIN)/python -m pytest tests/security/test_schema_fuzz.py $(ARGS)
 
 clean:
@@ -68,7 +76,7 @@ clean:
 BENCH_STAMP := $(VENV)/.bench-installed-stamp
 .PHONY: bench
 
-$(BENCH_STAMP): pyproject.toml $(STAMP)
+$(BENCH_STAMP): pyproject.toml $(TEST_STAMP)
 	$(BIN)/python -m pip install --quiet ".[test,bench]"
 	touch $(BENCH_STAMP)
 

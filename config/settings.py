@@ -293,6 +293,9 @@ LOGGING = {
         # DOT logs request details at DEBUG; keep it quiet unless asked for explicitly.
         "oauth2_provider": {"level": env_str("OAUTH_LOG_LEVEL", "WARNING"), "handlers": ["redact_in_place"]},
         "oauthlib": {"level": env_str("OAUTH_LOG_LEVEL", "WARNING"), "handlers": ["redact_in_place"]},
+        # Django's default config gives "django" a console handler of its own (when DEBUG is on)
+        # on top of the root's: every record twice ("Watching for file changes" in `make run`).
+        "django": {"handlers": [], "level": "INFO"},
     },
 }
 

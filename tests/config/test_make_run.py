@@ -47,12 +47,43 @@ def make_run(tmp_path, *args, env=None) -> list[str]:
     ],
 )
 def test_every_step_of_make_run_uses_the_issuer_of_its_port(tmp_path, args, issuer, bind):
-    lines = make_run(tmp_path, *args)
-    assert len(lines) == 4  # migrate, collectstatic, seed_demo, runserver
+    lines = [line for line in make_run(tmp_path, *args) if line.startswith("OAUTH_ISSUER=")]
+    assert len(lines) == 3  # migrate, collectstatic, demo_server (which seeds, then serves)
     assert all(line.startswith(f"OAUTH_ISSUER={issuer} DJANGO_DEBUG=1 ") for line in lines), lines
-    assert lines[-1].endswith(f"manage.py runserver {bind}")
+    assert lines[-1].endswith(f"manage.py demo_server {bind}")
 
 
 def test_an_explicit_issuer_wins(tmp_path):
-    lines = make_run(tmp_path, "PORT=8123", env={"OAUTH_ISSUER": "https://auth.example.com"})
+    lines = [
+        line
+        for line in make_run(tmp_path, "PORT=8123", env={"OAUTH_ISSUER": "https://auth.example.com"})
+        if "ARGS=" in line
+    ]
     assert all(line.startswith("OAUTH_ISSUER=https://auth.example.com ") for line in lines), lines
+
+
+def test_make_run_prints_no_recipe_and_summarises_the_migrations_in_a_line(tmp_path):
+    lines = make_run(tmp_path)
+    assert "Database ready (migrations applied)." in lines
+    assert not any(line.startswith((".venv/", "echo", "@")) for line in lines)  # recipes are not echoed
+    assert "--verbosity 0" in lines[0]
+
+
+def test_make_run_installs_the_runtime_dependencies_only():
+    dry = subprocess.run(
+        [shutil.which("make"), "-n", "-B", "run", "VENV=/nonexistent-venv"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    installs = [line for line in dry.splitlines() if "pip install" in line and "--upgrade pip" not in line]
+    assert installs and all(line.rstrip().endswith("install --quiet .") for line in installs), installs
+    test_dry = subprocess.run(
+        [shutil.which("make"), "-n", "-B", "lint", "VENV=/nonexistent-venv"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    assert 'install --quiet ".[test]"' in test_dry

@@ -1,10 +1,13 @@
 """`manage.py seed_demo`: the demo cast for `make run`. Creates only what is missing."""
 
+import logging
+
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from django.test.utils import override_settings
 
 from oauthclients import selectors, services
 from oauthclients.models import ClientKind, OAuthClient
@@ -44,11 +47,25 @@ class Command(BaseCommand):
                 "(DJANGO_DEBUG=1). Use --force to run it anyway."
             )
         self.existing_users = []
-        with transaction.atomic():
-            users = {username: self._user(username, password, admin) for username, password, admin in DEMO_USERS}
-            client, secret = self._client(developer=users["developer"], admin=users["admin"])
-            docs_client = self._docs_client(admin=users["admin"])
+        # Seeding is not news: its audit lines and its review mails (to the demo's own developer)
+        # stay out of the terminal, so that the summary below is what a newcomer reads.
+        audit_log = logging.getLogger("audit")
+        level = audit_log.level
+        audit_log.setLevel(logging.WARNING)
+        try:
+            with (
+                override_settings(EMAIL_BACKEND="django.core.mail.backends.locmem.EmailBackend"),
+                transaction.atomic(),
+            ):
+                users = {name: self._user(name, password, admin) for name, password, admin in DEMO_USERS}
+                client, secret = self._client(developer=users["developer"], admin=users["admin"])
+                docs_client = self._docs_client(admin=users["admin"])
+        finally:
+            audit_log.setLevel(level)
 
+        self.stdout.write("")
+        self.stdout.write("=" * 72)
+        self.stdout.write(f"The demo is ready at {settings.OAUTH_ISSUER}/")
         self.stdout.write("")
         self.stdout.write("Logins:")
         for username, password, _ in DEMO_USERS:
@@ -72,6 +89,7 @@ class Command(BaseCommand):
                 f"API docs:           {settings.OAUTH_ISSUER}/v2/docs/ (Authorize: client_id {docs_client.client_id}, "
                 "PKCE, no secret)"
             )
+        self.stdout.write("=" * 72)
 
     def _user(self, username: str, password: str, admin: bool):
         User = get_user_model()
