@@ -164,7 +164,16 @@ _CLIENT_QUERY = CompiledQuery(
 )
 
 
-def _client(params: QueryDict, user) -> OAuthClient:
+def authorization_target_validate(*, params: QueryDict) -> None:
+    """Before asking anyone to log in: is this a client users may be sent to, and is the
+    redirect_uri one of its own? Raises AuthorizationPageError otherwise, as Google does, so that a
+    misconfigured app never collects a login it cannot use. (A pending client passes: its owner
+    may be the one about to log in; the full validation follows the login.)"""
+    client = _client(params, None, before_login=True)
+    _redirect_uri(params, client)
+
+
+def _client(params: QueryDict, user, *, before_login: bool = False) -> OAuthClient:
     client_ids = params.getlist("client_id")
     if not client_ids or not client_ids[0]:
         raise AuthorizationPageError("Missing client_id", "The authorization request has no client_id parameter.")
@@ -180,16 +189,19 @@ def _client(params: QueryDict, user) -> OAuthClient:
     if client.status == ClientStatus.APPROVED:
         return client
     # The owner may try their own pending client before review; nobody else may.
-    if client.status == ClientStatus.PENDING and user.is_authenticated and user.pk == client.user_id:
+    if client.status == ClientStatus.PENDING and (
+        before_login or (user.is_authenticated and user.pk == client.user_id)
+    ):
         return client
+    # Neither page names the client: its name was never approved (SECURITY.md, "Review").
     if client.status == ClientStatus.PENDING:
         raise AuthorizationPageError(
             "Application not yet approved",
-            f"“{client.name}” is awaiting review by the service's administrators and cannot be used yet; "
+            "This application is awaiting review by the service's administrators and cannot be used yet; "
             "until then only its owner can test it.",
         )
     raise AuthorizationPageError(
-        "Application not available", f"“{client.name}” has been rejected by the service's administrators."
+        "Application not available", "This application has been rejected by the service's administrators."
     )
 
 

@@ -25,6 +25,7 @@ from oauthflows.authorization import (
     AuthorizationRedirectError,
     AuthorizationRequest,
     authorization_request_validate,
+    authorization_target_validate,
 )
 from oauthflows.endpoints import ascii_description
 from oauthflows.selectors import connected_app_get_for_user, connected_app_list_for_user
@@ -63,6 +64,12 @@ class AuthorizationMixin(LoginRequiredMixin):
     """Not logged in: Django's login page, then back to the same authorization request (GET)."""
 
     def handle_no_permission(self):
+        # The client and its redirect URI first: a request that can only fail gets its error page
+        # now, not after the user has typed a password for nothing.
+        try:
+            authorization_target_validate(params=self.request.GET)
+        except AuthorizationPageError as error:
+            return _error_page(self.request, error)
         query = self.request.META.get("QUERY_STRING", "")
         return redirect_to_login(f"{settings.OAUTH_AUTHORIZE_PATH}?{query}" if query else settings.OAUTH_AUTHORIZE_PATH)
 

@@ -322,7 +322,7 @@ def test_the_code_is_stored_only_as_a_digest_bound_to_everything(browser, public
         grant.code_challenge_method,
     ) == (public.pk, end_user.pk, "http://127.0.0.1:9000/cb", "PROFILE_READ", challenge, "S256")
     lifetime = (grant.expires - grant.created).total_seconds()
-    assert 55 <= lifetime <= 61
+    assert 595 <= lifetime <= 601
 
 
 def test_codes_carry_256_bits_and_never_repeat(browser, confidential):
@@ -495,3 +495,42 @@ def test_a_code_lives_ten_minutes_by_default(browser, confidential):
     consent(browser, authorize_url(client))
     grant = Grant.objects.get()
     assert 595 <= (grant.expires - grant.created).total_seconds() <= 605
+
+
+# --- first-hour finding 10: a request that can only fail is refused before the login page ---
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"redirect_uri": "https://app.example.com/wrong"},
+        {"client_id": "no-such-client"},
+        {"redirect_uri": None},
+    ],
+    ids=["wrong-redirect-uri", "unknown-client", "no-redirect-uri"],
+)
+def test_an_anonymous_request_that_can_only_fail_gets_the_error_page_not_the_login(db, confidential, change):
+    from django.test import Client
+
+    client, _ = confidential
+    params = {"client_id": client.client_id, "redirect_uri": client.redirect_uri_list[0], "scope": "PROFILE_READ"}
+    params.update(change)
+    response = Client().get(AUTHORIZE + "?" + urlencode({k: v for k, v in params.items() if v is not None}))
+    assert response.status_code == 400
+    assert not response.has_header("Location")
+
+
+def test_an_anonymous_request_to_a_good_or_pending_client_goes_to_the_login(db, confidential, owner):
+    from django.test import Client
+
+    client, _ = confidential
+    pending = make_client(owner, name="Secret Project X", redirect_uris=["https://x.example/cb"]).client
+    for app in (client, pending):
+        response = Client().get(authorize_url(app))
+        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
+def test_the_not_approved_page_does_not_name_the_client(browser, owner):
+    pending = make_client(owner, name="Secret Project X", redirect_uris=["https://x.example/cb"]).client
+    response = browser.get(authorize_url(pending))
+    assert response.status_code == 400 and "Secret Project X" not in response.content.decode()
