@@ -562,18 +562,7 @@ class Validator(OAuth2Validator):
 
     @staticmethod
     def _claims(token, token_type: str, scope: str, expires) -> dict:
-        claims = {
-            "scope": scope,
-            "client_id": token.application.client_id,
-            "username": token.user.get_username(),
-            "sub": str(token.user.pk),
-            "exp": int(expires.timestamp()),
-            "iat": int(token.created.timestamp()),
-            "iss": settings.OAUTH_ISSUER,
-        }
-        if token_type == "access_token":
-            claims["token_type"] = "bearer"  # RFC 7662 §2.2: the RFC 6749 token type
-        return claims
+        return introspection_claims(token, token_type=token_type, scope=scope, expires=expires)
 
     def validate_bearer_token(self, token, scopes, request):
         # The resource side uses scopes.authentication instead (one query, our own errors).
@@ -596,17 +585,28 @@ def access_token_claims_for_resource_server(raw_token) -> dict | None:
     token = access_token_get_for_introspection(raw_token)
     if token is None:
         return None
+    return introspection_claims(token, token_type="access_token", scope=token.scope, expires=token.expires)
+
+
+# RFC 7662 §2.2 `token_type`: an access token is a Bearer token (RFC 6750); a refresh token is no
+# token type of RFC 6749 §7.1 and is named as such, so that no verifier can take it for a bearer.
+INTROSPECTION_TOKEN_TYPES = {"access_token": "Bearer", "refresh_token": "refresh_token"}
+
+
+def introspection_claims(token, *, token_type: str, scope: str, expires) -> dict:
+    """The one shape of an active introspection answer, whoever asks (docs/verifying-tokens.md)."""
     return {
-        "scope": token.scope,  # as granted: ORG_ grants are not expanded
+        "active": True,
+        "scope": scope,  # as granted: ORG_ grants are not expanded
         "client_id": token.application.client_id,
         "username": token.user.get_username(),
-        "sub": str(token.user_id),  # the primary key: never reassigned
-        "exp": int(token.expires.timestamp()),
+        "sub": str(token.user_id),  # the user's primary key: never reassigned
+        "exp": int(expires.timestamp()),
         "iat": int(token.created.timestamp()),
         "iss": settings.OAUTH_ISSUER,
-        "token_type": "Bearer",
+        "token_type": INTROSPECTION_TOKEN_TYPES[token_type],
         # A legacy client's token has no scope and no scope restriction (spec §2.1).
-        "unrestricted": token.scope == "",
+        "unrestricted": scope == "",
     }
 
 

@@ -137,7 +137,18 @@ SCHEMAS = {
         "type": "object",
         "description": "RFC 7662 §2.2: for a resource server, any live access token; for an app's "
         "confidential client, its own live access or refresh token.",
-        "required": ["active", "scope", "client_id", "username", "sub", "exp", "iat", "iss"],
+        "required": [
+            "active",
+            "scope",
+            "client_id",
+            "username",
+            "sub",
+            "exp",
+            "iat",
+            "iss",
+            "token_type",
+            "unrestricted",
+        ],
         "additionalProperties": False,
         "properties": {
             "active": {"type": "boolean", "enum": [True]},
@@ -147,14 +158,14 @@ SCHEMAS = {
             "sub": _string("The user's id, as a string."),
             "token_type": {
                 "type": "string",
-                "enum": ["bearer", "Bearer"],
-                "description": "RFC 6749 §7.1 type of an access token (`Bearer` to a resource server); absent for "
-                "a refresh token.",
+                "enum": ["Bearer", "refresh_token"],
+                "description": "`Bearer` for an access token (RFC 6750; compare case-insensitively); "
+                "`refresh_token` for a refresh token, which is never a bearer token.",
             },
             "unrestricted": {
                 "type": "boolean",
-                "description": "Resource servers only: true for a legacy client's full-access token (its scope is "
-                "empty and no scope restriction applies), false otherwise.",
+                "description": "True for a legacy client's full-access token (its scope is empty and no scope "
+                "restriction applies), false otherwise.",
             },
             "exp": {
                 "type": "integer",

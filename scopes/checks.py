@@ -116,3 +116,18 @@ def check_scope_declarations(app_configs=None, urlconf=None, **kwargs):
             )
         )
     return errors
+
+
+@register("scopes", deploy=True)
+def check_introspection_credentials(app_configs=None, **kwargs):
+    """`manage.py check --deploy`: try this service's introspection credentials once, so that a typo
+    in OAUTH_RESOURCE_SERVER_ID or _SECRET is caught before traffic, not read as an outage."""
+    if getattr(settings, "OAUTH_TOKEN_VERIFIER", None) != "scopes.introspection.IntrospectionVerifier":
+        return []
+    names = ("OAUTH_INTROSPECTION_URL", "OAUTH_RESOURCE_SERVER_ID", "OAUTH_RESOURCE_SERVER_SECRET")
+    if not all(getattr(settings, name, None) for name in names):
+        return []  # scopes.E003 says what is missing
+    from scopes.introspection import credentials_try
+
+    problem = credentials_try()
+    return [problem] if problem else []

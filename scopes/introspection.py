@@ -103,9 +103,17 @@ class IntrospectionVerifier(TokenVerifier):
         except requests.RequestException as exc:
             logger.error("Token introspection failed: %s reaching %s", type(exc).__name__, self.url)
             raise AuthorizationServerUnavailable() from None
+        if response.status_code == 401:
+            # Not an outage: this service's own credentials are refused. Say which settings to fix.
+            logger.error(
+                "Token introspection failed: %s answered 401: it refuses this service's credentials. "
+                "Check OAUTH_RESOURCE_SERVER_ID and OAUTH_RESOURCE_SERVER_SECRET (or whether the resource "
+                "server was rejected); `manage.py check --deploy` tries them.",
+                self.url,
+            )
+            raise AuthorizationServerUnavailable()
         if response.status_code != 200:
-            # 401: this service's credentials are wrong or its client was rejected; 429, 5xx: the
-            # server is overloaded or down. None of these says anything about the user's token.
+            # 429, 5xx: the server is overloaded or down. Nothing about the user's token.
             logger.error("Token introspection failed: %s answered %s", self.url, response.status_code)
             raise AuthorizationServerUnavailable()
         try:
@@ -153,3 +161,37 @@ def _claims(body: dict) -> dict | None:
     claims["exp"] = exp
     claims["unrestricted"] = body.get("unrestricted") is True
     return claims
+
+
+def credentials_try():
+    """Introspect a random token once with this service's credentials: None if they are accepted
+    (the answer is `{"active": false}`), else a system check message saying what is wrong."""
+    import secrets
+
+    from django.core.checks import Error, Warning
+
+    verifier = IntrospectionVerifier()
+    try:
+        response = verifier.session.post(
+            verifier.url, data={"token": secrets.token_urlsafe(32)}, timeout=verifier.timeout, allow_redirects=False
+        )
+    except requests.RequestException as exc:
+        return Warning(
+            f"Could not reach {verifier.url} to try the introspection credentials ({type(exc).__name__}).",
+            hint="Check OAUTH_INTROSPECTION_URL; requests will get 503 until it answers.",
+            id="scopes.W004",
+        )
+    if response.status_code == 401:
+        return Error(
+            f"{verifier.url} refuses this service's credentials.",
+            hint="Check OAUTH_RESOURCE_SERVER_ID and OAUTH_RESOURCE_SERVER_SECRET (made by `manage.py "
+            "oauthclient create --resource-server` on the authorization server); every request would get 503.",
+            id="scopes.E004",
+        )
+    if response.status_code != 200:
+        return Warning(
+            f"{verifier.url} answered {response.status_code} to a trial introspection.",
+            hint="Check OAUTH_INTROSPECTION_URL: it should be the authorization server's /v2/auth/oauth2/introspect.",
+            id="scopes.W004",
+        )
+    return None

@@ -46,8 +46,9 @@ def test_an_active_access_token_is_described(api, confidential, tokens, end_user
         client.client_id,
         end_user.username,
         str(end_user.pk),
-        "bearer",
+        "Bearer",
     )
+    assert body["unrestricted"] is False
     assert 1700 <= body["exp"] - int(timezone.now().timestamp()) <= 1800
     assert body["iss"] == "http://testserver"
 
@@ -55,7 +56,7 @@ def test_an_active_access_token_is_described(api, confidential, tokens, end_user
 def test_an_active_refresh_token_is_described(api, confidential, tokens):
     client, secret = confidential
     body = introspect(api, client, tokens["refresh_token"], secret=secret, hint="refresh_token").json()
-    assert body["active"] is True and "token_type" not in body  # RFC 6749 defines none for refresh tokens
+    assert body["active"] is True and body["token_type"] == "refresh_token"  # never a bearer token
     assert body["scope"] == "PROFILE_READ BOOKING_READ"
 
 
@@ -137,3 +138,25 @@ def test_invalid_client_challenges_basic_never_bearer(api, confidential, tokens,
         response = introspect(api, client, tokens["access_token"], secret="wrong")
     assert_token_error(response, "invalid_client", 401)
     assert response["WWW-Authenticate"] == 'Basic realm="oauth"'
+
+
+def test_an_app_and_a_resource_server_get_the_same_shape(api, confidential, tokens, reviewer):
+    from tests.factories import make_resource_server
+
+    client, secret = confidential
+    server = make_resource_server(reviewer)
+    as_app = introspect(api, client, tokens["access_token"], secret=secret).json()
+    as_server = introspect(api, server.client, tokens["access_token"], secret=server.secret.plaintext).json()
+    assert as_app == as_server
+    assert set(as_app) == {
+        "active",
+        "scope",
+        "client_id",
+        "username",
+        "sub",
+        "exp",
+        "iat",
+        "iss",
+        "token_type",
+        "unrestricted",
+    }

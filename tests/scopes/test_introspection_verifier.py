@@ -305,3 +305,43 @@ def test_any_other_or_no_token_type_is_refused(remote, settings, answering_serve
     response = call("/v2/bookings", "opaque")
     assert response.status_code == 401
     assert response["WWW-Authenticate"] == 'Bearer realm="api", error="invalid_token"'
+
+
+# --- first-hour finding 9: a wrong secret is named as such, and caught by check --deploy ---
+
+
+def test_a_refused_secret_is_logged_with_the_settings_to_fix(remote, settings, issue_token, caplog):
+    settings.OAUTH_RESOURCE_SERVER_SECRET = "cs_wrong"
+    call("/v2/bookings", issue_token("BOOKING_READ"))
+    assert "OAUTH_RESOURCE_SERVER_ID and OAUTH_RESOURCE_SERVER_SECRET" in caplog.text
+
+
+def deploy_check_messages():
+    from scopes.checks import check_introspection_credentials
+
+    return check_introspection_credentials()
+
+
+def test_check_deploy_accepts_good_credentials(remote):
+    assert deploy_check_messages() == []
+
+
+def test_check_deploy_names_refused_credentials(remote, settings):
+    settings.OAUTH_RESOURCE_SERVER_SECRET = "cs_typo"
+    [problem] = deploy_check_messages()
+    assert problem.id == "scopes.E004" and "OAUTH_RESOURCE_SERVER_SECRET" in problem.hint
+    assert "cs_typo" not in problem.msg + problem.hint
+
+
+def test_check_deploy_warns_when_the_server_cannot_be_reached(remote, settings):
+    settings.OAUTH_INTROSPECTION_URL = f"http://127.0.0.1:{_closed_port()}/v2/auth/oauth2/introspect"
+    [problem] = deploy_check_messages()
+    assert problem.id == "scopes.W004"
+
+
+def test_the_credentials_check_runs_only_with_deploy(remote):
+    from django.core.checks import registry
+
+    assert "scopes" in registry.registry.tags_available(deployment_checks=True)
+    plain = {check.__name__ for check in registry.registry.get_checks(include_deployment_checks=False)}
+    assert "check_introspection_credentials" not in plain
