@@ -33,6 +33,14 @@ def client_get_for_owner(*, owner, client_id: str) -> OAuthClient:
     return get_object_or_404(_owned(owner), client_id=client_id)
 
 
+def client_name_taken_for_owner(*, owner, name: str, exclude_client_id: str | None = None) -> bool:
+    """Whether another of the owner's clients has this name (case and surrounding spaces aside)."""
+    clients = _owned(owner).filter(name__iexact=(name or "").strip())
+    if exclude_client_id is not None:
+        clients = clients.exclude(client_id=exclude_client_id)
+    return clients.exists()
+
+
 def client_exists_for_owner(*, owner) -> bool:
     """Whether this user owns a client: a developer lands on the developer page after logging in."""
     return getattr(owner, "pk", None) is not None and _owned(owner).exists()
@@ -97,17 +105,24 @@ class OAuthEndpoints:
     authorization_url: str
     access_token_url: str
     refresh_token_url: str
+    revocation_url: str
+    introspection_url: str
+    metadata_url: str
 
 
 def oauth_endpoints() -> OAuthEndpoints:
-    """The three URLs a client needs (spec §1), under the issuer: §4.1 authorize, §4.2/§4.3 token."""
+    """The URLs a client needs, under the issuer: authorize, token (exchange and refresh), revoke,
+    introspect, and the RFC 8414 metadata document that lists them all."""
     issuer = settings.OAUTH_ISSUER
-    # Exchange and refresh share one path (spec §4.3).
+    # Exchange and refresh share one path.
     token_url = f"{issuer}/v2/auth/oauth2/token"
     return OAuthEndpoints(
         authorization_url=f"{issuer}/auth/oauth2/authorize",
         access_token_url=token_url,
         refresh_token_url=token_url,
+        revocation_url=issuer + settings.OAUTH_REVOKE_PATH,
+        introspection_url=issuer + settings.OAUTH_INTROSPECT_PATH,
+        metadata_url=issuer + settings.OAUTH_METADATA_PATH,
     )
 
 

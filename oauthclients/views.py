@@ -27,11 +27,16 @@ from oauthclients.selectors import (
     client_get_for_owner,
     client_list_for_owner,
     client_logo_get,
+    client_name_taken_for_owner,
     client_secret_list,
     integration_guide_html,
     oauth_endpoints,
 )
 from scopes.catalog import group_by_level
+
+DUPLICATE_NAME = (
+    "You already have a client with this name. Give each client its own name, so that you can tell them apart."
+)
 
 
 @dataclass(frozen=True)
@@ -117,6 +122,8 @@ def client_create(request):
     if request.method != "POST":
         return render(request, "developer/client_create.html", {"form": ClientCreateForm()})
     form = ClientCreateForm(request.POST, request.FILES)
+    if form.is_valid() and client_name_taken_for_owner(owner=request.user, name=form.cleaned_data["name"]):
+        form.add_error("name", DUPLICATE_NAME)
     if form.is_valid():
         try:
             created = services.client_create(
@@ -150,6 +157,10 @@ def client_update(request, client_id: str):
         form = ClientUpdateForm(initial=ClientUpdateForm.initial_for(client))
         return render(request, "developer/client_update.html", {"form": form, "client": client})
     form = ClientUpdateForm(request.POST, request.FILES)
+    if form.is_valid() and client_name_taken_for_owner(
+        owner=request.user, name=form.cleaned_data["name"], exclude_client_id=client.client_id
+    ):
+        form.add_error("name", DUPLICATE_NAME)
     if form.is_valid():
         try:
             updated = services.client_update(client=client, actor=request.user, **form.service_arguments())

@@ -7,7 +7,7 @@ from oauthclients import services
 from oauthclients.models import ClientSecret, OAuthClient
 from oauthclients.selectors import oauth_endpoints
 from tests.factories import make_client
-from tests.oauthclients.pages import edit_data, url
+from tests.oauthclients.pages import edit_data, registration_data, url
 
 
 @pytest.mark.parametrize("page", ["client_list", "client_create", "client_detail", "client_update"])
@@ -171,3 +171,41 @@ def test_a_state_change_without_the_csrf_token_is_refused(owner, client_obj):
 
     assert response.status_code == 403
     assert client_obj.secrets.count() == 1
+
+
+# --- first-hour finding 15: two clients can be told apart; the client page lists every URL ---
+
+
+def test_the_client_list_shows_each_client_id(client, owner):
+    first = make_client(owner, name="My Web App").client
+    second = make_client(owner, name="My Other App").client
+    client.force_login(owner)
+    page = client.get(url("client_list")).content.decode()
+    assert first.client_id in page and second.client_id in page
+
+
+def test_a_second_client_with_the_same_name_is_refused(client, owner, other_developer):
+    make_client(owner, name="My Web App")
+    make_client(other_developer, name="My Web App")  # another developer's: no matter
+    client.force_login(owner)
+    response = client.post(url("client_create"), registration_data(name=" my web app "))
+    assert response.status_code == 200 and "already have a client with this name" in response.content.decode()
+    assert OAuthClient.objects.filter(user=owner).count() == 1
+
+
+def test_renaming_onto_another_clients_name_is_refused_but_keeping_ones_own_is_fine(client, owner):
+    make_client(owner, name="Taken")
+    mine = make_client(owner, name="Mine").client
+    client.force_login(owner)
+    refused = client.post(url("client_update", mine), edit_data(mine, name="Taken"))
+    assert refused.status_code == 200 and "already have a client with this name" in refused.content.decode()
+    kept = client.post(url("client_update", mine), edit_data(mine, purpose="New purpose."))
+    assert kept.status_code == 303
+
+
+def test_the_client_page_lists_revocation_introspection_and_discovery_urls(client, owner):
+    app = make_client(owner).client
+    client.force_login(owner)
+    page = client.get(url("client_detail", app)).content.decode()
+    for path in ("/v2/auth/oauth2/revoke", "/v2/auth/oauth2/introspect", "/.well-known/oauth-authorization-server"):
+        assert "http://testserver" + path in page

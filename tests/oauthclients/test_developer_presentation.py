@@ -72,6 +72,7 @@ def test_tables_carry_labels_for_phone_cards(client, owner):
     assert [td["data-label"] for td in listing.select("table.cards tbody tr")[0].select("td")] == [
         "Status",
         "Name",
+        "Client ID",
         "Kind",
         "Created",
     ]

@@ -181,10 +181,10 @@ class Command(BaseCommand):
 
         set_scopes = commands.add_parser(
             "set-scopes",
-            help="Replace a client's scopes; on a legacy client, migrate it (spec §5.8 step b).",
-            description="Replace the client's scopes. For a legacy client this is the migration of spec "
-            "§5.8 step b: do it only after the application sends the scope parameter in its "
-            "authorization URL (step a), or users following an old URL will fail to authorize.",
+            help="Replace a client's scopes; on a legacy client, migrate it to scopes.",
+            description="Replace the client's scopes. For a legacy client this is the last step of moving it "
+            "to scopes: do it only after the application sends the scope parameter in its authorization URL, "
+            "or users following an old URL will fail to authorize.",
         )
         set_scopes.add_argument("client_id")
         set_scopes.add_argument("scopes", nargs="+", metavar="SCOPE")
