@@ -15,6 +15,7 @@ from django.test import Client
 from oauthclients import services
 from tests.factories import make_resource_server
 from tests.oauthflows.helpers import REVOKE, client_post
+from tests.scopes.conftest import active_answer
 from tests.scopes.tokens import ALL_SCOPES
 
 pytestmark = [pytest.mark.urls("tests.scopes.urls_for_tests"), pytest.mark.django_db(transaction=True)]
@@ -248,47 +249,6 @@ def test_with_an_apps_credentials_its_refresh_token_is_not_a_bearer_token(
     assert response["WWW-Authenticate"] == 'Bearer realm="api", error="invalid_token"'
     assert "OAUTH_RESOURCE_SERVER_ID is an app's client_id" in caplog.text
     assert tokens["refresh_token"] not in caplog.text and secret not in caplog.text
-
-
-@pytest.fixture
-def answering_server():
-    """A local authorization server stand-in whose introspection answers what the test sets."""
-    import json
-
-    answer = {"body": {}}
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            payload = json.dumps(answer["body"]).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}/introspect", answer
-    server.shutdown()
-
-
-def active_answer(**overrides):
-    import time
-
-    body = {
-        "active": True,
-        "scope": "BOOKING_READ",
-        "client_id": "some-app",
-        "username": "enduser",
-        "sub": "7",
-        "exp": int(time.time()) + 600,
-    }
-    body.update(overrides)
-    return {key: value for key, value in body.items() if value is not None}
 
 
 @pytest.mark.parametrize("token_type", ["Bearer", "bearer", "BEARER"])
