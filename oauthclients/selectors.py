@@ -3,7 +3,6 @@
 import itertools
 import re
 from dataclasses import dataclass
-from functools import cache
 
 from django.conf import settings
 from django.db import DataError
@@ -183,12 +182,32 @@ def access_token_get_for_introspection(raw_token) -> AccessToken | None:
     return _access_token_get_live(raw_token, _INTROSPECTION_QUERY)
 
 
-@cache
-def integration_guide_html() -> str:
-    """docs/integrating.md as HTML (CommonMark with tables; raw HTML in the file is escaped)."""
+GUIDE_ISSUER = "https://auth.example.com"
+GUIDE_REDIRECT_URI = "https://app.example.com/callback"
+GUIDE_INTRO = (
+    "It uses `https://auth.example.com` for the server (`OAUTH_ISSUER`); against a local\n"
+    "`make run`, that is `http://127.0.0.1:8000`."
+)
+
+
+def integration_guide_html(*, issuer: str | None = None, client: OAuthClient | None = None) -> str:
+    """docs/integrating.md as HTML (CommonMark with tables; raw HTML in the file is escaped), with
+    this server's URLs in place of the guide's example host and, given the developer's own client,
+    its client_id and first redirect URI in place of the placeholders (as GitHub and Slack do)."""
+    from urllib.parse import quote
+
     from markdown_it import MarkdownIt
 
     text = (settings.BASE_DIR / "docs" / "integrating.md").read_text(encoding="utf-8")
+    issuer = issuer or settings.OAUTH_ISSUER
+    shown = f"This copy shows this server's own address, `{issuer}`"
+    text = text.replace(GUIDE_INTRO, shown + (f", and the values of your client “{client.name}”." if client else "."))
+    text = text.replace(quote(GUIDE_ISSUER, safe=""), quote(issuer, safe="")).replace(GUIDE_ISSUER, issuer)
+    if client is not None:
+        text = text.replace("client_id=CLIENT_ID", f"client_id={client.client_id}")
+        text = text.replace("$CLIENT_ID", client.client_id)
+        if client.redirect_uri_list:
+            text = text.replace(GUIDE_REDIRECT_URI, client.redirect_uri_list[0])
     html = MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
     # Accessible as a page: a wide code block can be scrolled from the keyboard, and an empty
     # header cell (a table whose first column has no title) is a plain cell.

@@ -215,7 +215,19 @@ def client_delete(request, client_id: str):
 @login_required
 def integration_guide(request):
     """docs/integrating.md, rendered: the guide a developer needs next to their client's settings."""
-    return render(request, "developer/integration_guide.html", {"guide": integration_guide_html()})
+    # With ?client=<client_id> (or else the developer's newest client), the guide carries that
+    # client's own values; another developer's client_id is a 404 like everywhere on these pages.
+    chosen = request.GET.get("client")
+    client = (
+        client_get_for_owner(owner=request.user, client_id=chosen)
+        if chosen
+        else client_list_for_owner(owner=request.user).first()
+    )
+    return render(
+        request,
+        "developer/integration_guide.html",
+        {"guide": integration_guide_html(client=client), "client": client},
+    )
 
 
 def _png(png: bytes, *, cache_control: str) -> HttpResponse:

@@ -209,3 +209,31 @@ def test_the_client_page_lists_revocation_introspection_and_discovery_urls(clien
     page = client.get(url("client_detail", app)).content.decode()
     for path in ("/v2/auth/oauth2/revoke", "/v2/auth/oauth2/introspect", "/.well-known/oauth-authorization-server"):
         assert "http://testserver" + path in page
+
+
+# --- first-hour finding 4: the in-app guide shows this server and the developer's own client ---
+
+
+def test_the_guide_shows_the_running_issuer_not_the_example_host(client, owner):
+    client.force_login(owner)
+    page = client.get(url("integration_guide")).content.decode()
+    assert "auth.example.com" not in page
+    assert "http://testserver/auth/oauth2/authorize" in page and "http%3A%2F%2Ftestserver" in page
+
+
+def test_the_guide_carries_the_developers_own_client_id_and_redirect_uri(client, owner, other_developer):
+    app = make_client(owner, name="My Planner", redirect_uris=["https://planner.example/cb"]).client
+    client.force_login(owner)
+    page = client.get(url("integration_guide") + f"?client={app.client_id}").content.decode()
+    assert f"client_id={app.client_id}" in page and "https://planner.example/cb" in page
+    assert "app.example.com/callback" not in page
+    newest = client.get(url("integration_guide")).content.decode()  # the newest client by default
+    assert app.client_id in newest
+    foreign = make_client(other_developer, name="Not Mine").client
+    assert client.get(url("integration_guide") + f"?client={foreign.client_id}").status_code == 404
+
+
+def test_a_developer_without_clients_gets_the_placeholders(client, other_developer):
+    client.force_login(other_developer)
+    page = client.get(url("integration_guide")).content.decode()
+    assert "client_id=CLIENT_ID" in page and "https://app.example.com/callback" in page

@@ -49,7 +49,7 @@ def test_no_internal_references_and_links_to_the_docs(client, owner, page):
     content = response.content.decode()
     assert "spec §" not in content and "§" not in content
     if page in ("client_list", "client_detail"):
-        links = [a["href"] for a in soup(response).select("main a")]
+        links = [a["href"].split("?")[0] for a in soup(response).select("main a")]
         assert url("integration_guide") in links and "/v2/docs/" in links
 
 
