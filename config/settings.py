@@ -194,10 +194,10 @@ OAUTH_METADATA_PATH = "/.well-known/oauth-authorization-server"
 # CORS (django-cors-headers) for the metadata, token and revocation endpoints only; which origin
 # may read an answer is decided per request by oauthflows.cors (no static allow-list, never
 # credentials). Introspection is for servers, so it has none.
-CORS_URLS_REGEX = r"^(/\.well-known/oauth-authorization-server|/v2/auth/oauth2/(token|revoke))$"
+CORS_URLS_REGEX = r"^(/\.well-known/oauth-authorization-server|/v2/auth/oauth2/(token|revoke)|/v2/me)$"
 CORS_ALLOWED_ORIGINS: list[str] = []
 CORS_ALLOW_CREDENTIALS = False
-CORS_ALLOW_METHODS = ("GET", "POST", "OPTIONS")
+CORS_ALLOW_METHODS = ("GET", "POST", "PATCH", "OPTIONS")
 CORS_ALLOW_HEADERS = ("accept", "authorization", "content-type")
 CORS_PREFLIGHT_MAX_AGE = 600
 

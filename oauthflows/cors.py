@@ -10,6 +10,9 @@ handler below decides, per request, whether the request's Origin is allowed:
   (one cached set of them all: selectors.cors_registered_origins); the actual request is then
   readable only by that client's own origins. Pending, rejected and deleted clients get none.
 
+- the project's own bearer API (`/v2/me`): the origins of every approved public client, for the
+  preflight and the call alike (the bearer token is what authorizes it).
+
 Never with credentials (CORS_ALLOW_CREDENTIALS is off): these endpoints use no cookies.
 """
 
@@ -18,6 +21,8 @@ from django.db import DatabaseError, transaction
 
 from config.ratelimit import per_client
 from oauthflows.selectors import cors_origin_is_registered, cors_origins_for_client, cors_registered_origins_forget
+
+BEARER_API_PATH = "/v2/me"
 
 
 def cors_allow_request(sender, request, **kwargs) -> bool:
@@ -28,6 +33,13 @@ def cors_allow_request(sender, request, **kwargs) -> bool:
         return False
     if path == settings.OAUTH_METADATA_PATH:
         return True
+    if path == BEARER_API_PATH:
+        # The project's own bearer API: the token authorizes the call; a page may read the answer
+        # from the origin of any approved public client (never with cookies: no credentials).
+        try:
+            return cors_origin_is_registered(origin=origin)
+        except DatabaseError:
+            return False
     if path not in (settings.OAUTH_TOKEN_PATH, settings.OAUTH_REVOKE_PATH):
         return False  # asked for every other request too: decide without the database
     try:

@@ -181,3 +181,23 @@ def test_approving_a_spa_opens_its_origin_at_once(db, api, owner, reviewer):
     assert not preflight(api, TOKEN, origin).has_header(ACAO)  # the set is now cached without it
     services.client_approve(client=app, actor=reviewer)
     assert preflight(api, TOKEN, origin)[ACAO] == origin
+
+
+# --- first-hour finding 13: a browser app can call /v2/me ---
+
+
+def test_a_spa_reads_its_users_profile(browser, api, spa):
+    tokens = spa_tokens(browser, api, spa)
+    pre = preflight(api, ME, SPA, method="GET")
+    assert pre.status_code == 200 and pre[ACAO] == SPA
+    assert "authorization" in pre["Access-Control-Allow-Headers"]
+    response = api.get(ME, HTTP_AUTHORIZATION=f"Bearer {tokens['access_token']}", HTTP_ORIGIN=SPA)
+    assert response.status_code == 200 and response[ACAO] == SPA
+    assert_no_credentials(response)
+    assert "PATCH" in preflight(api, ME, SPA, method="PATCH")["Access-Control-Allow-Methods"]
+
+
+def test_me_answers_no_other_origin(browser, api, spa):
+    tokens = spa_tokens(browser, api, spa)
+    response = api.get(ME, HTTP_AUTHORIZATION=f"Bearer {tokens['access_token']}", HTTP_ORIGIN=EVIL)
+    assert response.status_code == 200 and not response.has_header(ACAO)
