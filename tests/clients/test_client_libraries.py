@@ -184,3 +184,48 @@ def test_authlib(server, user_agent, app, end_user, closed_after):
     )
     assert revoked.status_code == 200
     assert oauth.get(server + ME, timeout=TIMEOUT).status_code == 401  # the whole authorization is gone
+
+
+# --- first-hour finding 5: the guide's complete Authlib web app, run as a user would ---
+
+
+def test_the_authlib_flask_example_signs_in_checks_iss_refreshes_and_revokes(
+    server, user_agent, owner, end_user, settings
+):
+    from examples.authlib_flask.app import create_app
+    from oauthclients.models import AccessToken, RefreshToken
+
+    # The `iss` of authorization responses (RFC 9207) is the live server's, as in a deployment.
+    settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "OIDC_ISS_ENDPOINT": server}
+    redirect_uri = "http://127.0.0.1:5000/callback"
+    created = make_client(owner, redirect_uris=[redirect_uri], scopes=["PROFILE_READ"], approve=True)
+    app = create_app(
+        issuer=server,
+        client_id=created.client.client_id,
+        client_secret=created.secret.plaintext,
+        redirect_uri=redirect_uri,
+    )
+    web = app.test_client()
+
+    to_consent = web.get("/login")
+    location = allow(user_agent, server, to_consent.headers["Location"])
+    callback = location.replace("http://127.0.0.1:5000", "", 1)
+    # A forged answer naming another issuer is refused before any token request.
+    forged = web.get(re.sub(r"iss=[^&]+", "iss=https%3A%2F%2Fevil.example", callback))
+    assert forged.status_code == 400
+    assert web.get(callback).status_code == 302
+    assert web.get("/").get_json() == {"signed_in_as": end_user.username}
+
+    # Time passes: the access token expires (on both sides); Authlib refreshes by itself and
+    # save_token keeps the rotated pair.
+    AccessToken.objects.filter(user=end_user).update(expires=AccessToken.objects.get(user=end_user).created)
+    (stored,) = app.extensions["scheduling_tokens"].values()
+    old_refresh = stored["refresh_token"]
+    stored["expires_at"] = int(time.time()) - 1
+    assert web.get("/").get_json() == {"signed_in_as": end_user.username}
+    (stored,) = app.extensions["scheduling_tokens"].values()
+    assert stored["refresh_token"] != old_refresh
+    assert web.get("/").get_json() == {"signed_in_as": end_user.username}  # the saved pair works again
+
+    assert web.get("/logout").get_json() == {"signed_out": True}
+    assert not RefreshToken.objects.filter(user=end_user, revoked__isnull=True).exists()
