@@ -160,6 +160,7 @@ class Scenarios:
                 "response_type": "code",
                 "scope": self.seed["scope"],
                 "state": "s1",
+                "prompt": "consent",  # the consent page every time, as a first authorization
             }
         )
         cookies = {"Cookie": f"sessionid={self.seed['sessions'][0]}; csrftoken={CSRF_SECRET}"}

@@ -403,6 +403,8 @@ class FlowUser(BenchUser):
                 "response_type": "code",
                 "scope": seed["scope"],
                 "state": secrets.token_urlsafe(8),
+                # The consent page every time (a user who granted before would get a code at once).
+                "prompt": "consent",
             }
         )
         cookies = {"Cookie": f"sessionid={self.session_key(target)}; csrftoken={self.csrf_secret}"}

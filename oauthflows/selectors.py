@@ -4,12 +4,21 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.core.cache import caches
-from django.db.models import Max, Min
+from django.db.models import JSONField, Max, Min, OuterRef, Subquery
 from django.http import Http404
 from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
-from oauthclients.models import AccessToken, ClientKind, ClientStatus, Consent, OAuthClient, RefreshToken
+from oauthclients.models import (
+    AccessToken,
+    AuditAction,
+    ClientAuditEvent,
+    ClientKind,
+    ClientStatus,
+    Consent,
+    OAuthClient,
+    RefreshToken,
+)
 from oauthclients.validators import web_origin
 from scopes.catalog import group_by_level
 
@@ -124,3 +133,37 @@ def cors_origin_is_registered(*, origin: str) -> bool:
     if not origin or len(origin) > 300 or "\x00" in origin:
         return False
     return origin in cors_registered_origins()
+
+
+def consent_covers(*, user, client: OAuthClient, scopes: list[str]) -> bool:
+    """Whether the user's standing consent to this approved client covers these scopes (one query).
+
+    The user's last Allow must have granted at least them (an unrestricted grant covers only an
+    unrestricted request), after the client's last approval, so that nothing users are shown (and
+    nothing they granted) has changed since. Revoking the app under Connected apps, a rejection,
+    a deletion or the user's deactivation deletes the consent, so the page is shown again.
+    """
+    if client.status != ClientStatus.APPROVED:
+        return False
+    last_grant = (
+        ClientAuditEvent.objects.filter(client=OuterRef("client"), user=OuterRef("user"))
+        .filter(action=AuditAction.GRANT_AUTHORIZED)
+        .order_by("-created", "-id")
+        .values("detail")[:1]
+    )
+    row = (
+        Consent.objects.filter(user=user, client=client)
+        .annotate(last_grant=Subquery(last_grant, output_field=JSONField()))
+        .values_list("last_authorized_at", "last_grant")
+        .first()
+    )
+    if row is None:
+        return False
+    authorized_at, last = row
+    if client.reviewed_at is not None and authorized_at < client.reviewed_at:
+        return False
+    if not isinstance(last, dict):
+        return False
+    if not scopes:
+        return last.get("unrestricted") is True
+    return set(scopes) <= set(last.get("scopes") or [])

@@ -28,7 +28,7 @@ from oauthflows.authorization import (
     authorization_target_validate,
 )
 from oauthflows.endpoints import ascii_description
-from oauthflows.selectors import connected_app_get_for_user, connected_app_list_for_user
+from oauthflows.selectors import connected_app_get_for_user, connected_app_list_for_user, consent_covers
 from oauthflows.services import connected_app_revoke, consent_deny, consent_record, consent_records_with_code
 from profiles.selectors import profile_get_for_user
 from scopes.catalog import group_by_resource
@@ -96,13 +96,22 @@ def consent_scopes_html(scopes: tuple[str, ...]) -> str:
     return render_to_string("oauth/_consent_scopes.html", context)
 
 
-class AuthorizeView(AuthorizationMixin, View):
-    """GET /auth/oauth2/authorize: validate, then show the consent page."""
+class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
+    """GET /auth/oauth2/authorize: validate, then show the consent page...
+
+    ...unless the user already granted this approved client at least these scopes, after its last
+    approval, and the app did not send `prompt=consent`: then the code is issued at once, as GitHub
+    and Google do (a user who wants to be asked again revokes the app under Connected apps).
+    """
 
     def get(self, request, *args, **kwargs):
         authz, refusal = self.validated()
         if refusal:
             return refusal
+        if request.GET.get("prompt") != "consent" and consent_covers(
+            user=request.user, client=authz.client, scopes=authz.scopes
+        ):
+            return _issue_code(self, request, authz)
         query = request.META.get("QUERY_STRING", "")
         this_request = f"{settings.OAUTH_AUTHORIZE_PATH}?{query}" if query else settings.OAUTH_AUTHORIZE_PATH
         context = {
@@ -145,43 +154,48 @@ class AuthorizeAllowView(AuthorizationMixin, OAuthLibMixin, View):
         authz, refusal = self.validated()
         if refusal:
             return refusal
-        # oauthlib sees the validated, normalised request (see oauthflows.oauth2.Backend).
-        request.oauth_normalized_query = authz.oauthlib_query()
-        credentials = {
-            # The client validated above: DOT's validator reuses it (is_usable is asked again)
-            # instead of loading it a second time.
-            "client": authz.client,
-            "client_id": authz.client.client_id,
-            "redirect_uri": authz.redirect_uri,
-            "response_type": "code",
-            "state": authz.state,
-        }
-        if authz.client.status == ClientStatus.PENDING:
-            credentials["pending_owner_preview"] = True  # validated above: the user is the owner
-        # On PostgreSQL the validator writes the consent and its audit row with the code, in one
-        # statement (oauthflows.services.consent_record with the code); elsewhere they follow it here.
-        credentials["record_consent"] = consent_records_with_code()
-        if authz.code_challenge:
-            credentials["code_challenge"] = authz.code_challenge
-            credentials["code_challenge_method"] = "S256"
-        try:
-            uri, _headers, _body, _status = self.create_authorization_response(
-                request=request, scopes=" ".join(authz.scopes), credentials=credentials, allow=True
+        return _issue_code(self, request, authz)
+
+
+def _issue_code(view: OAuthLibMixin, request, authz: AuthorizationRequest) -> HttpResponse:
+    """The user allowed (just now, or before for at least these scopes): a code, to the redirect URI."""
+    # oauthlib sees the validated, normalised request (see oauthflows.oauth2.Backend).
+    request.oauth_normalized_query = authz.oauthlib_query()
+    credentials = {
+        # The client validated above: DOT's validator reuses it (is_usable is asked again)
+        # instead of loading it a second time.
+        "client": authz.client,
+        "client_id": authz.client.client_id,
+        "redirect_uri": authz.redirect_uri,
+        "response_type": "code",
+        "state": authz.state,
+    }
+    if authz.client.status == ClientStatus.PENDING:
+        credentials["pending_owner_preview"] = True  # validated above: the user is the owner
+    # On PostgreSQL the validator writes the consent and its audit row with the code, in one
+    # statement (oauthflows.services.consent_record with the code); elsewhere they follow it here.
+    credentials["record_consent"] = consent_records_with_code()
+    if authz.code_challenge:
+        credentials["code_challenge"] = authz.code_challenge
+        credentials["code_challenge_method"] = "S256"
+    try:
+        uri, _headers, _body, _status = view.create_authorization_response(
+            request=request, scopes=" ".join(authz.scopes), credentials=credentials, allow=True
+        )
+    except OAuthToolkitError as exc:
+        # Everything was validated above, so this is a race (e.g. the client was rejected a
+        # moment ago); report it to the verified redirect URI as RFC 6749 §4.1.2.1 says.
+        return _error_redirect(
+            AuthorizationRedirectError(
+                exc.oauthlib_error.error,
+                exc.oauthlib_error.description or "The request could not be completed.",
+                redirect_uri=authz.redirect_uri,
+                state=authz.state,
             )
-        except OAuthToolkitError as exc:
-            # Everything was validated above, so this is a race (e.g. the client was rejected a
-            # moment ago); report it to the verified redirect URI as RFC 6749 §4.1.2.1 says.
-            return _error_redirect(
-                AuthorizationRedirectError(
-                    exc.oauthlib_error.error,
-                    exc.oauthlib_error.description or "The request could not be completed.",
-                    redirect_uri=authz.redirect_uri,
-                    state=authz.state,
-                )
-            )
-        if not credentials["record_consent"]:
-            consent_record(user=request.user, client=authz.client, scopes=authz.scopes)
-        return ClientRedirect(uri)  # 302, never 307 (SECURITY.md)
+        )
+    if not credentials["record_consent"]:
+        consent_record(user=request.user, client=authz.client, scopes=authz.scopes)
+    return ClientRedirect(uri)  # 302, never 307 (SECURITY.md)
 
 
 @method_decorator(never_cache, name="dispatch")

@@ -20,6 +20,7 @@ from authlib.integrations.requests_client import OAuth2Session as AuthlibSession
 from requests_oauthlib import OAuth2Session as RequestsOAuthlibSession
 
 from tests.factories import PASSWORD, make_client
+from tests.oauthflows.helpers import asking_again
 
 AUTHORIZE = "/auth/oauth2/authorize"
 TOKEN = "/v2/auth/oauth2/token"
@@ -68,6 +69,7 @@ def closed_after():
 def allow(user_agent, server, authorization_url: str) -> str:
     """Show the consent page for the library's URL and click Allow; return the redirect Location."""
     assert authorization_url.startswith(server + AUTHORIZE + "?")
+    authorization_url = asking_again(authorization_url)  # the page, even if granted before
     page = user_agent.get(authorization_url, allow_redirects=False, timeout=TIMEOUT)
     assert page.status_code == 200, page.text[:500]
     response = user_agent.post(

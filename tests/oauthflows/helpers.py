@@ -31,8 +31,15 @@ def query_of(location: str) -> dict[str, str]:
     return {key: values[0] for key, values in parse_qs(urlsplit(location).query, keep_blank_values=True).items()}
 
 
+def asking_again(url: str) -> str:
+    """The URL with prompt=consent (unless it says otherwise): the page is shown even to a user who
+    granted these scopes before (who would otherwise get a code at once)."""
+    return url if "prompt=" in url else url + ("&" if "?" in url else "?") + "prompt=consent"
+
+
 def consent(browser, url: str, *, decision: str = "allow"):
     """GET the consent page (must be 200), then POST the decision like the form's button does."""
+    url = asking_again(url)
     page = browser.get(url)
     assert page.status_code == 200, page.content[:500]
     action = url.replace(AUTHORIZE + "?", f"{AUTHORIZE}/{decision}?", 1)

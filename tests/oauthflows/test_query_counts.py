@@ -41,21 +41,26 @@ def test_exchange_and_refresh_take_at_most_six_queries(browser, api, confidentia
         tokens = response.json()
 
 
-def test_the_consent_page_is_three_statements(browser, confidential):
-    from tests.oauthflows.helpers import authorize_url
+def test_the_consent_page_is_four_statements_or_three_when_asked_again(browser, confidential):
+    from tests.oauthflows.helpers import asking_again, authorize_url
 
     client, _secret = confidential
     response, statements = queries(lambda: browser.get(authorize_url(client)))
     assert response.status_code == 200
-    # session, user with its profile (profiles.backends: "Signed in as" needs no query of its own), client
+    # session, user with its profile (profiles.backends: "Signed in as" needs no query of its own),
+    # client, and the user's standing consent with its last grant (one statement: consent_covers)
+    assert len(statements) == 4, statements
+    # prompt=consent: the page whatever was granted before, so no consent lookup
+    response, statements = queries(lambda: browser.get(asking_again(authorize_url(client))))
+    assert response.status_code == 200
     assert len(statements) == 3, statements
 
 
 def test_the_consent_post_statements_first_time_and_after(browser, confidential):
-    from tests.oauthflows.helpers import authorize_url
+    from tests.oauthflows.helpers import asking_again, authorize_url
 
     client, _secret = confidential
-    url = authorize_url(client)
+    url = asking_again(authorize_url(client))
     allow = url.replace("/auth/oauth2/authorize?", "/auth/oauth2/authorize/allow?")
     for _ in range(2):  # a new consent, then one that exists
         assert browser.get(url).status_code == 200
