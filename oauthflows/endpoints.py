@@ -137,6 +137,10 @@ class ClientEndpoint(OAuthLibMixin, APIView):
             )
         return self.success(data)
 
+    def unsupported(self, params) -> tuple[str, str] | None:
+        """A refusal that outranks every other check of the parameters (none here)."""
+        return None
+
     def read_params(self, request) -> tuple[dict, tuple[str, str] | None]:
         """Refuse malformed requests before any lookup or hashing."""
         content_type = request.content_type
@@ -159,6 +163,13 @@ class ClientEndpoint(OAuthLibMixin, APIView):
             return {}, ("invalid_request", str(exc))
         except (RequestDataTooBig, TooManyFieldsSent):
             return {}, ("invalid_request", "The request body is too large.")
+        if any("\x00" in str(text) for pair in [*params.items(), *request.GET.items()] for text in pair):
+            # PostgreSQL text cannot hold NUL: refused here, once, for every parameter on every
+            # database (a value that reached a query would be a 500 on PostgreSQL only).
+            return params, ("invalid_request", "Parameters cannot contain NUL characters.")
+        unsupported = self.unsupported(params)
+        if unsupported:
+            return params, unsupported
         colliding = sorted(
             name
             for name in {*params, *request.GET}
@@ -222,6 +233,14 @@ class TokenView(ClientEndpoint):
         }
     )  # RFC 6749 §5.2, nothing else
     accepted = CLIENT_PARAMS | {"grant_type", "code", "redirect_uri", "code_verifier", "refresh_token", "scope"}
+
+    def unsupported(self, params):
+        # RFC 6749 §5.2: an unsupported grant type is reported as such, whatever else the body
+        # holds (parameters of that other grant included), as strict clients expect.
+        grant_type = params.get("grant_type")
+        if grant_type and grant_type not in GRANT_TYPES:
+            return "unsupported_grant_type", DEFAULT_DESCRIPTIONS["unsupported_grant_type"]
+        return None
 
     def check(self, params):
         grant_type = params.get("grant_type")

@@ -53,5 +53,7 @@ def basic_credentials(auth_string: str) -> tuple[str, str] | None:
         return None
     if ":" not in decoded:
         return None
-    client_id, client_secret = decoded.split(":", 1)
-    return unquote_plus(client_id), unquote_plus(client_secret)
+    client_id, client_secret = (unquote_plus(part) for part in decoded.split(":", 1))
+    if "\x00" in client_id or "\x00" in client_secret:
+        return None  # no client has such an id (PostgreSQL could not even look it up): malformed
+    return client_id, client_secret

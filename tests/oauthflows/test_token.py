@@ -519,3 +519,14 @@ def test_options_answers_204_with_allow(db, api, path):
     assert response.status_code == 204 and response["Allow"] == "POST, OPTIONS"
     assert not response.has_header("WWW-Authenticate")
     assert api.get(path).status_code == 405
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{"device_code": "x"}, {"client": "x"}, {"_grant": "x"}, {}],
+    ids=["device_code", "an-oauthlib-attribute-name", "underscore", "nothing-else"],
+)
+def test_an_unsupported_grant_type_is_reported_as_such_whatever_else_the_body_holds(api, confidential, extra):
+    client, secret = confidential
+    data = {"grant_type": "client_credentials", "client_id": client.client_id, "client_secret": secret, **extra}
+    assert_token_error(token_request(api, data), "unsupported_grant_type")
