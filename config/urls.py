@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView
 from config.accounts import LoginView, home
 from config.openapi import SwaggerOAuthRedirectView, SwaggerView
 from oauthclients.views import client_logo
+from scopes.views import ScopeCatalogApi
 
 urlpatterns = [
     path("", home, name="home"),
@@ -19,6 +20,7 @@ urlpatterns = [
     path("v2/schema/", SpectacularAPIView.as_view(), name="schema"),  # public: README "API documentation"
     path("v2/docs/", SwaggerView.as_view(url_name="schema"), name="api_docs"),
     path("v2/docs/oauth2-redirect.html", SwaggerOAuthRedirectView.as_view(), name="api_docs_oauth2_redirect"),
+    path("v2/scopes", ScopeCatalogApi.as_view(), name="scope_catalog"),  # public: the catalog as data
     path("v2/", include("profiles.urls")),
 ]
 

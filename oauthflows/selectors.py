@@ -20,16 +20,20 @@ from oauthclients.models import (
     RefreshToken,
 )
 from oauthclients.validators import web_origin
-from scopes.catalog import group_by_level
+from scopes.catalog import group_by_resource
 
 
 @dataclass(frozen=True)
 class ConnectedApp:
     client: OAuthClient
-    scope_groups: list
+    scope_resources: list  # by resource, as on the consent page (scopes.catalog.group_by_resource)
     unrestricted: bool
     authorized_at: datetime
     last_used_at: datetime | None
+
+    @property
+    def higher_risk_count(self) -> int:
+        return sum(1 for resource in self.scope_resources if resource.higher_risk)
 
 
 def _live_refresh_tokens(user):
@@ -67,7 +71,7 @@ def connected_app_list_for_user(*, user) -> list[ConnectedApp]:
         apps.append(
             ConnectedApp(
                 client=client,
-                scope_groups=group_by_level(scopes_by_client.get(client.pk, ())),
+                scope_resources=group_by_resource(sorted(scopes_by_client.get(client.pk, ()))),
                 unrestricted=client.pk in unrestricted,
                 authorized_at=consent.first_authorized_at if consent else used.get("first"),
                 last_used_at=used.get("last"),

@@ -273,3 +273,36 @@ def catalog_by_resource() -> list[ResourceAccess]:
     groups = group_by_resource(SCOPE_NAMES)
     position = {scope_resource(name): index for index, name in reversed(list(enumerate(SCOPE_NAMES)))}
     return sorted(groups, key=lambda group: position[group.key])
+
+
+def catalog_document() -> dict:
+    """The catalog as data, for services in any language: scopes/catalog.json and GET /v2/scopes."""
+    return {
+        "scopes": [
+            {
+                "name": scope.name,
+                "description": scope.description,
+                "level": str(scope.level),
+                "resource": scope_resource(scope.name),
+                "access": "write" if scope_is_write(scope.name) else "read",
+            }
+            for scope in _CATALOG
+        ],
+        "rules": {
+            "implies": [
+                {"scope": scope.name, "also_grants": scope.implied_team_scope.name}
+                for scope in _CATALOG
+                if scope.implied_team_scope is not None
+            ],
+            "read_methods": ["GET", "HEAD"],
+            "route_levels": {
+                "team": ["/v2/teams/{teamId}/…", "/v2/organizations/{orgId}/teams/{teamId}/…"],
+                "organization": ["/v2/organizations/{orgId}/… (not a team)"],
+                "personal": ["every other path"],
+            },
+            "name": "{ORG_|TEAM_|}{RESOURCE}_{READ|WRITE}; a name that is not listed does not exist, so its "
+            "route opens to no token",
+            "unrestricted": "an access token with an empty scope (a legacy app's, `unrestricted: true`) passes "
+            "every scoped route",
+        },
+    }

@@ -223,7 +223,11 @@ def test_register_approve_consent_exchange_call_and_revoke(people, live_server, 
         user.goto(base + "/settings/apps/")
         screenshots(user, "connected-apps")
         card = user.locator("section.card").filter(has=user.get_by_role("heading", name=APP_NAME))
-        assert card.locator(".scope-group h3").all_inner_texts() == ["Personal", "Organization"]
+        # Grouped by resource, as on the consent page (and the same order: higher risk first).
+        from scopes.catalog import group_by_resource
+
+        expected = [resource.label for resource in group_by_resource(sorted(SCOPES))]
+        assert card.locator(".resource-name").all_inner_texts() == expected
         with user.expect_navigation():
             card.get_by_role("link", name="Revoke access…").click()
         screenshots(user, "revoke-confirm")

@@ -86,3 +86,28 @@ def test_scopes_group_by_level_in_catalog_order():
     assert [level for level, _, _ in groups] == [ScopeLevel.PERSONAL, ScopeLevel.TEAM, ScopeLevel.ORGANIZATION]
     assert [s.name for s in groups[0][2]] == ["BOOKING_READ", "PROFILE_READ"]
     assert SCOPES["ORG_PROFILE_READ"].implied_team_scope.name == "TEAM_PROFILE_READ"
+
+
+# --- the catalog as data, for services in any language ---
+
+
+def test_the_packaged_catalog_json_is_the_catalog():
+    import json
+    from pathlib import Path
+
+    from scopes.catalog import SCOPES, catalog_document
+
+    packaged = json.loads((Path(__file__).resolve().parents[2] / "scopes" / "catalog.json").read_text())
+    assert packaged == catalog_document(), "regenerate scopes/catalog.json from scopes.catalog.catalog_document()"
+    assert [scope["name"] for scope in packaged["scopes"]] == list(SCOPES)
+    implied = {rule["scope"]: rule["also_grants"] for rule in packaged["rules"]["implies"]}
+    assert implied["ORG_BOOKING_READ"] == "TEAM_BOOKING_READ" and "ORG_WEBHOOK_READ" not in implied
+
+
+def test_get_v2_scopes_serves_it_publicly_and_cacheably(client, db):
+    from scopes.catalog import catalog_document
+
+    response = client.get("/v2/scopes")
+    assert response.status_code == 200 and response.json() == catalog_document()
+    assert response["Cache-Control"] == "public, max-age=3600"
+    assert {scope["level"] for scope in response.json()["scopes"]} == {"personal", "team", "organization"}
