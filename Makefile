@@ -51,6 +51,7 @@ test: lint
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 # Rewrites the tree: ruff's safe fixes, then its formatter.
 format: $(TEST_STAMP)

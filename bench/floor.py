@@ -50,7 +50,7 @@ from rest_framework.views import APIView
 from bench.common import me_payload
 from oauthclients.claims import grant_claim, refresh_token_claim
 from oauthclients.models import AccessToken, ClientSecret, ClientStatus, Grant, OAuthClient, RefreshToken, digest
-from oauthflows.requestparams import basic_credentials
+from plumbing.requestparams import basic_credentials
 
 ACCESS_TOKEN_LIFETIME = timedelta(seconds=1800)
 

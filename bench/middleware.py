@@ -2,10 +2,10 @@
 
 X-DB-Queries: every statement that goes through Django's cursor on any connection (SELECT,
 INSERT, UPDATE, DELETE, SAVEPOINT...), plus every `SELECT 1` the connection health check sent
-(CONN_HEALTH_CHECKS; config.postgresql counts them, since Django sends them past its cursor).
+(CONN_HEALTH_CHECKS; plumbing.postgresql counts them, since Django sends them past its cursor).
 
 X-DB-Round-Trips: the same plus the BEGIN that psycopg sends before a transaction's first
-statement and the COMMIT or ROLLBACK that ends it (config.postgresql counts those too). On a
+statement and the COMMIT or ROLLBACK that ends it (plumbing.postgresql counts those too). On a
 backend without these counters (SQLite, stock Django's) only the cursor's statements are seen.
 The bench reads both headers for its "queries" and "round trips" columns.
 """

@@ -37,7 +37,7 @@ OWNERS = [  # (path prefix in py-spy's frames, what it is), the first match wins
     ("gunicorn/", "gunicorn (HTTP parsing, socket)"),
     ("bench/", "bench (floor views, query counter)"),
 ]
-PROJECT_DIRS = ("config/", "oauthflows/", "oauthclients/", "scopes/", "profiles/")
+PROJECT_DIRS = ("config/", "plumbing/", "oauthflows/", "oauthclients/", "scopes/", "profiles/")
 REQUEST_FRAME = "SyncWorker.handle ("
 INCLUSIVE_OWNERS = PROJECT_DIRS + ("oauth2_provider/", "oauthlib/", "rest_framework/", "bench/", "django/contrib/")
 
@@ -79,6 +79,7 @@ MIDDLEWARE_FILES = (
     "corsheaders/",
     "whitenoise/",
     "config/",
+    "plumbing/",
     "profiles/middleware.py",
     "bench/middleware.py",
 )
@@ -188,9 +189,13 @@ def summarize(raw: Path, requests: float) -> dict:
     }
 
 
-def profile_scenarios(bench, server, scenarios) -> dict:
-    """Profile each scenario on the project and on its floor; returns {"1 project": summary, ...}."""
-    from bench.run import BIN, WARMUP, log
+def profile_scenarios(bench, server, scenarios, *, bin_dir, warmup: float, log) -> dict:
+    """Profile each scenario on the project and on its floor; returns {"1 project": summary, ...}.
+
+    Called by the one driver, bench/run.py (which passes its interpreter's folder, warm-up and
+    logger): this module imports nothing of the driver.
+    """
+    BIN, WARMUP = bin_dir, warmup  # noqa: N806 - the names the body below has always used
 
     profiles = {}
     for scenario, user_class, main_request in scenarios:
@@ -279,44 +284,6 @@ def render(profiles: dict) -> str:
         lines += [f"| `{row['what']}` | {row['worker_ms']:.2f} | {row['share']:.0%} |" for row in shown]
         lines.append("")
     return "\n".join(lines)
-
-
-def main() -> int:
-    """`python -m bench.profile`: only the profiles (scenarios 1-3, project and floor), in ~3 minutes."""
-    import shutil
-    import signal
-    import tempfile
-
-    from bench import run
-
-    signal.signal(signal.SIGTERM, run._raise_on_signal)
-    workdir = Path(tempfile.mkdtemp(prefix="bench-profile-"))
-    server = None
-    try:
-        run.check_postgres()
-        bench = run.Bench(workdir)
-        bench.prepare("project")
-        server = run.Server("project", bench.env("project"), workdir / "gunicorn-project.log").start()
-        profiles = profile_scenarios(bench, server, run.SCENARIOS[1:4])
-        server.stop()
-        run.RESULTS.mkdir(parents=True, exist_ok=True)
-        (run.RESULTS / "profile.md").write_text(render(profiles))
-        print(render(profiles))
-        shutil.rmtree(workdir, ignore_errors=True)
-        return 0
-    except run.BenchError as exc:
-        run.log(f"ERROR: {exc}; logs kept in {workdir}")
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        if server is not None:
-            server.stop()
-        run.drop_database(run.DATABASES["project"])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
 
 
 def _start_spy(spies: list, command: list[str]) -> None:

@@ -596,7 +596,7 @@ def main() -> int:
         if PROFILE:
             from bench import profile
 
-            profiles = profile.profile_scenarios(bench, project, SCENARIOS[1:4])
+            profiles = profile.profile_scenarios(bench, project, SCENARIOS[1:4], bin_dir=BIN, warmup=WARMUP, log=log)
         project.stop()
 
         stock = Server("stock", bench.env("stock"), workdir / "gunicorn-stock.log").start()
@@ -654,5 +654,37 @@ def main() -> int:
             log(f"logs kept in {workdir}")
 
 
+def profile_only() -> int:
+    """`python -m bench.run --profile-only`: only the profiles (scenarios 1-3, project and floor), ~3 minutes."""
+    import tempfile
+
+    from bench import profile
+
+    signal.signal(signal.SIGTERM, _raise_on_signal)
+    workdir = Path(tempfile.mkdtemp(prefix="bench-profile-"))
+    server = None
+    try:
+        check_postgres()
+        bench = Bench(workdir)
+        bench.prepare("project")
+        server = Server("project", bench.env("project"), workdir / "gunicorn-project.log").start()
+        profiles = profile.profile_scenarios(bench, server, SCENARIOS[1:4], bin_dir=BIN, warmup=WARMUP, log=log)
+        server.stop()
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / "profile.md").write_text(profile.render(profiles))
+        print(profile.render(profiles))
+        shutil.rmtree(workdir, ignore_errors=True)
+        return 0
+    except BenchError as exc:
+        log(f"ERROR: {exc}; logs kept in {workdir}")
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if server is not None:
+            server.stop()
+        drop_database(DATABASES["project"])
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(profile_only() if "--profile-only" in sys.argv[1:] else main())

@@ -50,7 +50,7 @@ DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_m
 # The project's engine (Django's, with a health check that pings only a connection the server has
 # spoken on, config/postgresql): so that X-DB-Queries counts the same round trips on every target.
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    DATABASES["default"]["ENGINE"] = "config.postgresql"
+    DATABASES["default"]["ENGINE"] = "plumbing.postgresql"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "en-us"

@@ -5,7 +5,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_str
+from plumbing.env import env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -42,19 +42,20 @@ INSTALLED_APPS = [
     "oauthclients",
     "oauthflows",
     "profiles",
+    "config.apps.ProjectConfig",  # the shell: registers the checks that wire the apps together
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "config.dbfailure.DatabaseUnavailableMiddleware",
+    "plumbing.dbfailure.DatabaseUnavailableMiddleware",
     "corsheaders.middleware.CorsMiddleware",
-    "config.securityheaders.ContentSecurityPolicyMiddleware",
+    "plumbing.securityheaders.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "config.ratelimit.RateLimitMiddleware",
-    "config.requestlimits.RequestLimitMiddleware",
+    "plumbing.ratelimit.RateLimitMiddleware",
+    "plumbing.requestlimits.RequestLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "config.csrf.FetchMetadataCsrfViewMiddleware",
+    "plumbing.csrf.FetchMetadataCsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "profiles.middleware.AdminTimeZoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -93,13 +94,13 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Django's backend, with a health check that sends no SELECT 1 to a quiet connection
-    # (config/postgresql/base.py). DATABASE_HEALTH_CHECK=ping keeps Django's own (a SELECT 1 at
+    # (plumbing/postgresql/base.py). DATABASE_HEALTH_CHECK=ping keeps Django's own (a SELECT 1 at
     # every request's first query), =off none at all; the bench measures both (README).
     health_check = env_str("DATABASE_HEALTH_CHECK") or "poll"
     if health_check not in ("poll", "ping", "off"):
         raise ImproperlyConfigured("DATABASE_HEALTH_CHECK must be poll, ping or off.")
     DATABASES["default"].update(
-        ENGINE="config.postgresql", CONN_HEALTH_CHECKS=health_check != "off", HEALTH_CHECK=health_check
+        ENGINE="plumbing.postgresql", CONN_HEALTH_CHECKS=health_check != "off", HEALTH_CHECK=health_check
     )
     # psycopg's server-side binding: parameters sent apart from the SQL, and a statement run more
     # than DATABASE_PREPARE_THRESHOLD times on a connection is prepared (parsed and planned once
@@ -160,7 +161,7 @@ if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # Bounds for every form and /v2 JSON body. The OAuth endpoints and /v2 query strings have tighter
-# ones (8 KB query, 64 KB body) in config/requestlimits.py; no legitimate form here has 200 fields.
+# ones (8 KB query, 64 KB body) in plumbing/requestlimits.py; no legitimate form here has 200 fields.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 200
 
@@ -268,7 +269,7 @@ SPECTACULAR_SETTINGS = {
 EMAIL_HOST = env_str("EMAIL_HOST", "")
 EMAIL_BACKEND = env_str(
     "EMAIL_BACKEND",
-    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "config.mail.StderrEmailBackend",
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "plumbing.mail.StderrEmailBackend",
 )
 EMAIL_PORT = env_int("EMAIL_PORT", 587, minimum=1)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
@@ -280,13 +281,13 @@ DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Scheduling API <no-reply@loc
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"redact_credentials": {"()": "config.logfilters.RedactCredentials"}},
+    "filters": {"redact_credentials": {"()": "plumbing.logfilters.RedactCredentials"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", "filters": ["redact_credentials"]},
-        # oauthlib logs codes and tokens in plaintext at DEBUG (config/logfilters.py). This handler
+        # oauthlib logs codes and tokens in plaintext at DEBUG (plumbing/logfilters.py). This handler
         # writes nothing: on each library's top logger it redacts the records of all its modules
         # before they propagate to any other handler.
-        "redact_in_place": {"class": "config.logfilters.RedactInPlaceHandler"},
+        "redact_in_place": {"class": "plumbing.logfilters.RedactInPlaceHandler"},
     },
     "root": {"handlers": ["console"], "level": env_str("DJANGO_LOG_LEVEL", "INFO")},
     "loggers": {
@@ -303,7 +304,7 @@ LOGGING = {
 # --- Rate limiting and cache ---
 # README "Rate limits". Counts live in the cache: per process by default, shared by every server
 # process when REDIS_URL names a Redis server (which production with several workers needs).
-from config.env import env_networks, env_rate  # noqa: E402
+from plumbing.env import env_networks, env_rate  # noqa: E402
 
 REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
@@ -325,9 +326,9 @@ else:
     }
 RATELIMIT_CACHE = "default"
 RATELIMIT_ENABLED = env_bool("RATELIMIT_ENABLED", True)
-# Proxies whose X-Forwarded-For is believed (config/clientip.py). Empty: REMOTE_ADDR only.
+# Proxies whose X-Forwarded-For is believed (plumbing/clientip.py). Empty: REMOTE_ADDR only.
 TRUSTED_PROXIES = env_networks("DJANGO_TRUSTED_PROXIES")
-# (count, seconds) per limit name in config/ratelimit.py ROUTES.
+# (count, seconds) per limit name in plumbing/ratelimit.py ROUTES.
 RATELIMITS = {
     "token_failures_per_address": env_rate("RATELIMIT_TOKEN_FAILURES_PER_ADDRESS", "60/m"),
     "token_failures_per_client": env_rate("RATELIMIT_TOKEN_FAILURES_PER_CLIENT", "20/m"),

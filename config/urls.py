@@ -24,6 +24,6 @@ urlpatterns = [
     path("v2/", include("profiles.urls")),
 ]
 
-handler400 = "config.errors.bad_request"
-handler404 = "config.errors.page_not_found"
-handler500 = "config.errors.server_error"
+handler400 = "plumbing.errors.bad_request"
+handler404 = "plumbing.errors.page_not_found"
+handler500 = "plumbing.errors.server_error"

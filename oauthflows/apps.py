@@ -8,7 +8,6 @@ class OAuthFlowsConfig(AppConfig):
     def ready(self):
         from corsheaders.signals import check_request_enabled
 
-        import config.checks  # noqa: F401 - registers the deploy checks
         from oauthflows.cors import cors_allow_request
 
         check_request_enabled.connect(cors_allow_request, dispatch_uid="oauthflows.cors")

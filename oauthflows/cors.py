@@ -19,8 +19,8 @@ Never with credentials (CORS_ALLOW_CREDENTIALS is off): these endpoints use no c
 from django.conf import settings
 from django.db import DatabaseError, transaction
 
-from config.ratelimit import per_client
 from oauthflows.selectors import cors_origin_is_registered, cors_origins_for_client, cors_registered_origins_forget
+from plumbing.ratelimit import per_client
 
 BEARER_API_PATH = "/v2/me"
 

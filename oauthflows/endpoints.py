@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from oauthflows.oauth2 import ClientCall, client_call, request_attribute_names, request_started_at
 from oauthflows.openapi import introspect_schema, revoke_schema, token_schema
-from oauthflows.requestparams import BodyError, basic_credentials, request_json_pairs
+from plumbing.requestparams import BodyError, basic_credentials, request_json_pairs
 from scopes.catalog import SCOPE_NAMES
 
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"

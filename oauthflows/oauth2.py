@@ -43,8 +43,8 @@ from oauthclients.models import (
     digest,
 )
 from oauthclients.selectors import access_token_get_for_introspection, access_token_get_valid
-from oauthflows.requestparams import basic_credentials, request_json_pairs
 from oauthflows.services import consent_record
+from plumbing.requestparams import basic_credentials, request_json_pairs
 
 # RFC 7636 §4.1 / §4.2: verifier 43-128 unreserved characters; S256 challenge is 43 base64url chars.
 CODE_VERIFIER_RE = re.compile(r"[A-Za-z0-9\-._~]{43,128}")

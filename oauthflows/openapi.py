@@ -6,7 +6,7 @@ responses in tests/openapi.
 from django.conf import settings
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_view
 
-from config.openapi import no_store, ref, www_authenticate
+from plumbing.openapi import no_store, ref, www_authenticate
 from scopes.catalog import SCOPE_NAMES
 
 TAGS = ["OAuth 2.0"]

@@ -8,7 +8,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from config.openapi import api_errors, www_authenticate
+from plumbing.openapi import api_errors, www_authenticate
 from profiles.models import TimeFormat, WeekStart
 from profiles.selectors import profile_get_for_user
 from profiles.services import profile_update

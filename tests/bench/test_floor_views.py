@@ -408,7 +408,7 @@ def test_codes_are_unique_values():
             ],
             "middleware",
         ),
-        (["RateLimitMiddleware.__call__ (config/ratelimit.py:1)"], "middleware"),
+        (["RateLimitMiddleware.__call__ (plumbing/ratelimit.py:1)"], "middleware"),
         (["Request.parse (gunicorn/http/message.py:1)"], "gunicorn"),
     ],
 )

@@ -31,11 +31,11 @@ def settings_with(**env) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(
     ("env", "expected"),
     [
-        ({}, "config.postgresql True poll True 1"),
-        ({"DATABASE_HEALTH_CHECK": "ping"}, "config.postgresql True ping True 1"),
-        ({"DATABASE_HEALTH_CHECK": "off"}, "config.postgresql False off True 1"),
-        ({"DATABASE_SERVER_SIDE_BINDING": "0"}, "config.postgresql True poll None None"),
-        ({"DATABASE_PREPARE_THRESHOLD": "5"}, "config.postgresql True poll True 5"),
+        ({}, "plumbing.postgresql True poll True 1"),
+        ({"DATABASE_HEALTH_CHECK": "ping"}, "plumbing.postgresql True ping True 1"),
+        ({"DATABASE_HEALTH_CHECK": "off"}, "plumbing.postgresql False off True 1"),
+        ({"DATABASE_SERVER_SIDE_BINDING": "0"}, "plumbing.postgresql True poll None None"),
+        ({"DATABASE_PREPARE_THRESHOLD": "5"}, "plumbing.postgresql True poll True 5"),
     ],
 )
 def test_postgresql_settings(env, expected):

@@ -88,7 +88,7 @@ def test_it_logs_one_line_without_trace_or_body(db, caplog):
     caplog.set_level(logging.DEBUG)
     with database_fails(OperationalError("connection to server failed: Connection refused\nDETAIL: more")):
         token_post(grant_type="refresh_token", refresh_token="x" * 43, client_id="app", client_secret=SECRET_IN_BODY)
-    [record] = [r for r in caplog.records if r.name == "config.dbfailure"]
+    [record] = [r for r in caplog.records if r.name == "plumbing.dbfailure"]
     assert record.levelno == logging.WARNING and record.exc_info is None
     assert record.getMessage() == (
         "Database unavailable, answered 503: POST /v2/auth/oauth2/token "
@@ -103,7 +103,7 @@ def test_a_path_with_line_breaks_cannot_forge_log_lines(owner, caplog):
     with database_fails(DOWN[0]):
         response = browser.get("/settings/developer/clients/x%0AFAKE%20line/")
     assert response.status_code == 503
-    [record] = [r for r in caplog.records if r.name == "config.dbfailure"]
+    [record] = [r for r in caplog.records if r.name == "plumbing.dbfailure"]
     assert "\n" not in record.getMessage() and "x\\nFAKE line" in record.getMessage()
 
 

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.django_db(transaction=True)  # real commits: the review
 
 def test_seeding_prints_the_summary_and_nothing_else(settings, capsys, mailoutbox):
     settings.DEBUG = True
-    settings.EMAIL_BACKEND = "config.mail.StderrEmailBackend"  # what `make run` uses
+    settings.EMAIL_BACKEND = "plumbing.mail.StderrEmailBackend"  # what `make run` uses
     out = StringIO()
 
     call_command("seed_demo", stdout=out)

@@ -27,7 +27,7 @@ def test_an_oversized_token_request_body_is_a_clean_400(db, settings):
 def test_django_400s_on_the_token_endpoints_use_the_rfc_6749_shape(db):
     from django.test import RequestFactory
 
-    from config.errors import bad_request
+    from plumbing.errors import bad_request
 
     for path in ("/v2/auth/oauth2/token", "/v2/auth/oauth2/revoke", "/v2/auth/oauth2/introspect"):
         response = bad_request(RequestFactory().post(path))

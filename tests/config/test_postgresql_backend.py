@@ -1,4 +1,4 @@
-"""config.postgresql: the health check pings only a connection the server has spoken on, and counts it.
+"""plumbing.postgresql: the health check pings only a connection the server has spoken on, and counts it.
 
 On PostgreSQL only (the engine is PostgreSQL's). The outage test under gunicorn is
 tests/integration/test_database_outage.py; these check the mechanism on one connection.
@@ -44,7 +44,7 @@ def _terminate(persistent) -> None:
 
 
 def test_the_engine_is_ours():
-    assert connection.settings_dict["ENGINE"] == "config.postgresql"
+    assert connection.settings_dict["ENGINE"] == "plumbing.postgresql"
 
 
 def test_a_quiet_connection_is_kept_without_a_round_trip(persistent):

@@ -301,7 +301,7 @@ def test_stdout_is_only_json_with_the_default_console_mail(owner, reviewer, sett
     from config import settings as project_settings
 
     # Without EMAIL_HOST the project mails to the console: on stderr, so stdout pipes into jq.
-    assert project_settings.EMAIL_HOST == "" and project_settings.EMAIL_BACKEND == "config.mail.StderrEmailBackend"
+    assert project_settings.EMAIL_HOST == "" and project_settings.EMAIL_BACKEND == "plumbing.mail.StderrEmailBackend"
     settings.EMAIL_BACKEND = project_settings.EMAIL_BACKEND
     client = make_client(owner).client
     extra = ["--reason", "Unclear purpose."] if action == "reject" else []

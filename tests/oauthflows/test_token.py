@@ -501,7 +501,7 @@ def test_a_confidential_client_with_an_empty_basic_password_is_invalid_client(br
 
 
 def test_a_json_body_is_parsed_once_per_request(browser, api, confidential, monkeypatch):
-    from oauthflows import requestparams
+    from plumbing import requestparams
 
     client, secret = confidential
     code = get_code(browser, client)

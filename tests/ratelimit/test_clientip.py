@@ -1,7 +1,7 @@
 import pytest
 from django.test import RequestFactory
 
-from config.clientip import client_address, parse_address
+from plumbing.clientip import client_address, parse_address
 
 PROXY = "10.0.0.2"
 

@@ -5,8 +5,8 @@ import json
 import pytest
 from django.test import RequestFactory
 
-from config import ratelimit
-from config.ratelimit import NO_ADDRESS, OVERSIZED, per_address, per_client, per_username
+from plumbing import ratelimit
+from plumbing.ratelimit import NO_ADDRESS, OVERSIZED, per_address, per_client, per_username
 from tests.oauthflows.helpers import TOKEN, basic
 
 FORM = "application/x-www-form-urlencoded"
@@ -81,7 +81,7 @@ def test_the_username_is_normalised_as_the_login_form_does(username):
 def test_a_request_without_an_address_shares_one_key_and_warns_once(monkeypatch, caplog, remote_addr):
     monkeypatch.setattr(ratelimit, "_no_address_warned", False)
     requests = [RequestFactory().post("/", REMOTE_ADDR=remote_addr) for _ in range(3)]
-    with caplog.at_level("WARNING", logger="config.ratelimit"):
+    with caplog.at_level("WARNING", logger="plumbing.ratelimit"):
         keys = {per_address(request) for request in requests}
     assert keys == {NO_ADDRESS}
     warnings = [r for r in caplog.records if "without a client address" in r.getMessage()]

@@ -3,8 +3,8 @@ from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.urls import resolve
 
-from config.env import env_networks, env_rate
-from config.ratelimit import ROUTES, VIEW_ROUTES
+from plumbing.env import env_networks, env_rate
+from plumbing.ratelimit import ROUTES, VIEW_ROUTES
 from tests.ratelimit.settings_probe import production_settings
 
 
@@ -107,7 +107,7 @@ def test_the_pages_that_take_a_logo_are_in_the_table_by_url_name(path):
 
 def test_the_limiter_runs_after_static_files_and_before_sessions_and_csrf(settings):
     middleware = settings.MIDDLEWARE
-    position = middleware.index("config.ratelimit.RateLimitMiddleware")
+    position = middleware.index("plumbing.ratelimit.RateLimitMiddleware")
     assert middleware.index("whitenoise.middleware.WhiteNoiseMiddleware") < position
     assert position < middleware.index("django.contrib.sessions.middleware.SessionMiddleware")
-    assert position < middleware.index("config.csrf.FetchMetadataCsrfViewMiddleware")
+    assert position < middleware.index("plumbing.csrf.FetchMetadataCsrfViewMiddleware")

@@ -11,7 +11,7 @@ import redis
 from django.core.cache import caches
 from django.test import Client
 
-from config.ratelimit import Window
+from plumbing.ratelimit import Window
 from tests.oauthflows.helpers import TOKEN
 from tests.ratelimit.settings_probe import production_settings
 
@@ -88,7 +88,7 @@ def test_redis_url_makes_every_process_count_in_redis(redis_url):
     value = uuid.uuid4().hex
     seen = production_settings(
         "from django.core.cache import caches\n"
-        "from config.ratelimit import Window\n"
+        "from plumbing.ratelimit import Window\n"
         "import time\n"
         f"window = Window.of('probe', {value!r}, 600)\n"
         "counts = [window.count(caches[settings.RATELIMIT_CACHE], time.time()) for _ in range(3)]\n"
@@ -119,7 +119,7 @@ def test_an_unreachable_cache_lets_requests_through_and_says_so(db, settings, li
     }
     settings.RATELIMIT_CACHE = "down"
     limits(token_failures_per_address=(1, 60))
-    with caplog.at_level(logging.ERROR, logger="config.ratelimit"):
+    with caplog.at_level(logging.ERROR, logger="plumbing.ratelimit"):
         for _ in range(3):
             assert guess().status_code == 401
     assert "Rate limiting skipped: the cache is unavailable (ConnectionError)" in caplog.messages

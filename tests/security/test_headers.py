@@ -208,7 +208,7 @@ def test_production_settings_require_https_by_default():
     assert built["SESSION_COOKIE_SECURE"] is built["CSRF_COOKIE_SECURE"] is True
     assert built["SESSION_COOKIE_HTTPONLY"] is True
     assert built["SECURE_SSL_REDIRECT"] is True
-    assert "config.securityheaders.ContentSecurityPolicyMiddleware" in built["MIDDLEWARE"]
+    assert "plumbing.securityheaders.ContentSecurityPolicyMiddleware" in built["MIDDLEWARE"]
 
 
 def test_plain_http_on_loopback_has_no_hsts_and_no_secure_cookies():

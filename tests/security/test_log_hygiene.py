@@ -7,7 +7,7 @@ wrong secret, verifier or code, replays, and secrets printed by `manage.py oauth
 the records say and what the configured handlers write is searched for every value handed out
 or presented. Positive controls prove that the capture saw those loggers at DEBUG.
 
-oauthlib logs codes and tokens at DEBUG; config/logfilters.py redacts them (LOGGING).
+oauthlib logs codes and tokens at DEBUG; plumbing/logfilters.py redacts them (LOGGING).
 """
 
 import logging
@@ -18,8 +18,8 @@ import oauthlib
 import pytest
 from django.test import Client
 
-from config.logfilters import REDACTED, RedactCredentials, RedactInPlaceHandler
 from oauthclients.models import digest
+from plumbing.logfilters import REDACTED, RedactCredentials, RedactInPlaceHandler
 from tests.security.credentials import fail_in_every_way, issue_everything, secrets_from_the_command
 
 NAMED = (

@@ -32,8 +32,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.template.loader import render_to_string
 
-from config.clientip import client_address, parse_address
-from oauthflows.requestparams import basic_credentials, request_json_pairs
+from plumbing.clientip import client_address, parse_address
+from plumbing.requestparams import basic_credentials, request_json_pairs
 
 logger = logging.getLogger(__name__)
 

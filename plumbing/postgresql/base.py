@@ -1,6 +1,6 @@
 """Django's PostgreSQL backend with a health check that costs no round trip when none is needed.
 
-ENGINE "config.postgresql" (config.settings picks it for a postgres:// DATABASE_URL). Everything
+ENGINE "plumbing.postgresql" (config.settings picks it for a postgres:// DATABASE_URL). Everything
 is Django's `django.db.backends.postgresql` except two things:
 
 - The per-request health check (CONN_HEALTH_CHECKS): Django sends `SELECT 1` on a persistent
@@ -11,7 +11,7 @@ is Django's `django.db.backends.postgresql` except two things:
   then is `SELECT 1` sent, which fails and makes Django reconnect exactly as before. A quiet
   socket of an idle, healthy connection has nothing to read. A peer that vanished without a word
   (a cut network) is not seen by either check in advance; the request's query fails, the client
-  gets the 503 of config.dbfailure, and Django's end-of-request check (after an error it always
+  gets the 503 of plumbing.dbfailure, and Django's end-of-request check (after an error it always
   sends `SELECT 1`, unchanged here) replaces the connection.
   With the setting HEALTH_CHECK "ping" (DATABASE_HEALTH_CHECK=ping) every check is Django's
   SELECT 1, for comparison.

@@ -1,6 +1,6 @@
 """Reading what a client sends to the token, revocation and introspection endpoints.
 
-One reader for the endpoints, the oauthlib backend and the rate limiter (config/ratelimit.py),
+One reader for the endpoints, the oauthlib backend and the rate limiter (plumbing/ratelimit.py),
 so they agree on what a body and an HTTP Basic header say. No model imports: the limiter
 middleware loads this.
 """

@@ -47,7 +47,7 @@ def page_not_found(request, exception=None):
 
 def server_error(request):
     # A database failure outside a view (say, saving the session after the view returned) is not
-    # seen by config.dbfailure's middleware and lands here: answer the same 503.
+    # seen by plumbing.dbfailure's middleware and lands here: answer the same 503.
     if isinstance(sys.exc_info()[1], DATABASE_UNAVAILABLE):
         return service_unavailable(request)
     if is_api(request):

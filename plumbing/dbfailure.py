@@ -1,4 +1,4 @@
-"""Database unreachable: a clean 503 with Retry-After instead of a 500 (config.errors.service_unavailable).
+"""Database unreachable: a clean 503 with Retry-After instead of a 500 (plumbing.errors.service_unavailable).
 
 Django reconnects by itself once the database is back: with CONN_HEALTH_CHECKS on, a persistent
 connection (CONN_MAX_AGE) that died during the outage is checked and replaced at the start of the
@@ -7,7 +7,7 @@ next request that uses it, so no worker needs a restart.
 
 import logging
 
-from config.errors import DATABASE_UNAVAILABLE, service_unavailable
+from plumbing.errors import DATABASE_UNAVAILABLE, service_unavailable
 
 logger = logging.getLogger(__name__)
 
