@@ -125,6 +125,20 @@ def test_four_journeys_with_axe(people, live_server, browser, screenshots, tmp_p
             admin.get_by_role("button", name=f"Yes, approve {APP_NAME}").click()
         audit(admin, "admin-approved")
         assert f"Approved {APP_NAME}." in admin.inner_text(".messagelist")
+        # The review pages an administrator also meets: a filtered, searched changelist ("Show all"
+        # beside the count), a reject confirmation (left with Cancel), the audit events.
+        admin.goto(base + "/admin/oauthclients/oauthclient/?status__exact=rejected&q=Planner")
+        assert "0 results" in admin.inner_text("#changelist-search")  # with "(1 total)", a link in the text
+        audit(admin, "admin-changelist-filtered")
+        admin.goto(base + "/admin/oauthclients/oauthclient/?status__exact=approved&q=Planner")
+        audit(admin, "admin-changelist-searched")
+        with admin.expect_navigation():
+            admin.locator("#result_list").get_by_role("link", name=APP_NAME).click()
+        with admin.expect_navigation():
+            admin.get_by_role("link", name="Reject with a reason…").click()
+        audit(admin, "admin-reject-confirm")
+        admin.goto(base + "/admin/oauthclients/clientauditevent/")
+        audit(admin, "admin-audit-events")
 
         # 3. The end user consents, then revokes.
         user = new_page(browser, width=width, height=height)
