@@ -189,6 +189,13 @@ OAUTH_INTROSPECT_PATH = "/v2/auth/oauth2/introspect"
 # the token table. Other services use scopes.introspection.IntrospectionVerifier
 # (docs/protecting-endpoints.md).
 OAUTH_TOKEN_VERIFIER = "oauthclients.verifier.LocalTokenVerifier"
+# RFC 8707 / RFC 9728: this server's own API (/v2/me) as a protected resource. Apps may bind a
+# token to it (`resource=`); a token bound to another resource is refused here. A token issued
+# without `resource` is accepted everywhere unless OAUTH_REQUIRE_AUDIENCE is set (docs/agents.md).
+OAUTH_RESOURCE_URI = (env_str("OAUTH_RESOURCE_URI") or f"{OAUTH_ISSUER}/v2").rstrip("/")
+OAUTH_REQUIRE_AUDIENCE = env_bool("OAUTH_REQUIRE_AUDIENCE", False)
+OAUTH_RESOURCE_NAME = env_str("OAUTH_RESOURCE_NAME", "Scheduling API")
+OAUTH_RESOURCE_DOCUMENTATION = env_str("OAUTH_RESOURCE_DOCUMENTATION", f"{OAUTH_ISSUER}/v2/docs")
 
 OAUTH_METADATA_PATH = "/.well-known/oauth-authorization-server"
 

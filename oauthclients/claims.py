@@ -57,6 +57,7 @@ def _grant_sql(with_verifier: bool) -> str:
         "scope",
         "code_challenge",
         "code_challenge_method",
+        "resource",
     )
     quote = connections[router.db_for_write(Grant)].ops.quote_name
     table = quote(Grant._meta.db_table)
@@ -77,7 +78,7 @@ def _grant_sql(with_verifier: bool) -> str:
         # A code of a user deactivated since it was issued is not redeemed (SECURITY.md).
         f"AND EXISTS (SELECT 1 FROM {user_table} u WHERE u.{u['id']} = {table}.{g['user']} AND u.{u['is_active']}) "
         f"RETURNING {g['id']}, {g['user']}, {g['scope']}, {g['expires']}, {g['code_challenge']}, "
-        f"{g['code_challenge_method']}"
+        f"{g['code_challenge_method']}, {g['resource']}"
     )
 
 
@@ -85,6 +86,11 @@ def _instance(model, alias: str, values: dict):
     """A model instance of these column values (by attname), every other column deferred."""
     names = [f.attname for f in model._meta.concrete_fields if f.attname in values]
     return model.from_db(alias, names, [values[name] for name in names])
+
+
+def _json_column(model, name: str, value, alias: str):
+    """A JSON column's value as the model field reads it (Django leaves jsonb undecoded)."""
+    return model._meta.get_field(name).from_db_value(value, None, connections[alias])
 
 
 def _user(alias: str, user_id: int):
@@ -117,7 +123,7 @@ def grant_claim(
         row = cursor.fetchone()
     if row is None:
         return None
-    pk, user_id, scope, expires, challenge, method = row
+    pk, user_id, scope, expires, challenge, method, resource = row
     grant = _instance(
         Grant,
         alias,
@@ -130,6 +136,7 @@ def grant_claim(
             "scope": scope,
             "code_challenge": challenge,
             "code_challenge_method": method,
+            "resource": _json_column(Grant, "resource", resource, alias),
             "used_at": now,
             "token_family": family,
         },
@@ -152,6 +159,7 @@ def _refresh_sql() -> str:
         "updated",
         "token_family",
         "created",
+        "resource",
     )
     a = _names(AccessToken, "id", "expires", "scope")
     user_model = get_user_model()
@@ -170,7 +178,8 @@ def _refresh_sql() -> str:
         f"claimed AS (UPDATE {refresh_table} SET {r['revoked']} = %(now)s, {r['access_token']} = NULL, "
         f"{r['updated']} = %(now)s FROM old WHERE {refresh_table}.{r['id']} = old.id "
         f"RETURNING {refresh_table}.{r['id']}, {refresh_table}.{r['user']}, {refresh_table}.{r['token_family']}, "
-        f"{refresh_table}.{r['created']}, old.access_token_id, old.scope, old.expires), "
+        f"{refresh_table}.{r['created']}, {refresh_table}.{r['resource']}, old.access_token_id, old.scope, "
+        f"old.expires), "
         f"gone AS (DELETE FROM {access_table} WHERE {a['id']} IN (SELECT access_token_id FROM claimed)) "
         f"SELECT * FROM claimed"
     )
@@ -192,7 +201,7 @@ def refresh_token_claim(*, raw: str, client_pk: int, now: datetime, alive_after:
         row = cursor.fetchone()
     if row is None:
         return None
-    pk, user_id, family, created, access_token_id, scope, expires = row
+    pk, user_id, family, created, resource, access_token_id, scope, expires = row
     token = _instance(
         RefreshToken,
         alias,
@@ -204,6 +213,7 @@ def refresh_token_claim(*, raw: str, client_pk: int, now: datetime, alive_after:
             "created": created,
             "revoked": now,
             "token_family": family,
+            "resource": _json_column(RefreshToken, "resource", resource, alias),
         },
     )
     access = _instance(AccessToken, alias, {"id": access_token_id, "expires": expires, "scope": scope})

@@ -51,6 +51,7 @@ class ClientKind(models.TextChoices):
 
 # The kinds a developer can register: applications that act for users.
 APP_KINDS = (ClientKind.CONFIDENTIAL, ClientKind.PUBLIC)
+MAX_RESOURCE_URI_LENGTH = 2000
 APP_KIND_CHOICES = [(kind.value, kind.label) for kind in APP_KINDS]
 
 
@@ -121,6 +122,14 @@ class OAuthClient(AbstractApplication):
     # users are shown this (and the approved logo) until the next approval (SECURITY.md, "Review").
     approved_snapshot = models.JSONField(default=dict, blank=True, editable=False)
     approved_logo_png = models.BinaryField(null=True, blank=True, editable=False)
+    # A resource server's RFC 8707 resource URI: the audience its tokens are bound to (docs/agents.md).
+    resource_uri = models.CharField(
+        max_length=MAX_RESOURCE_URI_LENGTH,
+        blank=True,
+        default="",
+        verbose_name="resource URI",
+        help_text="Resource servers only: the URI apps name in `resource` (RFC 8707) to get tokens for it.",
+    )
     # Deleted by its owner: kept (rejected, tokens revoked) so that its audit trail survives.
     deleted_at = models.DateTimeField(null=True, blank=True, editable=False)
 
@@ -145,6 +154,13 @@ class OAuthClient(AbstractApplication):
             ),
             models.CheckConstraint(
                 condition=Q(is_legacy=False) | Q(scopes=""), name="oauthclient_legacy_has_no_scopes"
+            ),
+            models.CheckConstraint(
+                condition=Q(client_type="resource_server") | Q(resource_uri=""),
+                name="oauthclient_resource_uri_only_for_resource_servers",
+            ),
+            models.UniqueConstraint(
+                fields=["resource_uri"], condition=~Q(resource_uri=""), name="oauthclient_resource_uri_unique"
             ),
         ]
         indexes = [models.Index(fields=["status"]), models.Index(fields=["user", "-created"])]

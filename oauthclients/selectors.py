@@ -125,6 +125,16 @@ def oauth_endpoints() -> OAuthEndpoints:
     )
 
 
+def resource_uri_known(uri: str) -> bool:
+    """Whether `uri` names a protected resource tokens may be bound to (RFC 8707): this server's
+    own API (OAUTH_RESOURCE_URI) or an approved resource server's resource URI. Compared exactly."""
+    if uri == settings.OAUTH_RESOURCE_URI:
+        return True
+    return OAuthClient.objects.filter(
+        client_type=ClientKind.RESOURCE_SERVER, resource_uri=uri, status=ClientStatus.APPROVED, deleted_at__isnull=True
+    ).exists()
+
+
 # --- access tokens, as resource requests and introspection see them ---------------------------
 
 MAX_TOKEN_LENGTH = 512
@@ -134,14 +144,14 @@ MAX_TOKEN_LENGTH = 512
 # instances was a measurable share of GET /v2/me).
 # What the bearer check and GET /v2/me read, per model of the joined row.
 BEARER_COLUMNS = {
-    "": ("expires", "scope", "created", "user_id", "application_id"),
+    "": ("expires", "scope", "created", "user_id", "application_id", "resource"),
     "application": ("client_id", "name", "status", "client_type", "user_id"),
     "user": ("username", "email", "first_name", "last_name", "is_active", "is_staff", "is_superuser"),
     "user__profile": ("name", "time_zone", "locale", "time_format", "week_start", "user_id"),
 }
 # What a resource server's introspection answers with (RFC 7662 §2.2).
 INTROSPECTION_COLUMNS = {
-    "": ("expires", "scope", "created", "user_id", "application_id"),
+    "": ("expires", "scope", "created", "user_id", "application_id", "resource"),
     "application": ("client_id", "status"),
     "user": ("username", "is_active"),
 }

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from functools import partial
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import ProhibitNullCharactersValidator, URLValidator
 from django.db import transaction
@@ -42,6 +43,7 @@ from oauthclients.validators import (
     mixed_script_host,
     validate_optional_url,
     validate_redirect_uris,
+    validate_resource_uri,
     validate_scope_names,
 )
 
@@ -265,18 +267,30 @@ def client_create(
 
 
 @transaction.atomic
-def resource_server_create(*, owner, name: str, actor=None) -> ClientCreated:
+def resource_server_create(*, owner, name: str, resource_uri: str = "", actor=None) -> ClientCreated:
     """Register a resource server (approved at once: only administrators make them) and its first secret.
 
     It may only introspect tokens (RFC 7662): no redirect URI, no scope, no grant, no review email.
+    With a resource URI, apps may ask for tokens bound to it (RFC 8707 `resource`, docs/agents.md).
     """
     cleaned = _clean_text(name, field="name", label="Name", max_length=MAX_NAME_LENGTH, required=True)
+    if resource_uri:
+        try:
+            validate_resource_uri(resource_uri)
+        except ValidationError as exc:
+            raise ValidationError({"resource_uri": exc.messages}) from None
+        if (
+            resource_uri == settings.OAUTH_RESOURCE_URI
+            or OAuthClient.objects.filter(resource_uri=resource_uri).exists()
+        ):
+            raise ValidationError({"resource_uri": ["Another resource server already has this resource URI."]})
     creator = actor or owner
     client = OAuthClient.objects.create(
         user=owner,
         name=cleaned,
         website_url="",
         client_type=ClientKind.RESOURCE_SERVER,
+        resource_uri=resource_uri,
         redirect_uris="",
         scopes="",
         status=ClientStatus.APPROVED,

@@ -147,6 +147,39 @@ def validate_redirect_uris(uris: list[str]) -> list[str]:
     return uris
 
 
+def resource_uri_problem(uri) -> str | None:
+    """Why `uri` is no RFC 8707 resource indicator this server accepts, or None.
+
+    An absolute https URI without userinfo, query or fragment (RFC 8707 §2: SHOULD NOT hold a
+    query); http only on a loopback host, for services run on a developer's machine.
+    """
+    if not isinstance(uri, str) or not uri or len(uri) > 2000:
+        return "must be an absolute URI of at most 2000 characters"
+    if any(ch.isspace() or ord(ch) < 32 or ch == "\x7f" for ch in uri):
+        return "cannot contain spaces or control characters"
+    try:
+        parts = urlsplit(uri)
+        parts.port  # noqa: B018 (raises on a port that is not a number)
+    except ValueError:
+        return "is not a valid URI"
+    if "#" in uri or "?" in uri:
+        return "cannot have a query or a fragment"
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+        return "cannot hold a user name or password"
+    if not parts.hostname:
+        return "must be an absolute URI with a host"
+    if parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS):
+        return None
+    return "must use https (http only on localhost, 127.0.0.1 or [::1])"
+
+
+def validate_resource_uri(uri: str) -> str:
+    problem = resource_uri_problem(uri)
+    if problem:
+        raise ValidationError(f"The resource URI {problem}.", code="invalid")
+    return uri
+
+
 def validate_scope_names(names: list[str]) -> list[str]:
     """At least one scope, all from the catalog."""
     try:

@@ -23,5 +23,6 @@ class LocalTokenVerifier(TokenVerifier):
                 client_id=access_token.application.client_id,
                 subject=str(access_token.user_id),
                 expires_at=int(access_token.expires.timestamp()),
+                audience=tuple(access_token.resource or ()),
             ),
         )

@@ -7,15 +7,18 @@ nothing the browser sends back can widen what is granted.
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.http import QueryDict
 
 from oauthclients.compiled import CompiledQuery
 from oauthclients.models import ClientKind, ClientStatus, OAuthClient
-from oauthclients.validators import is_private_use_redirect
+from oauthclients.selectors import resource_uri_known
+from oauthclients.validators import is_private_use_redirect, resource_uri_problem
 from oauthflows.oauth2 import CODE_CHALLENGE_RE
 from scopes.catalog import UnknownScopeError, parse_scopes
 
 MAX_STATE_LENGTH = 2048
+MAX_RESOURCES = 5  # RFC 8707 `resource` values in one request
 SINGLE_VALUED = (
     "client_id",
     "redirect_uri",
@@ -87,6 +90,8 @@ class AuthorizationRequest:
     state: str | None
     scopes: list[str]  # empty only for a legacy client asking for unrestricted access
     code_challenge: str | None
+    # RFC 8707: the audience the token will be bound to; empty: no audience (valid everywhere).
+    resources: tuple[str, ...] = ()
 
     @property
     def is_unrestricted(self) -> bool:
@@ -112,6 +117,7 @@ class AuthorizationRequest:
             query.append(("state", self.state))
         if self.code_challenge:
             query += [("code_challenge", self.code_challenge), ("code_challenge_method", "S256")]
+        query += [("resource", uri) for uri in self.resources]
         return query
 
 
@@ -143,9 +149,32 @@ def authorization_request_validate(*, params: QueryDict, user) -> AuthorizationR
 
     scopes = _scopes(params, client, fail)
     code_challenge = _pkce(params, client, fail)
+    resources = resources_validate(params.getlist("resource"), fail)
     return AuthorizationRequest(
-        client=client, redirect_uri=redirect_uri, state=state, scopes=scopes, code_challenge=code_challenge
+        client=client,
+        redirect_uri=redirect_uri,
+        state=state,
+        scopes=scopes,
+        code_challenge=code_challenge,
+        resources=resources,
     )
+
+
+def resources_validate(values: list, fail) -> tuple[str, ...]:
+    """RFC 8707 §2: each `resource` an absolute URI without fragment that names a protected resource
+    this server knows (resource_uri_known); else `fail("invalid_target", ...)`. Duplicates merge."""
+    if len(values) > MAX_RESOURCES:
+        fail("invalid_target", f"At most {MAX_RESOURCES} resource parameters can be sent.")
+    resources: list[str] = []
+    for value in values:
+        problem = None if value == settings.OAUTH_RESOURCE_URI else resource_uri_problem(value)
+        if problem:
+            fail("invalid_target", f"The resource {str(value)[:200]!r} {problem} (RFC 8707).")
+        if not resource_uri_known(value):
+            fail("invalid_target", f"The resource {value!r} is not a protected resource of this server.")
+        if value not in resources:
+            resources.append(value)
+    return tuple(resources)
 
 
 def _by_client_id(client_id: str):

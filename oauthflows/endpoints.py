@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from oauthflows.oauth2 import ClientCall, client_call, request_attribute_names, request_started_at
 from oauthflows.openapi import introspect_schema, revoke_schema, token_schema
-from plumbing.requestparams import BodyError, basic_credentials, request_json_pairs
+from plumbing.requestparams import REPEATABLE_PARAMS, BodyError, basic_credentials, request_json_pairs
 from scopes.catalog import SCOPE_NAMES
 
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
@@ -153,7 +153,9 @@ class ClientEndpoint(OAuthLibMixin, APIView):
             return {}, ("invalid_request", "Credentials and tokens belong in the request body, never in the URL.")
         try:
             if content_type == FORM_CONTENT_TYPE:
-                repeated = sorted(key for key, values in request.POST.lists() if len(values) > 1)
+                repeated = sorted(
+                    key for key, values in request.POST.lists() if len(values) > 1 and key not in REPEATABLE_PARAMS
+                )
                 if repeated:
                     return {}, ("invalid_request", "Each parameter may be sent only once: " + ", ".join(repeated) + ".")
                 params = request.POST.dict()
@@ -230,9 +232,18 @@ class TokenView(ClientEndpoint):
             "unauthorized_client",
             "unsupported_grant_type",
             "invalid_scope",
+            "invalid_target",
         }
-    )  # RFC 6749 §5.2, nothing else
-    accepted = CLIENT_PARAMS | {"grant_type", "code", "redirect_uri", "code_verifier", "refresh_token", "scope"}
+    )  # RFC 6749 §5.2 and RFC 8707 §2, nothing else
+    accepted = CLIENT_PARAMS | {
+        "grant_type",
+        "code",
+        "redirect_uri",
+        "code_verifier",
+        "refresh_token",
+        "scope",
+        "resource",
+    }
 
     def unsupported(self, params):
         # RFC 6749 §5.2: an unsupported grant type is reported as such, whatever else the body

@@ -42,13 +42,15 @@ from oauthclients.models import (
     RefreshToken,
     digest,
 )
-from oauthclients.selectors import access_token_get_for_introspection, access_token_get_valid
+from oauthclients.selectors import access_token_get_for_introspection, access_token_get_valid, resource_uri_known
+from oauthclients.validators import resource_uri_problem
 from oauthflows.services import consent_record
 from plumbing.requestparams import basic_credentials, request_json_pairs
 
 # RFC 7636 §4.1 / §4.2: verifier 43-128 unreserved characters; S256 challenge is 43 base64url chars.
 CODE_VERIFIER_RE = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
 CODE_CHALLENGE_RE = re.compile(r"[A-Za-z0-9_-]{43}")
+MAX_RESOURCES = 5  # RFC 8707 `resource` values in one request
 
 # When the current token request started (set by the token endpoint). See _is_concurrent_duplicate.
 request_started_at: contextvars.ContextVar[datetime | None] = contextvars.ContextVar("request_started_at", default=None)
@@ -137,6 +139,47 @@ def _is_concurrent_duplicate(consumed_at: datetime | None) -> bool:
 PENDING_CLIENT_OWNER_ONLY = (
     "This application is awaiting review; until it is approved it can get tokens for its owner's account only."
 )
+
+
+def _resource_list(request) -> list[str]:
+    value = getattr(request, "resource", None)
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+def _requested_resources(request) -> list[str]:
+    """Every `resource` of a token request (RFC 8707 lets it repeat; oauthlib keeps only the last)."""
+    return [value for key, value in (getattr(request, "decoded_body", None) or []) if key == "resource"]
+
+
+def _target_invalid(description: str, request) -> errors.CustomOAuth2Error:
+    return errors.CustomOAuth2Error(error="invalid_target", description=description, request=request)
+
+
+def _audience_set(request, granted: list[str]) -> None:
+    """RFC 8707 §2.2: the new access token's audience, on `request.resource`.
+
+    What the grant (code) or the presented refresh token was bound to, or a subset of it named in
+    `resource`; a grant without audience may be bound at the token request, to known resources only.
+    """
+    requested = _requested_resources(request)
+    if len(requested) > MAX_RESOURCES:
+        raise _target_invalid(f"At most {MAX_RESOURCES} resource parameters can be sent.", request)
+    chosen: list[str] = []
+    for uri in requested:
+        if not isinstance(uri, str) or (uri != settings.OAUTH_RESOURCE_URI and resource_uri_problem(uri)):
+            problem = resource_uri_problem(uri) if isinstance(uri, str) else "must be a string"
+            raise _target_invalid(f"The resource {str(uri)[:200]!r} {problem} (RFC 8707).", request)
+        if granted and uri not in granted:
+            raise _target_invalid(
+                f"The resource {uri!r} was not part of the authorization: a token request can narrow the "
+                "audience, never widen it.",
+                request,
+            )
+        if not granted and not resource_uri_known(uri):
+            raise _target_invalid(f"The resource {uri!r} is not a protected resource of this server.", request)
+        if uri not in chosen:
+            chosen.append(uri)
+    request.resource = chosen or list(granted)
 
 
 def _mark_claimed() -> None:
@@ -275,6 +318,7 @@ class Validator(OAuth2Validator):
             scope=" ".join(request.scopes or []),
             code_challenge=request.code_challenge or "",
             code_challenge_method=request.code_challenge_method or "",
+            resource=_resource_list(request),
         )
         if getattr(request, "record_consent", False):
             # The Allow POST on PostgreSQL: the code, the consent and its audit row in one statement.
@@ -365,6 +409,7 @@ class Validator(OAuth2Validator):
             )
         request.scopes = grant.scope.split()
         request.user = grant.user
+        _audience_set(request, list(grant.resource or []))
         return True
 
     def get_code_challenge(self, code, request):
@@ -406,8 +451,9 @@ class Validator(OAuth2Validator):
         grant.save(update_fields=["used_at", "token_family", "updated"])
 
     def _check_and_set_request_resource(self, request):
-        # RFC 8707 resource indicators are not offered by this server.
-        request.resource = []
+        # Not used: validate_code and validate_refresh_token set the audience (_audience_set), where
+        # a refusal is still an error answer; DOT's version looks codes up by their plain value.
+        raise NotImplementedError
 
     # --- tokens -------------------------------------------------------------------------------
 
@@ -438,11 +484,16 @@ class Validator(OAuth2Validator):
                 expires=expires,
                 application=request.client,
                 source_refresh_token=previous,
+                resource=_resource_list(request),
             )
             set_token_value(access, token["access_token"])
             access.save()
             refresh = RefreshToken(
-                user=request.user, application=request.client, access_token=access, token_family=family
+                user=request.user,
+                application=request.client,
+                access_token=access,
+                token_family=family,
+                resource=_resource_list(request),
             )
             set_token_value(refresh, token["refresh_token"])
             refresh.save()
@@ -463,6 +514,7 @@ class Validator(OAuth2Validator):
                 request.user = claimed.user
                 request.refresh_token = refresh_token
                 request.refresh_token_instance = claimed
+                _audience_set(request, list(claimed.resource or []))
                 return True
         # The full path. Lock the row for the rest of the request: a concurrent refresh of the same
         # token waits here, then sees it rotated and loses (exactly one winner).
@@ -503,6 +555,7 @@ class Validator(OAuth2Validator):
         request.user = rt.user
         request.refresh_token = refresh_token
         request.refresh_token_instance = rt
+        _audience_set(request, list(rt.resource or []))
         return True
 
     # --- revocation (RFC 7009) and introspection (RFC 7662) ------------------------------------
@@ -607,7 +660,7 @@ def introspection_claims(token, *, token_type: str, scope: str, expires) -> dict
         "token_type": INTROSPECTION_TOKEN_TYPES[token_type],
         # A legacy client's token has no scope and no scope restriction (spec §2.1).
         "unrestricted": scope == "",
-    }
+    } | ({"aud": list(token.resource)} if token.resource else {})
 
 
 class Backend(OAuthLibCore):

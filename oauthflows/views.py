@@ -175,6 +175,8 @@ def _issue_code(view: OAuthLibMixin, request, authz: AuthorizationRequest) -> Ht
     # On PostgreSQL the validator writes the consent and its audit row with the code, in one
     # statement (oauthflows.services.consent_record with the code); elsewhere they follow it here.
     credentials["record_consent"] = consent_records_with_code()
+    # Always set: oauthlib would otherwise serve the query's last `resource` value as a string.
+    credentials["resource"] = list(authz.resources)
     if authz.code_challenge:
         credentials["code_challenge"] = authz.code_challenge
         credentials["code_challenge_method"] = "S256"

@@ -15,8 +15,13 @@ class BodyError(ValueError):
     """A request body the token endpoint cannot read."""
 
 
+# Parameters that may repeat (RFC 8707 §2: `resource`); in JSON, an array of strings.
+REPEATABLE_PARAMS = frozenset({"resource"})
+
+
 def json_body_pairs(raw: bytes) -> list[tuple[str, str]]:
-    """A JSON object of string (or number) values, as form-like pairs."""
+    """A JSON object of string (or number) values, as form-like pairs (an array of strings for a
+    repeatable parameter: one pair per element)."""
     try:
         data = json.loads(raw.decode("utf-8") or "null")
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -25,6 +30,9 @@ def json_body_pairs(raw: bytes) -> list[tuple[str, str]]:
         raise BodyError("The JSON request body must be an object.")
     pairs = []
     for key, value in data.items():
+        if key in REPEATABLE_PARAMS and isinstance(value, list) and all(isinstance(item, str) for item in value):
+            pairs.extend((key, item) for item in value)
+            continue
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise BodyError(f"The JSON field {key!r} must be a string.")
         pairs.append((key, str(value)))

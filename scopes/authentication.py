@@ -6,11 +6,12 @@ process or by introspection at the authorization server. Either way the answers 
 
 import logging
 
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 
-from scopes.verifiers import AuthorizationServerUnavailable, get_verifier
+from scopes.verifiers import AuthorizationServerUnavailable, audience_accepted, get_verifier
 
 REALM = "api"
 log = logging.getLogger(__name__)
@@ -51,6 +52,17 @@ class BearerTokenAuthentication(BaseAuthentication):
             request._bearer_error = "invalid_token"
             raise exceptions.AuthenticationFailed(
                 "The access token is invalid, expired or revoked.", code="invalid_token"
+            )
+        if not audience_accepted(verification.token.audience):
+            # RFC 8707 / RFC 9700 §2.3: a token bound to another service is no token here.
+            request._bearer_error = "invalid_token"
+            raise exceptions.AuthenticationFailed(
+                "The access token is not meant for this service: its audience is another resource."
+                if verification.token.audience
+                else "This service accepts only tokens bound to it: request one with resource="
+                + str(getattr(settings, "OAUTH_RESOURCE_URI", ""))
+                + " (RFC 8707).",
+                code="invalid_token",
             )
         return verification.user, verification.token
 

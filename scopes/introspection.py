@@ -89,6 +89,7 @@ class IntrospectionVerifier(TokenVerifier):
                 client_id=claims["client_id"],
                 subject=claims["sub"],
                 expires_at=int(claims["exp"]),
+                audience=claims.get("aud", ()),
             ),
         )
 
@@ -160,6 +161,16 @@ def _claims(body: dict) -> dict | None:
     claims = {name: body[name] for name in strings}
     claims["exp"] = exp
     claims["unrestricted"] = body.get("unrestricted") is True
+    # RFC 7662 §2.2 `aud`: a string or an array of strings; absent: no audience.
+    aud = body.get("aud")
+    if aud is None:
+        claims["aud"] = ()
+    elif isinstance(aud, str):
+        claims["aud"] = (aud,)
+    elif isinstance(aud, list) and all(isinstance(item, str) for item in aud):
+        claims["aud"] = tuple(aud)
+    else:
+        return None
     return claims
 
 

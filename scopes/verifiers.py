@@ -29,6 +29,8 @@ class VerifiedToken:
     client_id: str
     subject: str  # the user's stable identifier (RFC 7662 `sub`)
     expires_at: int  # seconds since the epoch
+    # RFC 8707 / RFC 7662 `aud`: the resources the token is bound to; empty: no audience.
+    audience: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,18 @@ class TokenVerifier:
 
     def verify(self, raw_token: str) -> Verification | None:
         raise NotImplementedError
+
+
+def audience_accepted(audience: tuple[str, ...]) -> bool:
+    """Whether this service may accept a token with this audience (RFC 8707, RFC 9068 §4).
+
+    A bound token only where `OAUTH_RESOURCE_URI` is among its audience; a token without audience
+    everywhere, unless `OAUTH_REQUIRE_AUDIENCE` is set.
+    """
+    if not audience:
+        return not getattr(settings, "OAUTH_REQUIRE_AUDIENCE", False)
+    own = getattr(settings, "OAUTH_RESOURCE_URI", None)
+    return bool(own) and own in audience
 
 
 @cache

@@ -28,6 +28,7 @@ TOKEN_PARAMS = {
     "code_verifier",
     "refresh_token",
     "scope",
+    "resource",  # RFC 8707: tests/oauthflows/test_audience.py
     "client_id",
     "client_secret",
 }

@@ -8,6 +8,7 @@ TOKEN_ERRORS = frozenset(
         "invalid_grant",
         "unauthorized_client",
         "unsupported_grant_type",
+        "invalid_target",  # RFC 8707 §2
         "invalid_scope",
     }
 )

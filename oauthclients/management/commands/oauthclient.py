@@ -44,6 +44,7 @@ def client_json(client: OAuthClient) -> dict:
         "owner": client.owner.get_username(),
         "kind": client.client_type,
         "status": client.status,
+        "resource_uri": client.resource_uri or None,
         "rejection_reason": client.rejection_reason,
         "reviewed_by": client.reviewed_by.get_username() if client.reviewed_by else None,
         "reviewed_at": _iso(client.reviewed_at),
@@ -142,6 +143,12 @@ class Command(BaseCommand):
             help="An API service that verifies tokens by introspection (RFC 7662): no redirect URI, "
             "no scope, no grant; approved at once.",
         )
+        create.add_argument(
+            "--resource-uri",
+            metavar="URL",
+            help="With --resource-server: the service's resource URI (its OAUTH_RESOURCE_URI), which apps "
+            "name in `resource` (RFC 8707) to get tokens bound to it.",
+        )
 
         approve = commands.add_parser(
             "approve",
@@ -227,6 +234,7 @@ class Command(BaseCommand):
                 actor=actor,
                 owner=owner,
                 name=name,
+                resource_uri=options.get("resource_uri") or "",
                 redirect_uris=redirect_uris,
                 scopes=scopes,
                 website=website,
@@ -234,6 +242,8 @@ class Command(BaseCommand):
                 public=public,
                 legacy=legacy,
             )
+        if options.get("resource_uri"):
+            raise Refused("--resource-uri is for resource servers only: add --resource-server.")
         if not redirect_uris:
             raise Refused("--redirect-uri is required (at least one) unless --resource-server is given.")
         if not (purpose or "").strip():
@@ -263,20 +273,21 @@ class Command(BaseCommand):
             "status": client.status,
         }
 
-    def _create_resource_server(self, *, actor, owner, name, **app_only) -> dict:
+    def _create_resource_server(self, *, actor, owner, name, resource_uri, **app_only) -> dict:
         flags = {"redirect_uris": "--redirect-uri", "scopes": "--scope"}
         given = sorted(
             flags.get(option, "--" + option) for option, value in app_only.items() if value not in (None, [], "", False)
         )
         if given:
-            raise Refused(f"A resource server has no {', '.join(given)}: give only --owner and --name.")
-        created = services.resource_server_create(owner=owner, name=name, actor=actor)
+            raise Refused(f"A resource server has no {', '.join(given)}: give only --owner, --name and --resource-uri.")
+        created = services.resource_server_create(owner=owner, name=name, resource_uri=resource_uri, actor=actor)
         return {
             "client_id": created.client.client_id,
             "client_secret": created.secret.plaintext,
             "secret_id": created.secret.secret.pk,
             "kind": created.client.client_type,
             "status": created.client.status,
+            "resource_uri": created.client.resource_uri or None,
         }
 
     def do_approve(self, *, actor, client_id, expect_digest=None, **_):
