@@ -92,6 +92,13 @@ class ClientAddForm(forms.Form):
         help_text="Only to register a client that predates scopes: no scopes, tokens unrestricted.",
     )
     approve = forms.BooleanField(label="Approve at once", required=False)
+    resource_uri = forms.CharField(
+        label="Resource URI",
+        required=False,
+        max_length=2000,
+        help_text="Resource servers only: the service's OAUTH_RESOURCE_URI, which apps name in `resource` "
+        "(RFC 8707) to get tokens bound to it.",
+    )
 
     def __init__(self, *args, admin_site, **kwargs):
         super().__init__(*args, **kwargs)
@@ -203,7 +210,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
             },
         ),
         ("Review", {"fields": ("status", "changes_since_approval", "rejection_reason", "reviewed_by", "reviewed_at")}),
-        ("Access", {"fields": ("scope_names", "redirect_uri_lines")}),
+        ("Access", {"fields": ("scope_names", "redirect_uri_lines", "resource_uri")}),
         ("Secrets", {"fields": ("secrets_display",)}),
         ("History", {"fields": ("created", "updated", "audit_trail", "audit_events_link")}),
     )
@@ -476,9 +483,18 @@ class OAuthClientAdmin(admin.ModelAdmin):
         form = ClientAddForm(request.POST or None, admin_site=self.admin_site)
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
+            if data.get("resource_uri") and data["client_type"] != ClientKind.RESOURCE_SERVER:
+                form.add_error("resource_uri", "Only a resource server has a resource URI.")
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
             try:
                 created = (
-                    services.resource_server_create(owner=data["owner"], name=data["name"], actor=request.user)
+                    services.resource_server_create(
+                        owner=data["owner"],
+                        name=data["name"],
+                        resource_uri=data.get("resource_uri") or "",
+                        actor=request.user,
+                    )
                     if data["client_type"] == ClientKind.RESOURCE_SERVER
                     else self._create_app(request, data)
                 )

@@ -142,3 +142,30 @@ def test_developers_never_see_one(owner):
     assert browser.login(username=owner.username, password=PASSWORD)
     assert created.client.name not in browser.get("/settings/developer/").content.decode()
     assert browser.get(f"/settings/developer/clients/{created.client.client_id}/").status_code == 404
+
+
+def test_the_admin_gives_a_resource_server_its_resource_uri_and_refuses_a_bad_one(reviewer, owner):
+    admin = _admin(reviewer)
+    add = "/admin/oauthclients/oauthclient/add/"
+    fields = {"owner": reviewer.pk, "name": "Bookings API", "client_type": "resource_server"}
+    refused = admin.post(add, fields | {"resource_uri": "http://bookings.example.com/api"})
+    assert refused.status_code == 200 and "must use https" in refused.content.decode()
+    assert not OAuthClient.objects.filter(client_type=ClientKind.RESOURCE_SERVER).exists()
+
+    app = admin.post(
+        add,
+        {
+            "owner": reviewer.pk,
+            "name": "An app",
+            "client_type": "confidential",
+            "redirect_uris": "https://app.example.com/cb",
+            "scopes": ["PROFILE_READ"],
+            "purpose": "x",
+            "resource_uri": "https://bookings.example.com/api",
+        },
+    )
+    assert "Only a resource server has a resource URI." in app.content.decode()
+    assert not OAuthClient.objects.exists()
+
+    admin.post(add, fields | {"resource_uri": "https://bookings.example.com/api"})
+    assert OAuthClient.objects.get().resource_uri == "https://bookings.example.com/api"
