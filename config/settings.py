@@ -105,11 +105,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # psycopg's server-side binding: parameters sent apart from the SQL, and a statement run more
     # than DATABASE_PREPARE_THRESHOLD times on a connection is prepared (parsed and planned once
     # per connection). On by default: 17-28 % less CPU per request in `make bench` (README,
-    # "Performance"). Off (=0) behind PgBouncer in transaction mode before 1.21, which cannot
-    # keep a connection's prepared statements.
+    # "Performance"). Behind PgBouncer in transaction mode, prepared statements need PgBouncer
+    # >= 1.22 with max_prepared_statements > 0 (psycopg sends DEALLOCATE ALL after a rollback,
+    # which older versions refuse): otherwise keep the binding and turn preparing off
+    # (DATABASE_PREPARE_THRESHOLD=off), or turn both off (DATABASE_SERVER_SIDE_BINDING=0).
     if env_bool("DATABASE_SERVER_SIDE_BINDING", True):
+        threshold = env_str("DATABASE_PREPARE_THRESHOLD", "1")
         DATABASES["default"].setdefault("OPTIONS", {}).update(
-            server_side_binding=True, prepare_threshold=env_int("DATABASE_PREPARE_THRESHOLD", 1)
+            server_side_binding=True,
+            # psycopg: None never prepares; 0 prepares on the first run.
+            prepare_threshold=None if threshold.strip().lower() == "off" else env_int("DATABASE_PREPARE_THRESHOLD", 1),
         )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Writers wait for the lock instead of failing at once, and every atomic block takes the

@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView
 from config.accounts import LoginView, home
 from config.openapi import SwaggerOAuthRedirectView, SwaggerView
 from oauthclients.views import client_logo
+from scopes.metadata import protected_resource_metadata_urls
 from scopes.views import ScopeCatalogApi
 
 urlpatterns = [
@@ -22,6 +23,7 @@ urlpatterns = [
     path("v2/docs/oauth2-redirect.html", SwaggerOAuthRedirectView.as_view(), name="api_docs_oauth2_redirect"),
     path("v2/scopes", ScopeCatalogApi.as_view(), name="scope_catalog"),  # public: the catalog as data
     path("v2/", include("profiles.urls")),
+    *protected_resource_metadata_urls(),  # RFC 9728: the /v2 API as a protected resource
 ]
 
 handler400 = "plumbing.errors.bad_request"

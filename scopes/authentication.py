@@ -11,6 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 
+from scopes.resource import metadata_url, resource_uri
 from scopes.verifiers import AuthorizationServerUnavailable, audience_accepted, get_verifier
 
 REALM = "api"
@@ -67,7 +68,12 @@ class BearerTokenAuthentication(BaseAuthentication):
         return verification.user, verification.token
 
     def authenticate_header(self, request):
+        challenge = f'Bearer realm="{REALM}"'
         error = getattr(request, "_bearer_error", None)
         if error:
-            return f'Bearer realm="{REALM}", error="{error}"'
-        return f'Bearer realm="{REALM}"'
+            challenge += f', error="{error}"'
+        resource = resource_uri()
+        if resource:
+            # RFC 9728 §5.1: where an agent learns which authorization server and scopes to ask for.
+            challenge += f', resource_metadata="{metadata_url(resource)}"'
+        return challenge

@@ -8,6 +8,9 @@ rules as in the authorization server's own process. Configured only by the envir
 - `OAUTH_RESOURCE_SERVER_ID`, `OAUTH_RESOURCE_SERVER_SECRET` (from
   `manage.py oauthclient create --resource-server` on the authorization server; required)
 - `OAUTH_INTROSPECTION_CACHE_SECONDS` (default 0: ask on every request)
+- `OAUTH_RESOURCE_URI` (default http://127.0.0.1:8001/v2): this service's identity as a protected
+  resource (RFC 8707 audience, RFC 9728 metadata at /.well-known/oauth-protected-resource/v2);
+  `OAUTH_REQUIRE_AUDIENCE=1` refuses tokens not bound to it
 - optional: `OAUTH_ISSUER` (for the OpenAPI document; default: the introspection URL's origin),
   `DJANGO_SECRET_KEY`, `DJANGO_ALLOWED_HOSTS`, `DJANGO_DEBUG`, `OAUTH_INTROSPECTION_TIMEOUT`.
 """
@@ -53,6 +56,9 @@ OAUTH_INTROSPECTION_TIMEOUT = _env_int("OAUTH_INTROSPECTION_TIMEOUT", 5, minimum
 OAUTH_TOKEN_VERIFIER = "scopes.introspection.IntrospectionVerifier"
 _origin = urlsplit(OAUTH_INTROSPECTION_URL)
 OAUTH_ISSUER = _env("OAUTH_ISSUER", f"{_origin.scheme}://{_origin.netloc}").rstrip("/")
+OAUTH_RESOURCE_URI = _env("OAUTH_RESOURCE_URI", "http://127.0.0.1:8001/v2").rstrip("/")
+OAUTH_REQUIRE_AUDIENCE = _env("OAUTH_REQUIRE_AUDIENCE", "0") == "1"
+OAUTH_RESOURCE_NAME = _env("OAUTH_RESOURCE_NAME", "Example bookings service")
 
 INSTALLED_APPS = ["rest_framework", "drf_spectacular", "scopes"]
 MIDDLEWARE = ["django.middleware.security.SecurityMiddleware", "django.middleware.common.CommonMiddleware"]

@@ -36,6 +36,8 @@ def settings_with(**env) -> subprocess.CompletedProcess:
         ({"DATABASE_HEALTH_CHECK": "off"}, "plumbing.postgresql False off True 1"),
         ({"DATABASE_SERVER_SIDE_BINDING": "0"}, "plumbing.postgresql True poll None None"),
         ({"DATABASE_PREPARE_THRESHOLD": "5"}, "plumbing.postgresql True poll True 5"),
+        # Binding kept, preparing off: for PgBouncer in transaction mode before 1.22.
+        ({"DATABASE_PREPARE_THRESHOLD": "off"}, "plumbing.postgresql True poll True None"),
     ],
 )
 def test_postgresql_settings(env, expected):
@@ -48,3 +50,9 @@ def test_an_unknown_health_check_is_refused_by_name():
     result = settings_with(DATABASE_HEALTH_CHECK="sometimes")
     assert result.returncode != 0
     assert "DATABASE_HEALTH_CHECK must be poll, ping or off" in result.stderr
+
+
+def test_a_prepare_threshold_that_is_neither_a_number_nor_off_is_refused():
+    result = settings_with(DATABASE_PREPARE_THRESHOLD="sometimes")
+    assert result.returncode != 0
+    assert "DATABASE_PREPARE_THRESHOLD" in result.stderr

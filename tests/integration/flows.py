@@ -62,18 +62,19 @@ def login(base_url: str, username: str, password: str = PASSWORD) -> requests.Se
     return browser
 
 
-def authorize(browser: requests.Session, base_url: str, client, *, scope: str = "PROFILE_READ") -> str:
+def authorize(
+    browser: requests.Session, base_url: str, client, *, scope: str = "PROFILE_READ", resource: str | None = None
+) -> str:
     """Show the consent page, click Allow, and return the code from the redirect."""
     # prompt=consent: the page every time, even for a user who granted these scopes before.
-    query = urlencode(
-        {
-            "client_id": client.client_id,
-            "redirect_uri": client.redirect_uri_list[0],
-            "scope": scope,
-            "state": "s",
-            "prompt": "consent",
-        }
-    )
+    params = {
+        "client_id": client.client_id,
+        "redirect_uri": client.redirect_uri_list[0],
+        "scope": scope,
+        "state": "s",
+        "prompt": "consent",
+    }
+    query = urlencode(params | ({"resource": resource} if resource else {}))
     page = browser.get(f"{base_url}/auth/oauth2/authorize?{query}", timeout=TIMEOUT)
     assert page.status_code == 200, (page.status_code, page.text[:300])
     response = form_post(browser, base_url, f"/auth/oauth2/authorize/allow?{query}", _csrf_token(page))

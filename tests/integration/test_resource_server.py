@@ -8,16 +8,19 @@ import pytest
 import requests
 
 from oauthclients import services
-from tests.factories import make_client, make_resource_server
+from tests.factories import make_client
 from tests.integration.flows import TIMEOUT, authorize, exchange, make_server_user
 from tests.integration.server import running_server, stop
 
 REVOKE = "/v2/auth/oauth2/revoke"
+# The example service's default OAUTH_RESOURCE_URI (examples/bookings_service/settings.py).
+BOOKINGS_RESOURCE = "http://127.0.0.1:8001/v2"
 
 
 @pytest.fixture
 def credentials(transactional_db):
-    created = make_resource_server(make_server_user("ops", staff=True), name="Bookings API")
+    ops = make_server_user("ops", staff=True)
+    created = services.resource_server_create(owner=ops, name="Bookings API", resource_uri=BOOKINGS_RESOURCE, actor=ops)
     return created.client.client_id, created.secret.plaintext
 
 
@@ -52,7 +55,7 @@ def user(transactional_db):
     return make_server_user("alice")
 
 
-def issue(server, user, *, scope: str, legacy: bool = False) -> tuple:
+def issue(server, user, *, scope: str, legacy: bool = False, resource: str | None = None) -> tuple:
     """(the app client, its secret, the token response) after a real consent and exchange."""
     from tests.integration.flows import login
 
@@ -65,7 +68,7 @@ def issue(server, user, *, scope: str, legacy: bool = False) -> tuple:
         approve=True,
     )
     browser = login(server.url, user.username)
-    code = authorize(browser, server.url, created.client, scope="" if legacy else scope)
+    code = authorize(browser, server.url, created.client, scope="" if legacy else scope, resource=resource)
     response = exchange(server.url, created.client, created.secret.plaintext, code)
     assert response.status_code == 200, response.text
     return created.client, created.secret.plaintext, response.json()
@@ -90,7 +93,9 @@ def test_scopes_are_enforced_by_the_second_service(server, bookings, user):
     assert call(bookings, "/v2/teams/4/bookings", token).status_code == 403
     assert call(bookings, "/v2/slots").json()["username"] is None  # public
     missing = call(bookings, "/v2/bookings")
-    assert missing.status_code == 401 and missing.headers["WWW-Authenticate"] == 'Bearer realm="api"'
+    assert missing.status_code == 401 and missing.headers["WWW-Authenticate"] == (
+        'Bearer realm="api", resource_metadata="http://127.0.0.1:8001/.well-known/oauth-protected-resource/v2"'
+    )
     # The refresh token is no credential at a resource server.
     assert call(bookings, "/v2/bookings", tokens["refresh_token"]).status_code == 401
 
@@ -150,3 +155,28 @@ def test_the_authorization_server_down_is_503_there(server, bookings, user):
     assert answer.status_code == 503, answer.text
     assert answer.json()["error"]["code"] == "service_unavailable" and answer.headers["Retry-After"] == "5"
     assert call(bookings, "/v2/slots").status_code == 200  # public, no token: still served
+
+
+def test_the_second_service_publishes_its_metadata_and_checks_the_audience(server, bookings, user):
+    metadata = requests.get(bookings.url + "/.well-known/oauth-protected-resource/v2", timeout=TIMEOUT)
+    assert metadata.status_code == 200, metadata.text
+    assert metadata.json() == {
+        "resource": BOOKINGS_RESOURCE,
+        "authorization_servers": [server.url],
+        "scopes_supported": ["BOOKING_READ", "BOOKING_WRITE", "TEAM_BOOKING_READ", "ORG_BOOKING_READ"],  # README table
+        "bearer_methods_supported": ["header"],
+        "resource_name": "Example bookings service",
+    }
+    assert requests.get(bookings.url + "/.well-known/oauth-protected-resource/v3", timeout=TIMEOUT).status_code == 404
+
+    _c, _s, bound = issue(server, user, scope="PROFILE_READ BOOKING_READ", resource=BOOKINGS_RESOURCE)
+    assert call(bookings, "/v2/bookings", bound["access_token"]).status_code == 200
+    # Bound to the bookings service: the authorization server's own API refuses it.
+    elsewhere = requests.get(server.url + "/v2/me", headers={"Authorization": f"Bearer {bound['access_token']}"})
+    assert elsewhere.status_code == 401
+
+    _c, _s, own = issue(
+        server, user, scope="PROFILE_READ BOOKING_READ", resource="http://127.0.0.1:8000/v2"
+    )  # the default OAUTH_RESOURCE_URI
+    refused = call(bookings, "/v2/bookings", own["access_token"])
+    assert refused.status_code == 401 and 'error="invalid_token"' in refused.headers["WWW-Authenticate"]

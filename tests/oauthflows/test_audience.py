@@ -315,3 +315,11 @@ def test_audience_accepted_follows_the_settings(settings):
     assert not audience_accepted(())
     settings.OAUTH_RESOURCE_URI = None
     assert not audience_accepted(("https://api.example.com",))
+
+
+def test_the_consent_page_names_the_services_the_access_is_for(browser, confidential, bookings, own_api):
+    client, _secret = confidential
+    page = browser.get(authorize_url(client, resource=BOOKINGS, prompt="consent")).content.decode()
+    assert "works only with this service" in page and BOOKINGS in page
+    plain = browser.get(authorize_url(client, prompt="consent")).content.decode()
+    assert "works only with" not in plain

@@ -55,6 +55,9 @@ def test_the_example_services_schema_is_warning_free_and_matches_its_routes():
     assert result.returncode == 0, result.stderr
     routed = {path: set(methods) - {"head"} for path, methods in json.loads(result.stdout).items()}
     routed.pop("/v2/schema/")
+    # RFC 9728 metadata (scopes.metadata): a well-known document, like RFC 8414's, not an API operation.
+    assert routed.pop("/.well-known/oauth-protected-resource") == {"get"}
+    assert routed.pop("/.well-known/oauth-protected-resource/{suffix}") == {"get"}
     assert {path: set(operations) for path, operations in document["paths"].items()} == routed
     paths = document["paths"]
     assert paths["/v2/bookings"]["get"]["security"] == [{"oauth2": ["BOOKING_READ"]}]

@@ -39,15 +39,24 @@ def assert_no_token(response) -> dict:
     """401 with a bare challenge: no error attribute when no credentials were sent (RFC 6750 §3.1)."""
     error = error_of(response, 401)
     assert error["code"] == "unauthorized", error
-    assert challenge(response) == {"realm": REALM}
+    assert challenge(response) == {"realm": REALM} | resource_metadata()
     return error
 
 
 def assert_invalid_token(response) -> dict:
     error = error_of(response, 401)
     assert error["code"] == "invalid_token", error
-    assert challenge(response) == {"realm": REALM, "error": "invalid_token"}
+    assert challenge(response) == {"realm": REALM, "error": "invalid_token"} | resource_metadata()
     return error
+
+
+def resource_metadata() -> dict:
+    """RFC 9728 §5.1: every 401 names the service's protected resource metadata."""
+    from django.conf import settings
+
+    from scopes.resource import metadata_url
+
+    return {"resource_metadata": metadata_url(settings.OAUTH_RESOURCE_URI)} if settings.OAUTH_RESOURCE_URI else {}
 
 
 def assert_insufficient_scope(response, *, required: str | None, granted: str) -> dict:
@@ -66,3 +75,10 @@ def assert_insufficient_scope(response, *, required: str | None, granted: str) -
     assert listed is not None, error
     assert set(listed.group(1).split()) == (set(granted.split()) or {"(none)"}), error
     return error
+
+
+def expected_challenge(error: str | None = None) -> str:
+    """The exact WWW-Authenticate of a 401 from a scoped view."""
+    value = f'Bearer realm="{REALM}"' + (f', error="{error}"' if error else "")
+    metadata = resource_metadata()
+    return value + (f', resource_metadata="{metadata["resource_metadata"]}"' if metadata else "")

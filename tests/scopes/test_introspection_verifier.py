@@ -16,6 +16,7 @@ from oauthclients import services
 from tests.factories import make_resource_server
 from tests.oauthflows.helpers import REVOKE, client_post
 from tests.scopes.conftest import active_answer
+from tests.scopes.responses import expected_challenge
 from tests.scopes.tokens import ALL_SCOPES
 
 pytestmark = [pytest.mark.urls("tests.scopes.urls_for_tests"), pytest.mark.django_db(transaction=True)]
@@ -68,10 +69,10 @@ def test_a_public_endpoint_needs_no_token(remote):
 
 
 def test_no_token_and_a_bad_token_are_401(remote):
-    assert call("/v2/bookings")["WWW-Authenticate"] == 'Bearer realm="api"'
+    assert call("/v2/bookings")["WWW-Authenticate"] == expected_challenge()
     response = call("/v2/bookings", "not-a-token")
     assert response.status_code == 401
-    assert response["WWW-Authenticate"] == 'Bearer realm="api", error="invalid_token"'
+    assert response["WWW-Authenticate"] == expected_challenge("invalid_token")
 
 
 def test_a_refresh_token_is_refused_as_a_bearer(remote, browser, api, confidential):
@@ -246,7 +247,7 @@ def test_with_an_apps_credentials_its_refresh_token_is_not_a_bearer_token(
     # …but the verifier takes only a Bearer token_type.
     response = call("/v2/bookings", tokens["refresh_token"])
     assert response.status_code == 401
-    assert response["WWW-Authenticate"] == 'Bearer realm="api", error="invalid_token"'
+    assert response["WWW-Authenticate"] == expected_challenge("invalid_token")
     assert "OAUTH_RESOURCE_SERVER_ID is an app's client_id" in caplog.text
     assert tokens["refresh_token"] not in caplog.text and secret not in caplog.text
 
@@ -264,7 +265,7 @@ def test_any_other_or_no_token_type_is_refused(remote, settings, answering_serve
     answer["body"] = active_answer(token_type=token_type)
     response = call("/v2/bookings", "opaque")
     assert response.status_code == 401
-    assert response["WWW-Authenticate"] == 'Bearer realm="api", error="invalid_token"'
+    assert response["WWW-Authenticate"] == expected_challenge("invalid_token")
 
 
 # --- first-hour finding 9: a wrong secret is named as such, and caught by check --deploy ---
