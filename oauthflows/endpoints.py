@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.debug import sensitive_post_parameters
+from oauth2_provider.signals import app_authorized
 from oauth2_provider.views.mixins import OAuthLibMixin
 from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
@@ -281,6 +282,11 @@ class TokenView(ClientEndpoint):
                     transaction.set_rollback(True)
         finally:
             request_started_at.reset(started)
+        call = client_call.get()
+        if status == 200 and call is not None and call.issued is not None:
+            # As DOT's own TokenView does, once the tokens are committed: receivers of
+            # oauth2_provider.signals.app_authorized see every exchange and refresh.
+            app_authorized.send(sender=self.__class__, request=request, token=call.issued)
         return status, body
 
     def success(self, data):

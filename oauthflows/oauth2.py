@@ -70,6 +70,8 @@ class ClientCall:
     # A code or refresh token redeemed by its one-statement fast path (oauthclients.claims): if the
     # request is refused after all, the endpoint rolls its transaction back, undoing the claim.
     claimed: bool = False
+    # The access token a token request saved: sent with DOT's app_authorized once committed.
+    issued: AccessToken | None = None
 
 
 client_call: contextvars.ContextVar[ClientCall | None] = contextvars.ContextVar("client_call", default=None)
@@ -497,6 +499,9 @@ class Validator(OAuth2Validator):
             )
             set_token_value(refresh, token["refresh_token"])
             refresh.save()
+        call = client_call.get()
+        if call is not None:
+            call.issued = access
         request._new_token_family = family
         request.refresh_token_instance = None
 
