@@ -186,6 +186,10 @@ OAUTH_REFRESH_TOKEN_LIFETIME = env_int("OAUTH_REFRESH_TOKEN_LIFETIME", 60 * 60 *
 # (refused, nothing revoked); later, a replay (its token family is revoked). See oauthflows/oauth2.py.
 OAUTH_REPLAY_GRACE_SECONDS = env_int("OAUTH_REPLAY_GRACE_SECONDS", 5)
 
+# PostgreSQL: redeem a code or refresh token in one hand-written statement when every check
+# passes (oauthclients/claims.py); 0 sends every redemption through the ORM's full path instead.
+OAUTH_FAST_REDEMPTION = env_bool("OAUTH_FAST_REDEMPTION", True)
+
 OAUTH_AUTHORIZE_PATH = "/auth/oauth2/authorize"
 OAUTH_TOKEN_PATH = "/v2/auth/oauth2/token"
 OAUTH_REVOKE_PATH = "/v2/auth/oauth2/revoke"

@@ -25,6 +25,7 @@ import uuid
 from datetime import datetime
 from functools import cache
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connections, router
 
@@ -33,6 +34,11 @@ from oauthclients.models import AccessToken, Grant, RefreshToken, digest
 
 
 def _supported(model) -> str | None:
+    """The database alias when the one-statement path applies: PostgreSQL, and not switched off by
+    OAUTH_FAST_REDEMPTION=0 (then every redemption takes the full path, as on SQLite; the two are
+    compared in tests/oauthflows/test_redemption_paths.py)."""
+    if not getattr(settings, "OAUTH_FAST_REDEMPTION", True):
+        return None
     alias = router.db_for_write(model)
     return alias if connections[alias].vendor == "postgresql" else None
 
