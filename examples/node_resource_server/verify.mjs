@@ -24,7 +24,7 @@ function requiredScope(method, path) {
   return KNOWN.has(name) ? name : null;  // rule 5: a scope that does not exist opens to nobody
 }
 
-export async function check(method, path, authorization, introspectUrl) {
+export async function check(method, path, authorization, introspectUrl, resourceUri) {
   if (PUBLIC.has(`${method} ${path}`)) return { status: 200 };
   const token = /^bearer\s+(.+)$/i.exec(authorization ?? "")?.[1];
   if (!token) return { status: 401, challenge: 'Bearer realm="api"' };
@@ -43,6 +43,9 @@ export async function check(method, path, authorization, introspectUrl) {
   const invalid = { status: 401, challenge: 'Bearer realm="api", error="invalid_token"' };
   if (answer.active !== true || String(answer.token_type).toLowerCase() !== "bearer") return invalid;  // rule 2
   if (answer.exp <= Date.now() / 1000) return invalid;
+  // Rule 2, audience: a token bound to other services (aud without our resource URI) is no token here.
+  const aud = answer.aud === undefined ? [] : typeof answer.aud === "string" ? [answer.aud] : answer.aud;
+  if (aud.length && !aud.includes(resourceUri)) return invalid;
   if (answer.unrestricted === true && answer.scope === "") return { status: 200 };  // rule 6
   const required = requiredScope(method, path);  // rule 7: undeclared -> null -> refused
   const granted = new Set(answer.scope.split(" ").filter(Boolean));
@@ -54,7 +57,7 @@ export async function check(method, path, authorization, introspectUrl) {
 // Run the vectors: the stub at INTROSPECT_URL is told each vector's answer via ?set=.
 if (process.argv[2]) {
   const [vectorsFile, introspectUrl, unreachableUrl] = process.argv.slice(2);
-  const { vectors } = JSON.parse(readFileSync(vectorsFile));
+  const { vectors, resource_uri } = JSON.parse(readFileSync(vectorsFile));
   let failed = 0;
   for (const v of vectors) {
     let url = introspectUrl;
@@ -63,7 +66,7 @@ if (process.argv[2]) {
       const answer = v.token.active ? { client_id: "app", username: "u", sub: "1", exp: Date.now() / 1000 + 600, ...v.token } : v.token;
       await fetch(introspectUrl + "?set", { method: "PUT", body: JSON.stringify(answer) });
     }
-    const got = await check(v.method, v.path, v.token === null ? null : "Bearer some-token", url);
+    const got = await check(v.method, v.path, v.token === null ? null : "Bearer some-token", url, resource_uri);
     const ok = got.status === v.expect.status && (!v.expect.required_scope || got.required === v.expect.required_scope);
     if (!ok) { failed++; console.log(`FAIL ${v.name}: got ${JSON.stringify(got)}, expected ${JSON.stringify(v.expect)}`); }
   }

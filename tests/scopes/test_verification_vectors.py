@@ -30,6 +30,7 @@ def test_vector(vector, settings, answering_server):
     settings.OAUTH_INTROSPECTION_URL = url
     settings.OAUTH_RESOURCE_SERVER_ID, settings.OAUTH_RESOURCE_SERVER_SECRET = "bookings-api", "cs_test"
     settings.OAUTH_INTROSPECTION_CACHE_SECONDS = 0
+    settings.OAUTH_RESOURCE_URI = VECTORS["resource_uri"]
     caches["default"].clear()
     token = vector["token"]
     headers = {}
