@@ -7,18 +7,15 @@ nothing the browser sends back can widen what is granted.
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from django.conf import settings
 from django.http import QueryDict
 
 from oauthclients.compiled import CompiledQuery
 from oauthclients.models import ClientKind, ClientStatus, OAuthClient
-from oauthclients.selectors import resource_uri_known
-from oauthclients.validators import is_private_use_redirect, resource_uri_problem
-from oauthflows.oauth2 import CODE_CHALLENGE_RE
+from oauthclients.validators import is_private_use_redirect
+from oauthflows.oauth2 import CODE_CHALLENGE_RE, resource_refusal
 from scopes.catalog import UnknownScopeError, parse_scopes
 
 MAX_STATE_LENGTH = 2048
-MAX_RESOURCES = 5  # RFC 8707 `resource` values in one request
 SINGLE_VALUED = (
     "client_id",
     "redirect_uri",
@@ -161,20 +158,12 @@ def authorization_request_validate(*, params: QueryDict, user) -> AuthorizationR
 
 
 def resources_validate(values: list, fail) -> tuple[str, ...]:
-    """RFC 8707 §2: each `resource` an absolute URI without fragment that names a protected resource
-    this server knows (resource_uri_known); else `fail("invalid_target", ...)`. Duplicates merge."""
-    if len(values) > MAX_RESOURCES:
-        fail("invalid_target", f"At most {MAX_RESOURCES} resource parameters can be sent.")
-    resources: list[str] = []
-    for value in values:
-        problem = None if value == settings.OAUTH_RESOURCE_URI else resource_uri_problem(value)
-        if problem:
-            fail("invalid_target", f"The resource {str(value)[:200]!r} {problem} (RFC 8707).")
-        if not resource_uri_known(value):
-            fail("invalid_target", f"The resource {value!r} is not a protected resource of this server.")
-        if value not in resources:
-            resources.append(value)
-    return tuple(resources)
+    """RFC 8707 §2: the `resource` values (oauthflows.oauth2.resource_refusal), duplicates merged;
+    else `fail("invalid_target", ...)`."""
+    refusal = resource_refusal(values)
+    if refusal:
+        fail("invalid_target", refusal)
+    return tuple(dict.fromkeys(values))
 
 
 def _by_client_id(client_id: str):

@@ -153,8 +153,25 @@ def _requested_resources(request) -> list[str]:
     return [value for key, value in (getattr(request, "decoded_body", None) or []) if key == "resource"]
 
 
-def _target_invalid(description: str, request) -> errors.CustomOAuth2Error:
-    return errors.CustomOAuth2Error(error="invalid_target", description=description, request=request)
+def resource_refusal(values: list, *, granted: list[str] = ()) -> str | None:
+    """Why these RFC 8707 `resource` values are `invalid_target`, or None. One rule for the
+    authorization request and the token request: at most MAX_RESOURCES; each a well-formed
+    resource URI (the own API's as configured); within `granted` when the grant has an audience
+    (narrow, never widen), else a protected resource this server knows (resource_uri_known)."""
+    if len(values) > MAX_RESOURCES:
+        return f"At most {MAX_RESOURCES} resource parameters can be sent."
+    for uri in values:
+        if not isinstance(uri, str) or (uri != settings.OAUTH_RESOURCE_URI and resource_uri_problem(uri)):
+            problem = resource_uri_problem(uri) if isinstance(uri, str) else "must be a string"
+            return f"The resource {str(uri)[:200]!r} {problem} (RFC 8707)."
+        if granted and uri not in granted:
+            return (
+                f"The resource {uri!r} was not part of the authorization: a token request can narrow the "
+                "audience, never widen it."
+            )
+        if not granted and not resource_uri_known(uri):
+            return f"The resource {uri!r} is not a protected resource of this server."
+    return None
 
 
 def _audience_set(request, granted: list[str]) -> None:
@@ -164,24 +181,10 @@ def _audience_set(request, granted: list[str]) -> None:
     `resource`; a grant without audience may be bound at the token request, to known resources only.
     """
     requested = _requested_resources(request)
-    if len(requested) > MAX_RESOURCES:
-        raise _target_invalid(f"At most {MAX_RESOURCES} resource parameters can be sent.", request)
-    chosen: list[str] = []
-    for uri in requested:
-        if not isinstance(uri, str) or (uri != settings.OAUTH_RESOURCE_URI and resource_uri_problem(uri)):
-            problem = resource_uri_problem(uri) if isinstance(uri, str) else "must be a string"
-            raise _target_invalid(f"The resource {str(uri)[:200]!r} {problem} (RFC 8707).", request)
-        if granted and uri not in granted:
-            raise _target_invalid(
-                f"The resource {uri!r} was not part of the authorization: a token request can narrow the "
-                "audience, never widen it.",
-                request,
-            )
-        if not granted and not resource_uri_known(uri):
-            raise _target_invalid(f"The resource {uri!r} is not a protected resource of this server.", request)
-        if uri not in chosen:
-            chosen.append(uri)
-    request.resource = chosen or list(granted)
+    refusal = resource_refusal(requested, granted=granted)
+    if refusal:
+        raise errors.CustomOAuth2Error(error="invalid_target", description=refusal, request=request)
+    request.resource = list(dict.fromkeys(requested)) or list(granted)
 
 
 def _mark_claimed() -> None:

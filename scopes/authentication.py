@@ -6,7 +6,6 @@ process or by introspection at the authorization server. Either way the answers 
 
 import logging
 
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
@@ -61,7 +60,7 @@ class BearerTokenAuthentication(BaseAuthentication):
                 "The access token is not meant for this service: its audience is another resource."
                 if verification.token.audience
                 else "This service accepts only tokens bound to it: request one with resource="
-                + str(getattr(settings, "OAUTH_RESOURCE_URI", ""))
+                + str(resource_uri() or "")
                 + " (RFC 8707).",
                 code="invalid_token",
             )

@@ -19,6 +19,8 @@ from django.dispatch import receiver
 from django.utils.module_loading import import_string
 from rest_framework import exceptions
 
+from scopes.resource import resource_uri
+
 
 @dataclass(frozen=True)
 class VerifiedToken:
@@ -80,8 +82,8 @@ def audience_accepted(audience: tuple[str, ...]) -> bool:
     """
     if not audience:
         return not getattr(settings, "OAUTH_REQUIRE_AUDIENCE", False)
-    own = getattr(settings, "OAUTH_RESOURCE_URI", None)
-    return bool(own) and own in audience
+    own = resource_uri()
+    return own is not None and own in audience
 
 
 @cache
