@@ -6,6 +6,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from plumbing.env import env_bool, env_int, env_list, env_str
+from scopes.catalog import SCOPES, ScopeLevel
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -208,10 +209,33 @@ OAUTH_RESOURCE_DOCUMENTATION = env_str("OAUTH_RESOURCE_DOCUMENTATION", f"{OAUTH_
 
 OAUTH_METADATA_PATH = "/.well-known/oauth-authorization-server"
 
+# Agents and tools that register themselves (docs/agents.md). OAUTH_DYNAMIC_REGISTRATION:
+# "unverified" (default: RFC 7591 registration is open and a new client is usable at once within
+# OAUTH_UNVERIFIED_SCOPES), "pending" (it lands in the review queue, usable by nobody until
+# approved) or "off" (no registration endpoint).
+OAUTH_REGISTRATION_PATH = "/v2/auth/oauth2/register"
+OAUTH_DYNAMIC_REGISTRATION = (env_str("OAUTH_DYNAMIC_REGISTRATION") or "unverified").strip().lower()
+if OAUTH_DYNAMIC_REGISTRATION not in ("unverified", "pending", "off"):
+    raise ImproperlyConfigured(
+        f"OAUTH_DYNAMIC_REGISTRATION must be unverified, pending or off (got {OAUTH_DYNAMIC_REGISTRATION!r})"
+    )
+# The ceiling of an unverified client: by default the personal *_READ scopes (no TEAM_, ORG_ or
+# *_WRITE). A comma-separated list of catalog names replaces it.
+OAUTH_UNVERIFIED_SCOPES = env_list(
+    "OAUTH_UNVERIFIED_SCOPES",
+    [scope.name for scope in SCOPES.values() if scope.level is ScopeLevel.PERSONAL and scope.name.endswith("_READ")],
+)
+if unknown := [name for name in OAUTH_UNVERIFIED_SCOPES if name not in SCOPES]:
+    raise ImproperlyConfigured(f"OAUTH_UNVERIFIED_SCOPES names unknown scopes: {', '.join(unknown)}")
+# Self-registered clients nobody authorized within this many days are removed by `cleanup`.
+OAUTH_UNUSED_REGISTRATION_DAYS = env_int("OAUTH_UNUSED_REGISTRATION_DAYS", 7, minimum=1)
+# The owner recorded on self-registered clients: an inactive account that cannot log in.
+OAUTH_SELF_REGISTERED_OWNER = env_str("OAUTH_SELF_REGISTERED_OWNER", "self-registered")
+
 # CORS (django-cors-headers) for the metadata, token and revocation endpoints only; which origin
 # may read an answer is decided per request by oauthflows.cors (no static allow-list, never
 # credentials). Introspection is for servers, so it has none.
-CORS_URLS_REGEX = r"^(/\.well-known/oauth-authorization-server|/v2/auth/oauth2/(token|revoke)|/v2/me)$"
+CORS_URLS_REGEX = r"^(/\.well-known/oauth-authorization-server|/v2/auth/oauth2/(token|revoke|register)|/v2/me)$"
 CORS_ALLOWED_ORIGINS: list[str] = []
 CORS_ALLOW_CREDENTIALS = False
 CORS_ALLOW_METHODS = ("GET", "POST", "PATCH", "OPTIONS")
@@ -239,6 +263,10 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
     "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
     "OIDC_ISS_ENDPOINT": OAUTH_ISSUER,
+    # RFC 7591 registration through DOT's view (oauthflows.registration): open to anyone (the rate
+    # limits and the unverified tier are the gate), off with OAUTH_DYNAMIC_REGISTRATION=off.
+    "DCR_ENABLED": OAUTH_DYNAMIC_REGISTRATION != "off",
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauthflows.registration.OpenRegistration",),
 }
 
 REST_FRAMEWORK = {
@@ -362,4 +390,7 @@ RATELIMITS = {
     # Logo uploads on the developer pages (each is decoded): per signed-in user, per address.
     "logo_uploads_per_user": env_rate("RATELIMIT_LOGO_UPLOADS_PER_USER", "10/h"),
     "logo_uploads_per_address": env_rate("RATELIMIT_LOGO_UPLOADS_PER_ADDRESS", "30/h"),
+    # RFC 7591 registration is open: per address, and for everyone together.
+    "registrations_per_address": env_rate("RATELIMIT_REGISTRATIONS_PER_ADDRESS", "50/h"),
+    "registrations_total": env_rate("RATELIMIT_REGISTRATIONS_TOTAL", "1000/h"),
 }

@@ -11,6 +11,7 @@ from functools import partial
 # Import it first so that it has run, whatever the order of INSTALLED_APPS, before we replace them.
 import oauth2_provider.admin  # noqa: F401
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.widgets import ForeignKeyRawIdWidget
@@ -185,7 +186,15 @@ def _risk_tags(scope) -> str:
 @admin.register(OAuthClient)
 class OAuthClientAdmin(admin.ModelAdmin):
     # Fits 1280 px: short kind labels, owner and dates compact; the rest is on the change page.
-    list_display = ("name", "client_id_short", "owner_display", "status", "kind_display", "is_legacy", "created_date")
+    list_display = (
+        "name",
+        "client_id_short",
+        "owner_display",
+        "status_display",
+        "kind_display",
+        "is_legacy",
+        "created_date",
+    )
     list_filter = (StatusFilter, "client_type", "is_legacy")
     search_fields = ("name", "client_id", "user__username", "user__email")
     list_select_related = ("user",)
@@ -209,7 +218,19 @@ class OAuthClientAdmin(admin.ModelAdmin):
                 )
             },
         ),
-        ("Review", {"fields": ("status", "changes_since_approval", "rejection_reason", "reviewed_by", "reviewed_at")}),
+        (
+            "Review",
+            {
+                "fields": (
+                    "status",
+                    "self_registration",
+                    "changes_since_approval",
+                    "rejection_reason",
+                    "reviewed_by",
+                    "reviewed_at",
+                )
+            },
+        ),
         ("Access", {"fields": ("scope_names", "redirect_uri_lines", "resource_uri")}),
         ("Secrets", {"fields": ("secrets_display",)}),
         ("History", {"fields": ("created", "updated", "audit_trail", "audit_events_link")}),
@@ -231,14 +252,42 @@ class OAuthClientAdmin(admin.ModelAdmin):
 
     def get_ordering(self, request):
         # The review queue is first come, first served; every other view shows the newest first.
-        pending = StatusFilter.shown(request) == ClientStatus.PENDING
-        return ["created", "id"] if pending else ["-created", "-id"]
+        queue = StatusFilter.shown(request) in (ClientStatus.PENDING, ClientStatus.UNVERIFIED)
+        return ["created", "id"] if queue else ["-created", "-id"]
 
     @admin.display(description="created", ordering="created")
     def created_date(self, client):
         return format_html(
             '<time datetime="{}">{}</time>', client.created.isoformat(), client.created.date().isoformat()
         )
+
+    @admin.display(description="status", ordering="status")
+    def status_display(self, client):
+        # A self-registered app named like a verified one is flagged here and on its consent page.
+        lookalike = selectors.verified_name_like(client) if client.is_unverified else None
+        if lookalike:
+            return format_html(
+                '{} <span class="risk write" title="Named like the verified app {}">named like “{}”</span>',
+                client.get_status_display(),
+                lookalike,
+                lookalike,
+            )
+        return client.get_status_display()
+
+    @admin.display(description="self-registration")
+    def self_registration(self, client):
+        if not client.is_self_registered:
+            return "No: registered by its owner."
+        source = "a client ID metadata document" if client.registration_source == "cimd" else "dynamic registration"
+        parts = [
+            f"Yes, through {source} (RFC 7591 / docs/agents.md). While unverified, users can grant it only "
+            f"{', '.join(sorted(settings.OAUTH_UNVERIFIED_SCOPES))}; approving it makes its registered scopes "
+            "usable, rejecting it ends every token."
+        ]
+        lookalike = selectors.verified_name_like(client)
+        if lookalike:
+            parts.append(f"Its name is like the verified app “{lookalike}”: it is not that app.")
+        return format_html_join(mark_safe(""), "<p>{}</p>", ((part,) for part in parts))
 
     @admin.display(description="client ID", ordering="client_id")
     def client_id_short(self, client):
@@ -455,7 +504,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
         if obj is not None:
             can_review = super().has_change_permission(request)
             context.update(
-                can_approve=can_review and obj.status == ClientStatus.PENDING,
+                can_approve=can_review and obj.status in (ClientStatus.PENDING, ClientStatus.UNVERIFIED),
                 can_reject=can_review and obj.status != ClientStatus.REJECTED,
             )
         return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)

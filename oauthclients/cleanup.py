@@ -13,7 +13,10 @@ in the same run):
   refresh token is live stays: a refresh reads its expiry (the refresh token's lifetime counts
   from it);
 - authorization codes past their expiry, used or not (a replay of an expired code is refused
-  for its expiry alone).
+  for its expiry alone);
+- self-registered clients (RFC 7591, docs/agents.md) still unverified or pending that nobody
+  authorized within OAUTH_UNUSED_REGISTRATION_DAYS: deleted as an owner's deletion is (kept,
+  rejected, with an audit entry), so that open registration cannot fill the registry.
 
 Each batch is one short transaction that deletes at most `batch_size` rows, and re-checks the
 rule as it deletes, so the command can run while the servers serve.
@@ -28,6 +31,7 @@ from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
 from oauthclients.models import AccessToken, Grant, RefreshToken
+from oauthclients.services import unused_registrations_remove
 
 DEFAULT_BATCH_SIZE = 1000
 
@@ -41,6 +45,7 @@ class ExpiredTokensDeleted:
     refresh_tokens_orphaned: int
     access_tokens: int
     authorization_codes: int
+    unused_registrations: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -96,4 +101,5 @@ def expired_tokens_delete(
         refresh_tokens_orphaned=refresh_tokens_orphaned,
         access_tokens=access_tokens,
         authorization_codes=authorization_codes,
+        unused_registrations=unused_registrations_remove(now=now),
     )

@@ -39,6 +39,9 @@ class ClientStatus(models.TextChoices):
     PENDING = "pending", "Pending review"
     APPROVED = "approved", "Approved"
     REJECTED = "rejected", "Rejected"
+    # Self-registered (RFC 7591 registration or a client ID metadata document): usable by anyone at
+    # once, but only within settings.OAUTH_UNVERIFIED_SCOPES, under a warning, until approved.
+    UNVERIFIED = "unverified", "Unverified (self-registered)"
 
 
 class ClientKind(models.TextChoices):
@@ -130,6 +133,9 @@ class OAuthClient(AbstractApplication):
         verbose_name="resource URI",
         help_text="Resource servers only: the URI apps name in `resource` (RFC 8707) to get tokens for it.",
     )
+    # A self-registered client's RFC 7591 metadata that has no column of its own (contacts,
+    # software_id and _version, logo_uri: kept and returned, never fetched or shown).
+    registration_metadata = models.JSONField(default=dict, blank=True, editable=False)
     # Deleted by its owner: kept (rejected, tokens revoked) so that its audit trail survives.
     deleted_at = models.DateTimeField(null=True, blank=True, editable=False)
 
@@ -198,8 +204,21 @@ class OAuthClient(AbstractApplication):
 
     @property
     def can_be_authorized(self) -> bool:
-        """Whether users may be sent to authorize it: approved, not deleted, an app (not a resource server)."""
-        return self.status == ClientStatus.APPROVED and self.deleted_at is None and not self.is_resource_server
+        """Whether users may be sent to authorize it: approved (or unverified, within the ceiling),
+        not deleted, an app (not a resource server)."""
+        return (
+            self.status in (ClientStatus.APPROVED, ClientStatus.UNVERIFIED)
+            and self.deleted_at is None
+            and not self.is_resource_server
+        )
+
+    @property
+    def is_unverified(self) -> bool:
+        return self.status == ClientStatus.UNVERIFIED
+
+    @property
+    def is_self_registered(self) -> bool:
+        return self.registration_source != self.RegistrationSource.MANUAL
 
     @property
     def owner_preview(self) -> "ShownClient":
@@ -337,7 +356,8 @@ class OAuthClient(AbstractApplication):
         then allows codes and refresh tokens of the owner's own account only. Both marks are the
         Python object True, which no request parameter can be.
         """
-        if self.status == ClientStatus.APPROVED:
+        if self.status in (ClientStatus.APPROVED, ClientStatus.UNVERIFIED):
+            # An unverified client is usable; what it may get is capped (oauthclients.tier).
             return True
         if self.status != ClientStatus.PENDING:
             return False
@@ -390,6 +410,8 @@ class AuditAction(models.TextChoices):
     ACCESS_REVOKED = "grant.access_revoked", "User revoked the app's access"
     FAMILY_REVOKED = "grant.family_revoked", "Token family revoked on replay"
     USER_DEACTIVATED = "grant.user_deactivated", "User deactivated: their access ended"
+    CLIENT_SELF_REGISTERED = "client.self_registered", "Client registered itself"
+    CLIENT_UNUSED_REMOVED = "client.unused_removed", "Unused self-registration removed"
 
 
 class ClientAuditEvent(models.Model):
@@ -457,6 +479,14 @@ class ClientAuditEvent(models.Model):
                 f"{user} was deactivated; {detail.get('revoked_refresh_tokens', 0)} refresh tokens, "
                 f"{detail.get('revoked_access_tokens', 0)} access tokens and {detail.get('revoked_codes', 0)} "
                 "unexchanged codes of this app ended."
+            ),
+            AuditAction.CLIENT_SELF_REGISTERED: lambda: (
+                f"The client registered itself ({detail.get('source', 'dcr')}, {detail.get('kind', 'unknown kind')}) "
+                f"as {detail.get('status', 'unverified')} with scopes {listed('scopes')}."
+            ),
+            AuditAction.CLIENT_UNUSED_REMOVED: lambda: (
+                f"The system removed the self-registered client: nobody authorized it within "
+                f"{detail.get('days', '?')} days."
             ),
             AuditAction.FAMILY_REVOKED: lambda: (
                 f"A refresh token was replayed for {user}; its token family was revoked."

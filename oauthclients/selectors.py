@@ -2,6 +2,7 @@
 
 import itertools
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -230,3 +231,27 @@ def integration_guide_html(*, issuer: str | None = None, client: OAuthClient | N
         html,
     )
     return html.replace("</table>", "</table></div>")
+
+
+def _name_key(name: str) -> str:
+    """A name as users would read it: case, width, accents, spaces and punctuation ignored."""
+    folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", name).casefold())
+    return "".join(ch for ch in folded if ch.isalnum())
+
+
+def verified_name_like(client: OAuthClient) -> str | None:
+    """The name of an approved app that `client` (self-registered) is named like, or None."""
+    key = _name_key(client.name)
+    if not key:
+        return None
+    approved = (
+        OAuthClient.objects.filter(status=ClientStatus.APPROVED, deleted_at__isnull=True)
+        .exclude(pk=client.pk)
+        .exclude(client_type=ClientKind.RESOURCE_SERVER)
+        .values_list("name", "approved_snapshot")
+    )
+    for name, snapshot in approved.iterator():
+        shown = (snapshot or {}).get("name") or name
+        if _name_key(shown) == key or _name_key(name) == key:
+            return shown
+    return None

@@ -5,13 +5,15 @@ import secrets
 import unicodedata
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
+from datetime import timedelta
 from functools import partial
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.validators import ProhibitNullCharactersValidator, URLValidator
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Exists, OuterRef
 from django.utils import timezone
 
 from oauthclients.audit import audit_record
@@ -28,6 +30,7 @@ from oauthclients.models import (
     APP_KINDS,
     AccessToken,
     AuditAction,
+    ClientAuditEvent,
     ClientKind,
     ClientSecret,
     ClientStatus,
@@ -112,6 +115,22 @@ def _clean_text(
     return value
 
 
+def _clean_website(website_url, cleaned: dict, errors: dict) -> None:
+    try:
+        website_url = (website_url or "").strip()
+        # PostgreSQL cannot store NUL in text; refuse it here rather than fail on save.
+        ProhibitNullCharactersValidator()(website_url)
+        URLValidator(schemes=["http", "https"])(website_url)
+        if len(website_url) > 500:
+            raise ValidationError("The website URL can be at most 500 characters.")
+        cleaned["website_url"] = website_url
+    except ValidationError:
+        errors["website_url"] = ["Enter the application's website as an http(s) URL."]
+    else:
+        if has_bidi_control(website_url) or mixed_script_host(website_url):
+            errors["website_url"] = [LOOKALIKE_URL]
+
+
 def _clean_fields(
     *,
     name,
@@ -123,8 +142,12 @@ def _clean_fields(
     privacy_policy_url="",
     terms_url="",
     logo: bytes | None = None,
+    website_required: bool = True,
 ) -> dict:
-    """Validate everything a client is made of; report every field's problem at once."""
+    """Validate everything a client is made of; report every field's problem at once.
+
+    A self-registered client may have no website (RFC 7591's `client_uri` is optional).
+    """
     errors: dict[str, list] = {}
     cleaned: dict = {}
     for field, label, value in (
@@ -151,19 +174,10 @@ def _clean_fields(
             )
         except ValidationError as exc:
             errors.update(exc.message_dict)
-    try:
-        website_url = (website_url or "").strip()
-        # PostgreSQL cannot store NUL in text; refuse it here rather than fail on save.
-        ProhibitNullCharactersValidator()(website_url)
-        URLValidator(schemes=["http", "https"])(website_url)
-        if len(website_url) > 500:
-            raise ValidationError("The website URL can be at most 500 characters.")
-        cleaned["website_url"] = website_url
-    except ValidationError:
-        errors["website_url"] = ["Enter the application's website as an http(s) URL."]
+    if website_required or (website_url or "").strip():
+        _clean_website(website_url, cleaned, errors)
     else:
-        if has_bidi_control(website_url) or mixed_script_host(website_url):
-            errors["website_url"] = [LOOKALIKE_URL]
+        cleaned["website_url"] = ""
     try:
         cleaned["redirect_uris"] = validate_redirect_uris(list(redirect_uris))
     except ValidationError as exc:
@@ -264,6 +278,127 @@ def client_create(
     if approve:
         client = client_approve(client=client, actor=actor)
     return ClientCreated(client=client, secret=issued)
+
+
+def self_registered_owner():
+    """The owner recorded on self-registered clients: an inactive account that cannot log in, so
+    nobody gets an owner's powers (the pending preview, the developer pages) over them."""
+    User = get_user_model()
+    owner, created = User.objects.get_or_create(
+        username=settings.OAUTH_SELF_REGISTERED_OWNER, defaults={"is_active": False}
+    )
+    if created:
+        owner.set_unusable_password()
+        owner.save(update_fields=["password"])
+    return owner
+
+
+@transaction.atomic
+def client_self_register(
+    *,
+    name: str,
+    kind: str,
+    redirect_uris: list[str],
+    scopes: list[str],
+    source: str,
+    website_url: str = "",
+    privacy_policy_url: str = "",
+    terms_url: str = "",
+    metadata: dict | None = None,
+    client_id: str | None = None,
+) -> ClientCreated:
+    """A client that registered itself (RFC 7591, or a client ID metadata document): no owner of
+    its own, *unverified* (any user may authorize it within settings.OAUTH_UNVERIFIED_SCOPES,
+    oauthclients.tier) or, with OAUTH_DYNAMIC_REGISTRATION=pending, pending (usable by nobody
+    until an administrator approves it). A confidential one gets its secret, returned once."""
+    errors: dict[str, list] = {}
+    if kind not in APP_KINDS:
+        errors["client_type"] = [f"Kind must be one of: {', '.join(APP_KINDS)}."]
+    try:
+        cleaned = _clean_fields(
+            name=name,
+            purpose="",
+            website_url=website_url,
+            redirect_uris=redirect_uris,
+            scopes=scopes,
+            is_legacy=False,
+            privacy_policy_url=privacy_policy_url,
+            terms_url=terms_url,
+            website_required=False,
+        )
+    except ValidationError as exc:
+        errors.update(exc.message_dict)
+    if errors:
+        raise ValidationError(errors)
+    status = ClientStatus.PENDING if settings.OAUTH_DYNAMIC_REGISTRATION == "pending" else ClientStatus.UNVERIFIED
+    client = OAuthClient(
+        user=self_registered_owner(),
+        name=cleaned["name"],
+        website_url=cleaned["website_url"],
+        privacy_policy_url=cleaned["privacy_policy_url"],
+        terms_url=cleaned["terms_url"],
+        client_type=kind,
+        redirect_uris=" ".join(cleaned["redirect_uris"]),
+        status=status,
+        registration_source=source,
+        registration_metadata=metadata or {},
+    )
+    if client_id is not None:
+        client.client_id = client_id
+    client.set_scope_list(cleaned["scopes"])
+    client.save(force_insert=True)
+    _audit(
+        client=client,
+        actor=None,
+        action=AuditAction.CLIENT_SELF_REGISTERED,
+        source=source,
+        kind=kind,
+        status=status,
+        scopes=client.scope_list,
+        redirect_uris=client.redirect_uri_list,
+    )
+    issued = _new_secret(client=client, actor=None) if kind == ClientKind.CONFIDENTIAL else None
+    return ClientCreated(client=client, secret=issued)
+
+
+def unused_registrations_remove(*, now=None) -> int:
+    """Self-registered clients, still unverified or pending, that nobody authorized within
+    OAUTH_UNUSED_REGISTRATION_DAYS: deleted (kept as rejected, like an owner's deletion, so the
+    audit trail survives), each with an audit entry. Returns how many."""
+    now = now or timezone.now()
+    days = settings.OAUTH_UNUSED_REGISTRATION_DAYS
+    authorized = ClientAuditEvent.objects.filter(client=OuterRef("pk"), action=AuditAction.GRANT_AUTHORIZED)
+    candidates = (
+        OAuthClient.objects.exclude(registration_source=OAuthClient.RegistrationSource.MANUAL)
+        .filter(
+            status__in=(ClientStatus.UNVERIFIED, ClientStatus.PENDING),
+            deleted_at__isnull=True,
+            created__lte=now - timedelta(days=days),
+        )
+        .filter(~Exists(authorized))
+        .values_list("pk", flat=True)
+    )
+    removed = 0
+    for pk in list(candidates[:10_000]):
+        with transaction.atomic():
+            client = OAuthClient.objects.select_for_update().filter(pk=pk, deleted_at__isnull=True).first()
+            if client is None or client.status not in (ClientStatus.UNVERIFIED, ClientStatus.PENDING):
+                continue
+            ended = client_grants_revoke(client=client)
+            client.status = ClientStatus.REJECTED
+            client.rejection_reason = f"Removed: nobody authorized it within {days} days of its registration."
+            client.deleted_at = now
+            client.save(update_fields=["status", "rejection_reason", "deleted_at", "updated"])
+            ClientSecret.objects.filter(client=client, revoked_at__isnull=True).update(revoked_at=now)
+            _audit(
+                client=client,
+                actor=None,
+                action=AuditAction.CLIENT_UNUSED_REMOVED,
+                days=days,
+                revoked_codes=ended.codes,
+            )
+            removed += 1
+    return removed
 
 
 @transaction.atomic
@@ -453,16 +588,17 @@ def _same_digest(given, actual: str) -> bool:
 
 @transaction.atomic
 def client_approve(*, client: OAuthClient, actor, expected_digest: str | None = None) -> OAuthClient:
-    """pending -> approved. Only administrators call this.
+    """pending or unverified -> approved. Only administrators call this. An unverified client's
+    registered scopes beyond the ceiling become usable; its users' grants stay as they are.
 
     `expected_digest` is the `review_digest()` of the version the reviewer was shown: if the client
     changed since (its owner edited it meanwhile), nothing is approved. Every review screen passes
     it; only a caller that has just made or read the client in the same transaction may omit it.
     """
     client = _lock(client)
-    if client.status != ClientStatus.PENDING:
+    if client.status not in (ClientStatus.PENDING, ClientStatus.UNVERIFIED):
         raise InvalidTransition(
-            f"Only a pending client can be approved; this one is {client.get_status_display().lower()}."
+            f"Only a pending or unverified client can be approved; this one is {client.get_status_display().lower()}."
             + (" The owner must edit and resubmit it first." if client.status == ClientStatus.REJECTED else "")
         )
     if expected_digest is not None and not _same_digest(expected_digest, client.review_digest()):

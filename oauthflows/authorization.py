@@ -11,6 +11,7 @@ from django.http import QueryDict
 
 from oauthclients.compiled import CompiledQuery
 from oauthclients.models import ClientKind, ClientStatus, OAuthClient
+from oauthclients.tier import ceiling_refusal
 from oauthclients.validators import is_private_use_redirect
 from oauthflows.oauth2 import CODE_CHALLENGE_RE, resource_refusal
 from scopes.catalog import UnknownScopeError, parse_scopes
@@ -204,7 +205,8 @@ def _client(params: QueryDict, user, *, before_login: bool = False) -> OAuthClie
     if client is None or client.is_resource_server:
         # A resource server is no app a user can authorize: the same page as an unknown client.
         raise AuthorizationPageError("Unknown application", "No application is registered with this client_id.")
-    if client.status == ClientStatus.APPROVED:
+    if client.status in (ClientStatus.APPROVED, ClientStatus.UNVERIFIED) and client.deleted_at is None:
+        # Unverified: anyone may authorize it, within the ceiling (_scopes, oauthclients.tier).
         return client
     # The owner may try their own pending client before review; nobody else may.
     if client.status == ClientStatus.PENDING and (
@@ -261,6 +263,9 @@ def _scopes(params: QueryDict, client: OAuthClient, fail) -> list[str]:
         outside = [name for name in scopes if name not in client.scope_list]
         if outside:
             fail("invalid_scope", "Not enabled for this application: " + ", ".join(outside) + ".")
+    refusal = ceiling_refusal(client, scopes)
+    if refusal:
+        fail("invalid_scope", refusal)
     return scopes
 
 

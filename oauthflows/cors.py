@@ -3,12 +3,14 @@
 django-cors-headers writes the headers (settings.CORS_*); the `check_request_enabled` signal
 handler below decides, per request, whether the request's Origin is allowed:
 
-- the metadata document (RFC 8414) is public: any origin may read it;
+- the metadata document (RFC 8414) is public: any origin may read it, and so is the open
+  registration endpoint (RFC 7591: browser-based agents such as MCP Inspector register from a page);
 - the token and revocation endpoints: the exact origins of the redirect URIs registered by the
   approved public client the request names (client_id in the body, or HTTP Basic). A preflight
   carries no body, so it is answered for an origin of any approved public client's redirect URIs
   (one cached set of them all: selectors.cors_registered_origins); the actual request is then
-  readable only by that client's own origins. Pending, rejected and deleted clients get none.
+  readable only by that client's own origins. Unverified clients count as approved ones here;
+  pending, rejected and deleted clients get none.
 
 - the project's own bearer API (`/v2/me`): the origins of every approved public client, for the
   preflight and the call alike (the bearer token is what authorizes it).
@@ -31,8 +33,8 @@ def cors_allow_request(sender, request, **kwargs) -> bool:
     path = request.path_info
     if not origin:
         return False
-    if path == settings.OAUTH_METADATA_PATH:
-        return True
+    if path in (settings.OAUTH_METADATA_PATH, settings.OAUTH_REGISTRATION_PATH):
+        return True  # public documents, and open registration (no cookies, no credentials)
     if path == BEARER_API_PATH:
         # The project's own bearer API: the token authorizes the call; a page may read the answer
         # from the origin of any approved public client (never with cookies: no credentials).

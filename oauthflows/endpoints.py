@@ -397,6 +397,12 @@ class MetadataView(View):
                 "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
                 "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
                 "authorization_response_iss_parameter_supported": True,
+                # RFC 7591 (docs/agents.md): absent when OAUTH_DYNAMIC_REGISTRATION=off.
+                **(
+                    {"registration_endpoint": issuer + settings.OAUTH_REGISTRATION_PATH}
+                    if settings.OAUTH_DYNAMIC_REGISTRATION != "off"
+                    else {}
+                ),
             }
         )
         response["Cache-Control"] = "public, max-age=3600"

@@ -43,6 +43,7 @@ from oauthclients.models import (
     digest,
 )
 from oauthclients.selectors import access_token_get_for_introspection, access_token_get_valid, resource_uri_known
+from oauthclients.tier import ceiling_refusal
 from oauthclients.validators import resource_uri_problem
 from oauthflows.services import consent_record
 from plumbing.requestparams import basic_credentials, request_json_pairs
@@ -197,6 +198,14 @@ def _owner_only_if_pending(client, user_id, request) -> None:
     """A pending client serves its owner's own account only (the owner tests it before review)."""
     if client is not None and client.status == ClientStatus.PENDING and user_id != client.user_id:
         raise errors.UnauthorizedClientError(description=PENDING_CLIENT_OWNER_ONLY, request=request)
+
+
+def _within_ceiling(client, scopes, request) -> None:
+    """An unverified client gets nothing beyond the ceiling, at exchange and refresh alike
+    (oauthclients.tier): a code or refresh token from before the ceiling was lowered included."""
+    refusal = ceiling_refusal(client, scopes)
+    if refusal:
+        raise errors.InvalidScopeError(description=refusal, request=request)
 
 
 def _active_secret(secret_digest: str, client_id: str) -> QuerySet[ClientSecret]:
@@ -413,6 +422,7 @@ class Validator(OAuth2Validator):
                 request=request,
             )
         request.scopes = grant.scope.split()
+        _within_ceiling(request.client, request.scopes, request)
         request.user = grant.user
         _audience_set(request, list(grant.resource or []))
         return True
@@ -560,6 +570,7 @@ class Validator(OAuth2Validator):
         if rt.application_id != getattr(client, "pk", None) or not rt.user.is_active:
             return False
         _owner_only_if_pending(client, rt.user_id, request)
+        _within_ceiling(client, rt.access_token.scope.split(), request)
         request.user = rt.user
         request.refresh_token = refresh_token
         request.refresh_token_instance = rt

@@ -89,9 +89,12 @@ def connected_app_get_for_user(*, user, client_id: str) -> ConnectedApp:
 
 
 def _cors_clients():
-    # Approved public clients only: a pending or rejected client's redirect URIs were never reviewed.
+    # Approved and unverified public clients (any user may authorize those): a pending or rejected
+    # client's redirect URIs are usable by nobody else.
     return OAuthClient.objects.filter(
-        client_type=ClientKind.PUBLIC, status=ClientStatus.APPROVED, deleted_at__isnull=True
+        client_type=ClientKind.PUBLIC,
+        status__in=(ClientStatus.APPROVED, ClientStatus.UNVERIFIED),
+        deleted_at__isnull=True,
     )
 
 

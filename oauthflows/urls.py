@@ -1,6 +1,6 @@
 from django.urls import path
 
-from oauthflows import endpoints, views
+from oauthflows import endpoints, registration, views
 
 app_name = "oauth"
 
@@ -10,6 +10,7 @@ urlpatterns = [
     path("auth/oauth2/authorize/deny", views.AuthorizeDenyView.as_view(), name="authorize_deny"),
     path("v2/auth/oauth2/token", endpoints.TokenView.as_view(), name="token"),
     path("v2/auth/oauth2/revoke", endpoints.RevokeView.as_view(), name="revoke"),
+    path("v2/auth/oauth2/register", registration.RegistrationView.as_view(), name="register"),
     path("v2/auth/oauth2/introspect", endpoints.IntrospectView.as_view(), name="introspect"),
     path("settings/apps/", views.ConnectedAppsView.as_view(), name="connected_apps"),
     path("settings/apps/<str:client_id>/revoke/", views.ConnectedAppRevokeView.as_view(), name="connected_app_revoke"),

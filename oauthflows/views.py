@@ -20,6 +20,7 @@ from oauth2_provider.views.mixins import OAuthLibMixin
 from oauthlib.common import add_params_to_uri
 
 from oauthclients.models import ClientStatus
+from oauthclients.selectors import verified_name_like
 from oauthflows.authorization import (
     AuthorizationPageError,
     AuthorizationRedirectError,
@@ -118,7 +119,9 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
             "authz": authz,
             "client": authz.client,
             # Users see what was approved; only the owner reaches a pending client's page, to test it.
-            "shown": authz.client.shown if authz.client.is_approved else authz.client.owner_preview,
+            "shown": authz.client.owner_preview if authz.client.status == ClientStatus.PENDING else authz.client.shown,
+            # A self-registered app named like a verified one is flagged (docs/agents.md).
+            "lookalike_of": verified_name_like(authz.client) if authz.client.is_unverified else None,
             "signed_in_name": profile_get_for_user(user=request.user).name or request.user.get_full_name(),
             "scopes_html": consent_scopes_html(tuple(authz.scopes)),
             "allow_url": f"{settings.OAUTH_AUTHORIZE_PATH}/allow?{query}",

@@ -84,6 +84,11 @@ def per_address(request: HttpRequest) -> str | None:
     return _bounded(address)
 
 
+def everyone(request: HttpRequest) -> str:
+    """One counter for all requests: a limit on the total."""
+    return "all"
+
+
 def _basic_client_id(request: HttpRequest) -> str | None:
     scheme, _, credentials = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
     if scheme.lower() != "basic":
@@ -263,6 +268,14 @@ ROUTES: dict[str, Route] = {
             # A resource server is never throttled for its traffic, only for the tokens it asks about
             # that are not active (junk it relays): a generous failure limit of its own.
             Limit("introspect_inactive_per_resource_server", per_client, inactive_for_a_resource_server),
+        ),
+        _json_refusal,
+    ),
+    # Open registration (RFC 7591): every POST counts, per address and for everyone together.
+    settings.OAUTH_REGISTRATION_PATH: Route(
+        (
+            Limit("registrations_per_address", per_address),
+            Limit("registrations_total", everyone),
         ),
         _json_refusal,
     ),

@@ -137,7 +137,9 @@ def test_approving_a_rejected_client_reports_an_error_and_leaves_it_rejected(sta
     assert refreshed(pending).status == ClientStatus.APPROVED
     reported = messages_of(response)
     assert "Approved 1 client." in reported
-    assert any(client_obj.client_id in m and "Only a pending client can be approved" in m for m in reported)
+    assert any(
+        client_obj.client_id in m and "Only a pending or unverified client can be approved" in m for m in reported
+    )
 
 
 def test_reject_action_asks_for_a_reason_then_rejects_with_it(staff, reviewer, client_obj):

@@ -26,6 +26,7 @@ def test_it_prints_every_count_as_json(db):
         "refresh_tokens_orphaned": 0,
         "access_tokens": 0,
         "authorization_codes": 0,
+        "unused_registrations": 0,
     }
 
 

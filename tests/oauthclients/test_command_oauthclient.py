@@ -135,7 +135,7 @@ def test_approve_refuses_an_unknown_client(db):
 
 def test_approve_refuses_a_rejected_client(reviewer, client_obj):
     services.client_reject(client=client_obj, actor=reviewer, reason="No")
-    assert "Only a pending client can be approved" in refused("approve", client_obj.client_id)
+    assert "Only a pending or unverified client can be approved" in refused("approve", client_obj.client_id)
     client_obj.refresh_from_db()
     assert client_obj.status == ClientStatus.REJECTED
 

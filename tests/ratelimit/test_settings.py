@@ -73,6 +73,8 @@ def test_production_defaults_are_the_documented_ones():
             "consent_failures_per_user": [20, 60],
             "logo_uploads_per_user": [10, 3600],
             "logo_uploads_per_address": [30, 3600],
+            "registrations_per_address": [50, 3600],
+            "registrations_total": [1000, 3600],
         },
         [],
         "django.core.cache.backends.locmem.LocMemCache",

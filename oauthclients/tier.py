@@ -1,0 +1,35 @@
+"""The unverified tier: what a self-registered client may get before an administrator approves it.
+
+A client that registered itself (RFC 7591, or a client ID metadata document) is *unverified*: any
+user may authorize it at once, but only for scopes within settings.OAUTH_UNVERIFIED_SCOPES (by
+default the personal *_READ scopes). The authorization request, the code exchange and the refresh
+each refuse a scope beyond it with `invalid_scope`, so a ceiling lowered after a grant binds the
+next refresh too. Approval lifts it (status approved); rejection ends every token.
+"""
+
+from django.conf import settings
+
+from oauthclients.models import ClientStatus, OAuthClient
+
+
+def unverified_ceiling() -> frozenset[str]:
+    return frozenset(settings.OAUTH_UNVERIFIED_SCOPES)
+
+
+def beyond_ceiling(client: OAuthClient | None, scopes) -> list[str]:
+    """The scopes among `scopes` an unverified client may not get (empty for any other client)."""
+    if client is None or client.status != ClientStatus.UNVERIFIED:
+        return []
+    ceiling = unverified_ceiling()
+    return [name for name in scopes if name not in ceiling]
+
+
+def ceiling_refusal(client: OAuthClient | None, scopes) -> str | None:
+    """The `invalid_scope` description for scopes beyond an unverified client's ceiling, or None."""
+    outside = beyond_ceiling(client, scopes)
+    if not outside:
+        return None
+    return (
+        "This application is unverified (it registered itself and has not been reviewed), so it can only "
+        f"get {', '.join(sorted(unverified_ceiling())) or 'no scopes'}; not {', '.join(outside)}."
+    )

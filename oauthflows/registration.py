@@ -1,0 +1,248 @@
+"""Dynamic client registration (RFC 7591) on django-oauth-toolkit's view, for agents and tools.
+
+DOT's `DynamicClientRegistrationView` answers 404 unless DCR_ENABLED (settings: off with
+OAUTH_DYNAMIC_REGISTRATION=off), runs the DCR_REGISTRATION_PERMISSION_CLASSES (OpenRegistration:
+anyone; the rate limits in plumbing.ratelimit are the gate) and parses the JSON body. What it lacks
+is ours, in `post`: the registry's rules for every field (the developer page's redirect URI rules,
+the scope catalog, single-line names), secrets kept as digests (ClientSecret), and the unverified
+tier (oauthclients.tier): a registration is usable at once, but only within the ceiling.
+
+Not done, on purpose: RFC 7592 management (DOT would issue a registration access token as an
+AccessToken row with a non-catalog scope, which every token path here would have to learn to
+ignore); `software_statement`; fetching `logo_uri` (a server-side request to an address the
+registrant chooses: the consent page shows initials instead).
+"""
+
+import unicodedata
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.http import JsonResponse
+from oauth2_provider.dcr import AllowAllDCRPermission
+from oauth2_provider.views.dynamic_client_registration import (
+    DynamicClientRegistrationView,
+    _check_permissions,
+    _parse_metadata,
+)
+
+from oauthclients.models import ClientKind, OAuthClient
+from oauthclients.services import MAX_NAME_LENGTH, client_self_register
+from oauthclients.validators import url_host
+from scopes.catalog import UnknownScopeError, parse_scopes, sort_scopes
+
+AUTH_METHODS = {
+    "none": ClientKind.PUBLIC,
+    "client_secret_basic": ClientKind.CONFIDENTIAL,
+    "client_secret_post": ClientKind.CONFIDENTIAL,
+}
+GRANT_TYPES = ("authorization_code", "refresh_token")
+MAX_REDIRECT_URIS = 10
+MAX_CONTACTS = 10
+MAX_SHORT_TEXT = 255
+MAX_BODY_BYTES = 16 * 1024
+# Optional string metadata kept only in OAuthClient.registration_metadata (never shown, never fetched).
+STORED_TEXT = ("software_id", "software_version", "logo_uri")
+
+
+class OpenRegistration(AllowAllDCRPermission):
+    """Anyone may register (RFC 7591 §3 open registration): what a registration can do is bounded
+    by the unverified tier, and how many there are by the per-address and total rate limits."""
+
+
+class RegistrationError(Exception):
+    def __init__(self, error: str, description: str):
+        super().__init__(description)
+        self.error = error
+        self.description = description
+
+
+def _answer(payload: dict, status: int) -> JsonResponse:
+    response = JsonResponse(payload, status=status)
+    # RFC 7591 §3.2.1: the answer may carry a secret; nothing on the way may keep it.
+    response["Cache-Control"] = "no-store"
+    response["Pragma"] = "no-cache"
+    return response
+
+
+def _refusal(error: str, description: str) -> JsonResponse:
+    # RFC 6749 §5.2's character set for error_description (which RFC 7591 §3.2.2 reuses).
+    shown = "".join(ch if 0x20 <= ord(ch) <= 0x7E and ch not in '"\\' else "?" for ch in description)
+    return _answer({"error": error, "error_description": shown}, 400)
+
+
+def _text(data: dict, key: str, *, max_length: int = MAX_SHORT_TEXT) -> str:
+    value = data.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise RegistrationError("invalid_client_metadata", f"{key} must be a string.")
+    if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in value):
+        raise RegistrationError("invalid_client_metadata", f"{key} must be a single line, without control characters.")
+    if len(value) > max_length:
+        raise RegistrationError("invalid_client_metadata", f"{key} can be at most {max_length} characters.")
+    return value.strip()
+
+
+def _string_list(data: dict, key: str, *, default: list[str], max_items: int) -> list[str]:
+    value = data.get(key, default)
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise RegistrationError("invalid_client_metadata", f"{key} must be an array of strings.")
+    if len(value) > max_items:
+        raise RegistrationError("invalid_client_metadata", f"{key} can list at most {max_items} values.")
+    return value
+
+
+def metadata_validate(data: dict) -> dict:
+    """RFC 7591 §2 client metadata → the arguments of client_self_register, or RegistrationError.
+
+    Unknown members are ignored, as §2 requires; every known one is checked.
+    """
+    if "redirect_uris" not in data:
+        raise RegistrationError("invalid_redirect_uri", "redirect_uris is required: list the app's redirect URIs.")
+    redirect_uris = data["redirect_uris"]
+    if not isinstance(redirect_uris, list) or not redirect_uris or not all(isinstance(u, str) for u in redirect_uris):
+        raise RegistrationError("invalid_redirect_uri", "redirect_uris must be a non-empty array of strings.")
+    if len(redirect_uris) > MAX_REDIRECT_URIS:
+        raise RegistrationError("invalid_redirect_uri", f"At most {MAX_REDIRECT_URIS} redirect URIs can be registered.")
+
+    grant_types = _string_list(data, "grant_types", default=["authorization_code"], max_items=5)
+    if unsupported := [g for g in grant_types if g not in GRANT_TYPES]:
+        raise RegistrationError(
+            "invalid_client_metadata",
+            f"Unsupported grant_types: {', '.join(map(repr, unsupported))}. Supported: authorization_code, "
+            "refresh_token.",
+        )
+    if "authorization_code" not in grant_types:
+        raise RegistrationError("invalid_client_metadata", "grant_types must include authorization_code.")
+    response_types = _string_list(data, "response_types", default=["code"], max_items=5)
+    if set(response_types) != {"code"}:
+        raise RegistrationError("invalid_client_metadata", "response_types must be code, the only one supported.")
+
+    method = data.get("token_endpoint_auth_method", "client_secret_basic")
+    if not isinstance(method, str) or method not in AUTH_METHODS:
+        raise RegistrationError(
+            "invalid_client_metadata",
+            f"Unsupported token_endpoint_auth_method {str(method)[:100]!r}. Supported: {', '.join(AUTH_METHODS)}.",
+        )
+
+    scope = data.get("scope")
+    if scope is None:
+        scopes = sort_scopes(settings.OAUTH_UNVERIFIED_SCOPES)
+    elif not isinstance(scope, str):
+        raise RegistrationError("invalid_client_metadata", "scope must be a string of space-separated scope names.")
+    else:
+        try:
+            scopes = parse_scopes(scope)
+        except UnknownScopeError as exc:
+            raise RegistrationError("invalid_client_metadata", f"scope: {exc}.") from None
+        if not scopes:
+            raise RegistrationError("invalid_client_metadata", "scope names no scope.")
+
+    contacts = _string_list(data, "contacts", default=[], max_items=MAX_CONTACTS)
+    for contact in contacts:
+        if len(contact) > 254 or any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in contact):
+            raise RegistrationError(
+                "invalid_client_metadata", "contacts: each must be one line of at most 254 characters."
+            )
+
+    name = _text(data, "client_name", max_length=MAX_NAME_LENGTH)
+    if not name:
+        # RFC 7591 makes client_name optional; users need something to read: the redirect host.
+        name = f"Unnamed app ({url_host(redirect_uris[0]) or redirect_uris[0].partition(':')[0]})"[:MAX_NAME_LENGTH]
+    stored = {key: _text(data, key, max_length=2000 if key == "logo_uri" else MAX_SHORT_TEXT) for key in STORED_TEXT}
+    metadata = {key: value for key, value in stored.items() if value}
+    if contacts:
+        metadata["contacts"] = contacts
+    metadata["token_endpoint_auth_method"] = method
+    return {
+        "name": name,
+        "kind": AUTH_METHODS[method],
+        "redirect_uris": redirect_uris,
+        "scopes": scopes,
+        "website_url": _text(data, "client_uri", max_length=500),
+        "privacy_policy_url": _text(data, "policy_uri", max_length=500),
+        "terms_url": _text(data, "tos_uri", max_length=500),
+        "metadata": metadata,
+    }
+
+
+def registration_document(client: OAuthClient) -> dict:
+    """What RFC 7591 §3.2.1 returns (and what a client ID metadata document client is shown as)."""
+    stored = client.registration_metadata or {}
+    document = {
+        "client_id": client.client_id,
+        "client_id_issued_at": int(client.created.timestamp()),
+        "client_name": client.name,
+        "redirect_uris": client.redirect_uri_list,
+        "grant_types": list(GRANT_TYPES),
+        "response_types": ["code"],
+        "token_endpoint_auth_method": stored.get(
+            "token_endpoint_auth_method", "none" if client.client_type == ClientKind.PUBLIC else "client_secret_basic"
+        ),
+        "scope": " ".join(client.scope_list),
+    }
+    for key, value in (
+        ("client_uri", client.website_url),
+        ("policy_uri", client.privacy_policy_url),
+        ("tos_uri", client.terms_url),
+    ):
+        if value:
+            document[key] = value
+    for key in (*STORED_TEXT, "contacts"):
+        if stored.get(key):
+            document[key] = stored[key]
+    return document
+
+
+_FIELD_ERRORS = {
+    "redirect_uris": "invalid_redirect_uri",
+}
+_FIELD_NAMES = {
+    "name": "client_name",
+    "website_url": "client_uri",
+    "privacy_policy_url": "policy_uri",
+    "terms_url": "tos_uri",
+    "scopes": "scope",
+}
+
+
+def _validation_refusal(exc: ValidationError) -> JsonResponse:
+    errors = exc.message_dict
+    # A redirect URI problem is reported as such (RFC 7591 §3.2.2), before anything else.
+    fields = sorted(errors, key=lambda field: field != "redirect_uris")
+    error = _FIELD_ERRORS.get(fields[0], "invalid_client_metadata")
+    description = "; ".join(f"{_FIELD_NAMES.get(field, field)}: {' '.join(errors[field])}" for field in fields)
+    return _refusal(error, description)
+
+
+class RegistrationView(DynamicClientRegistrationView):
+    """POST /v2/auth/oauth2/register (RFC 7591 §3). Registers an unverified client (docs/agents.md)."""
+
+    http_method_names = ["post", "options"]
+
+    def post(self, request, *args, **kwargs):
+        if not _check_permissions(request):
+            return _answer({"error": "access_denied", "error_description": "Registration is closed."}, 403)
+        content_type = request.content_type or ""
+        if content_type.lower() != "application/json":
+            return _refusal("invalid_client_metadata", "Send the client metadata as a JSON object (application/json).")
+        if len(request.body) > MAX_BODY_BYTES:
+            return _refusal("invalid_client_metadata", f"The metadata can be at most {MAX_BODY_BYTES} bytes.")
+        try:
+            data, refusal = _parse_metadata(request.body)
+        except RecursionError:  # nesting deeper than the JSON parser goes
+            data, refusal = None, True
+        if refusal is not None:
+            return _refusal("invalid_client_metadata", "The body must be a JSON object of client metadata.")
+        try:
+            fields = metadata_validate(data)
+            created = client_self_register(source=OAuthClient.RegistrationSource.DCR, **fields)
+        except RegistrationError as exc:
+            return _refusal(exc.error, exc.description)
+        except ValidationError as exc:
+            return _validation_refusal(exc)
+        document = registration_document(created.client)
+        if created.secret is not None:
+            document["client_secret"] = created.secret.plaintext
+            document["client_secret_expires_at"] = 0
+        return _answer(document, 201)
