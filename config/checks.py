@@ -29,3 +29,19 @@ def ratelimit_cache_shared(app_configs=None, **kwargs) -> list[Warning]:
             id="config.W001",
         )
     ]
+
+
+@register(Tags.security, deploy=True)
+def client_metadata_loopback_off(app_configs=None, **kwargs) -> list[Warning]:
+    """OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK lets a client_id make this server fetch from itself."""
+    if not getattr(settings, "OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK", False):
+        return []
+    return [
+        Warning(
+            "OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK is on: any client_id URL on 127.0.0.1, localhost or [::1] "
+            "makes this server fetch it over plain http (a request to its own host, chosen by whoever "
+            "writes an authorization link).",
+            hint="It is for development and tests only: unset it in production.",
+            id="config.W002",
+        )
+    ]

@@ -227,6 +227,9 @@ OAUTH_UNVERIFIED_SCOPES = env_list(
 )
 if unknown := [name for name in OAUTH_UNVERIFIED_SCOPES if name not in SCOPES]:
     raise ImproperlyConfigured(f"OAUTH_UNVERIFIED_SCOPES names unknown scopes: {', '.join(unknown)}")
+# Client ID metadata documents (docs/agents.md) are fetched over https from public addresses only;
+# this also allows http on 127.0.0.1, localhost and [::1]: for development and tests, never production.
+OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK = env_bool("OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK", False)
 # Self-registered clients nobody authorized within this many days are removed by `cleanup`.
 OAUTH_UNUSED_REGISTRATION_DAYS = env_int("OAUTH_UNUSED_REGISTRATION_DAYS", 7, minimum=1)
 # The owner recorded on self-registered clients: an inactive account that cannot log in.
@@ -267,6 +270,11 @@ OAUTH2_PROVIDER = {
     # limits and the unverified tier are the gate), off with OAUTH_DYNAMIC_REGISTRATION=off.
     "DCR_ENABLED": OAUTH_DYNAMIC_REGISTRATION != "off",
     "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauthflows.registration.OpenRegistration",),
+    # Client ID metadata documents are resolved at the authorization endpoint (oauthflows.cimd) with
+    # DOT's fetcher; its own hook in the validator stays off. Bounds of the draft's §6.6: 5 KB, 5 s.
+    "CIMD_ENABLED": False,
+    "CIMD_FETCH_TIMEOUT_SECONDS": 5,
+    "CIMD_MAX_DOCUMENT_SIZE": 5 * 1024,
 }
 
 REST_FRAMEWORK = {

@@ -268,11 +268,11 @@ class OAuthClientAdmin(admin.ModelAdmin):
         if lookalike:
             return format_html(
                 '{} <span class="risk write" title="Named like the verified app {}">named like “{}”</span>',
-                client.get_status_display(),
+                client.get_status_display().split(" (")[0],
                 lookalike,
                 lookalike,
             )
-        return client.get_status_display()
+        return client.get_status_display().split(" (")[0]
 
     @admin.display(description="self-registration")
     def self_registration(self, client):

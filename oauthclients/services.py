@@ -293,6 +293,21 @@ def self_registered_owner():
     return owner
 
 
+def _clean_self_registered(*, name, website_url, redirect_uris, scopes, privacy_policy_url, terms_url) -> dict:
+    """The registry's rules for what a client says about itself: no purpose, no logo, website optional."""
+    return _clean_fields(
+        name=name,
+        purpose="",
+        website_url=website_url,
+        redirect_uris=redirect_uris,
+        scopes=scopes,
+        is_legacy=False,
+        privacy_policy_url=privacy_policy_url,
+        terms_url=terms_url,
+        website_required=False,
+    )
+
+
 @transaction.atomic
 def client_self_register(
     *,
@@ -315,16 +330,13 @@ def client_self_register(
     if kind not in APP_KINDS:
         errors["client_type"] = [f"Kind must be one of: {', '.join(APP_KINDS)}."]
     try:
-        cleaned = _clean_fields(
+        cleaned = _clean_self_registered(
             name=name,
-            purpose="",
             website_url=website_url,
             redirect_uris=redirect_uris,
             scopes=scopes,
-            is_legacy=False,
             privacy_policy_url=privacy_policy_url,
             terms_url=terms_url,
-            website_required=False,
         )
     except ValidationError as exc:
         errors.update(exc.message_dict)
@@ -359,6 +371,45 @@ def client_self_register(
     )
     issued = _new_secret(client=client, actor=None) if kind == ClientKind.CONFIDENTIAL else None
     return ClientCreated(client=client, secret=issued)
+
+
+@transaction.atomic
+def client_document_refresh(
+    *,
+    client: OAuthClient,
+    name: str,
+    kind: str,
+    redirect_uris: list[str],
+    scopes: list[str],
+    expires,
+    website_url: str = "",
+    privacy_policy_url: str = "",
+    terms_url: str = "",
+    metadata: dict | None = None,
+) -> OAuthClient:
+    """An unverified client ID metadata document client, fetched again: its registration follows
+    the document (the registry's rules, as at registration). An approved one is never changed here."""
+    cleaned = _clean_self_registered(
+        name=name,
+        website_url=website_url,
+        redirect_uris=redirect_uris,
+        scopes=scopes,
+        privacy_policy_url=privacy_policy_url,
+        terms_url=terms_url,
+    )
+    client = _lock(client)
+    if client.status != ClientStatus.UNVERIFIED:
+        return client
+    client.name = cleaned["name"]
+    client.website_url = cleaned["website_url"]
+    client.privacy_policy_url = cleaned["privacy_policy_url"]
+    client.terms_url = cleaned["terms_url"]
+    client.redirect_uris = " ".join(cleaned["redirect_uris"])
+    client.set_scope_list(cleaned["scopes"])
+    client.registration_metadata = metadata or {}
+    client.cimd_expires_at = expires
+    client.save()
+    return client
 
 
 def unused_registrations_remove(*, now=None) -> int:

@@ -7,12 +7,14 @@ nothing the browser sends back can widen what is granted.
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.http import QueryDict
 
 from oauthclients.compiled import CompiledQuery
 from oauthclients.models import ClientKind, ClientStatus, OAuthClient
 from oauthclients.tier import ceiling_refusal
 from oauthclients.validators import is_private_use_redirect
+from oauthflows.cimd import MetadataDocumentError, is_metadata_document_url, metadata_document_client
 from oauthflows.oauth2 import CODE_CHALLENGE_RE, resource_refusal
 from scopes.catalog import UnknownScopeError, parse_scopes
 
@@ -202,6 +204,17 @@ def _client(params: QueryDict, user, *, before_login: bool = False) -> OAuthClie
     client = None
     if len(client_id) <= 255 and "\x00" not in client_id:
         client = _CLIENT_QUERY.first(client_id)
+    if (
+        settings.OAUTH_DYNAMIC_REGISTRATION != "off"
+        and is_metadata_document_url(client_id)
+        and (client is None or client.registration_source == OAuthClient.RegistrationSource.CIMD)
+    ):
+        # A client ID metadata document: fetched on first sight (and when stale), never redirected
+        # to on failure, since the redirect URI would come from the document that failed.
+        try:
+            client = metadata_document_client(client_id, client)
+        except MetadataDocumentError as exc:
+            raise AuthorizationPageError("Client metadata document refused", str(exc)) from None
     if client is None or client.is_resource_server:
         # A resource server is no app a user can authorize: the same page as an unknown client.
         raise AuthorizationPageError("Unknown application", "No application is registered with this client_id.")

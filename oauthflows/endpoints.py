@@ -399,9 +399,12 @@ class MetadataView(View):
                 "authorization_response_iss_parameter_supported": True,
                 # RFC 7591 (docs/agents.md): absent when OAUTH_DYNAMIC_REGISTRATION=off.
                 **(
-                    {"registration_endpoint": issuer + settings.OAUTH_REGISTRATION_PATH}
+                    {
+                        "registration_endpoint": issuer + settings.OAUTH_REGISTRATION_PATH,
+                        "client_id_metadata_document_supported": True,
+                    }
                     if settings.OAUTH_DYNAMIC_REGISTRATION != "off"
-                    else {}
+                    else {"client_id_metadata_document_supported": False}
                 ),
             }
         )

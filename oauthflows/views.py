@@ -19,7 +19,7 @@ from oauth2_provider.oauth2_backends import _add_iss_to_redirect
 from oauth2_provider.views.mixins import OAuthLibMixin
 from oauthlib.common import add_params_to_uri
 
-from oauthclients.models import ClientStatus
+from oauthclients.models import ClientStatus, OAuthClient
 from oauthclients.selectors import verified_name_like
 from oauthflows.authorization import (
     AuthorizationPageError,
@@ -122,6 +122,10 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
             "shown": authz.client.owner_preview if authz.client.status == ClientStatus.PENDING else authz.client.shown,
             # A self-registered app named like a verified one is flagged (docs/agents.md).
             "lookalike_of": verified_name_like(authz.client) if authz.client.is_unverified else None,
+            # A client ID metadata document's host: who published the name shown above.
+            "document_host": urlsplit(authz.client.client_id).netloc
+            if authz.client.registration_source == OAuthClient.RegistrationSource.CIMD
+            else "",
             "signed_in_name": profile_get_for_user(user=request.user).name or request.user.get_full_name(),
             "scopes_html": consent_scopes_html(tuple(authz.scopes)),
             "allow_url": f"{settings.OAUTH_AUTHORIZE_PATH}/allow?{query}",

@@ -46,12 +46,14 @@ def _forget(*, setting, **kwargs):
         declared_scopes.cache_clear()
 
 
-def metadata_document() -> dict:
+def metadata_document(scopes_supported=None) -> dict:
+    """The RFC 9728 document; `scopes_supported` defaults to what the routes declare (a service
+    whose operations are not routes, such as an MCP server's tools, names its own)."""
     resource = resource_uri()
     document = {
         "resource": resource,
         "authorization_servers": [settings.OAUTH_ISSUER],
-        "scopes_supported": list(declared_scopes()),
+        "scopes_supported": list(declared_scopes() if scopes_supported is None else scopes_supported),
         "bearer_methods_supported": ["header"],  # RFC 6750 §2.1 only (RFC 9700 §4.3.2)
     }
     name = getattr(settings, "OAUTH_RESOURCE_NAME", None)

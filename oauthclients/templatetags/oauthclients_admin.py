@@ -10,3 +10,9 @@ register = template.Library()
 @register.simple_tag
 def pending_client_count() -> int:
     return OAuthClient.objects.filter(status=ClientStatus.PENDING).count()
+
+
+@register.simple_tag
+def unverified_client_count() -> int:
+    """Self-registered clients in use within the ceiling, awaiting an administrator's decision."""
+    return OAuthClient.objects.filter(status=ClientStatus.UNVERIFIED, deleted_at__isnull=True).count()

@@ -19,7 +19,7 @@ from authlib.common.security import generate_token
 from authlib.integrations.requests_client import OAuth2Session as AuthlibSession
 from requests_oauthlib import OAuth2Session as RequestsOAuthlibSession
 
-from tests.factories import PASSWORD, make_client
+from tests.factories import make_client
 from tests.oauthflows.helpers import asking_again
 
 AUTHORIZE = "/auth/oauth2/authorize"
@@ -37,24 +37,6 @@ def server(live_server, settings, monkeypatch):
     settings.OAUTH_ISSUER = live_server.url
     monkeypatch.setenv("OAUTHLIB_INSECURE_TRANSPORT", "1")  # the client library's setting, for http://
     return live_server.url
-
-
-@pytest.fixture
-def user_agent(server, end_user):
-    """The end user's browser: a requests.Session logged in through the login form."""
-    session = requests.Session()
-    page = session.get(server + "/accounts/login/", timeout=TIMEOUT)
-    assert page.status_code == 200
-    response = session.post(
-        server + "/accounts/login/",
-        data={"username": end_user.username, "password": PASSWORD, "csrfmiddlewaretoken": CSRF_RE.search(page.text)[1]},
-        headers={"Referer": server + "/accounts/login/"},
-        allow_redirects=False,
-        timeout=TIMEOUT,
-    )
-    assert response.status_code == 302, response.text[:500]
-    with session:
-        yield session
 
 
 @pytest.fixture

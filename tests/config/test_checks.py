@@ -46,3 +46,13 @@ def test_no_warning_when_counts_are_shared_limits_are_off_or_one_worker_serves(
 def test_a_plain_check_does_not_warn(settings):
     settings.CACHES = LOCMEM
     call_command("check", "--fail-level", "WARNING")  # deploy checks only with --deploy
+
+
+def test_loopback_client_metadata_is_a_deploy_warning(settings):
+    from config.checks import client_metadata_loopback_off
+
+    settings.OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK = True
+    (warning,) = client_metadata_loopback_off()
+    assert warning.id == "config.W002" and "production" in warning.hint
+    settings.OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK = False
+    assert client_metadata_loopback_off() == []

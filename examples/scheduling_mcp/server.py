@@ -1,0 +1,190 @@
+"""The example MCP server: the official SDK's MCPServer behind `scopes`' bearer-token rules.
+
+The SDK serves the streamable HTTP transport (stateless: no session outlives a request, so no
+session can be picked up with another user's token). In front of it, `ScopesBearerAuth` does
+what `scopes.authentication` does for a Django service:
+
+- `/.well-known/oauth-protected-resource/mcp` (and the root form): RFC 9728 metadata from
+  scopes.metadata, with `scopes_supported` = the tools' scopes only;
+- `/mcp` without a token: 401 with `resource_metadata` (RFC 9728 §5.1), which is where an MCP
+  client starts its authorization; an invalid, expired, revoked token or one bound to another
+  resource (RFC 8707): 401 `invalid_token`; the authorization server unreachable: 503;
+- each tool checks its own scope with scopes.catalog.grants_scope (an ORG_ grant implies TEAM_),
+  and answers a tool error naming the missing scope otherwise.
+"""
+
+import json
+from typing import TypedDict
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from starlette.middleware.cors import CORSMiddleware
+
+from scopes.catalog import SCOPE_NAMES, grants_scope
+from scopes.metadata import metadata_document
+from scopes.resource import WELL_KNOWN, metadata_url, resource_uri
+from scopes.verifiers import AuthorizationServerUnavailable, Verification, audience_accepted, get_verifier
+
+MCP_PATH = "/mcp"
+STATE_KEY = "scopes_verification"
+# The scope each tool needs: the whole of what this server asks agents for.
+TOOL_SCOPES = {"whoami": "PROFILE_READ", "list_bookings": "BOOKING_READ"}
+
+mcp = MCPServer(
+    "Scheduling",
+    instructions="Tools over the user's scheduling account: who they are, and their bookings.",
+)
+
+
+def _verification(ctx: Context) -> Verification:
+    request = ctx.request_context.request
+    verification = (getattr(request, "scope", None) or {}).get("state", {}).get(STATE_KEY)
+    if verification is None:  # only reachable if the app is served without ScopesBearerAuth
+        raise ToolError("No verified access token.")
+    return verification
+
+
+def _granted(ctx: Context, tool: str) -> Verification:
+    verification = _verification(ctx)
+    needed = TOOL_SCOPES[tool]
+    token = verification.token
+    if not token.unrestricted and not grants_scope(token.scopes, needed):
+        raise ToolError(
+            f"{tool} needs the {needed} scope; this token grants {', '.join(token.scopes) or 'none'}. "
+            "Authorize again asking for it."
+        )
+    return verification
+
+
+class Identity(TypedDict):
+    username: str
+    sub: str
+    client_id: str
+    scopes: list[str]
+
+
+class Bookings(TypedDict):
+    username: str
+    bookings: list[dict]
+
+
+@mcp.tool()
+def whoami(ctx: Context) -> Identity:
+    """The user this agent acts for: username, stable subject and the scopes granted."""
+    verification = _granted(ctx, "whoami")
+    return {
+        "username": verification.user.get_username(),
+        "sub": verification.token.subject,
+        "client_id": verification.token.client_id,
+        "scopes": list(verification.token.scopes),
+    }
+
+
+@mcp.tool()
+def list_bookings(ctx: Context) -> Bookings:
+    """The user's bookings (this example serves none of its own: an empty list, for the user)."""
+    verification = _granted(ctx, "list_bookings")
+    return {"username": verification.user.get_username(), "bookings": []}
+
+
+def tool_scopes() -> list[str]:
+    """The scopes the tools need, in catalog order: the metadata's `scopes_supported`."""
+    needed = set(TOOL_SCOPES.values())
+    return [name for name in SCOPE_NAMES if name in needed]
+
+
+async def _send_json(send, status: int, body: dict, headers: list[tuple[bytes, bytes]] = ()) -> None:
+    payload = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
+def _challenge(error: str | None) -> bytes:
+    challenge = 'Bearer realm="mcp"'
+    if error:
+        challenge += f', error="{error}"'
+    return (challenge + f', resource_metadata="{metadata_url(resource_uri())}"').encode()
+
+
+class ScopesBearerAuth:
+    """ASGI middleware: RFC 9728 metadata, and RFC 6750 bearer verification through `scopes`."""
+
+    def __init__(self, app):
+        self.app = app
+        path = "/" + resource_uri().split("://", 1)[-1].partition("/")[2].rstrip("/")
+        self.metadata_paths = {WELL_KNOWN, WELL_KNOWN + path}
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)  # lifespan: the SDK's session manager
+            return
+        path = scope["path"]
+        if path in self.metadata_paths and scope["method"] in ("GET", "HEAD"):
+            await _send_json(
+                send,
+                200,
+                metadata_document(scopes_supported=tool_scopes()),
+                [(b"cache-control", b"public, max-age=3600")],
+            )
+            return
+        if path.rstrip("/") != MCP_PATH or scope["method"] == "OPTIONS":
+            await self.app(scope, receive, send)
+            return
+        refusal = await self._refusal(scope)
+        if refusal is not None:
+            status, body, headers = refusal
+            await _send_json(send, status, body, headers)
+            return
+        await self.app(scope, receive, send)
+
+    async def _refusal(self, scope):
+        """(status, body, headers) refusing the request, or None (the verification is in scope["state"])."""
+        header = next((value for name, value in scope["headers"] if name == b"authorization"), b"")
+        parts = header.split()
+        if not parts or parts[0].lower() != b"bearer":
+            # RFC 6750 §3.1: no credentials, no error code; the client starts authorization here.
+            body = {"error": "unauthorized", "error_description": "This MCP server needs an OAuth access token."}
+            return 401, body, [(b"www-authenticate", _challenge(None))]
+        raw = parts[1].decode("ascii", "replace") if len(parts) == 2 else ""
+        try:
+            verification = await anyio.to_thread.run_sync(get_verifier().verify, raw) if raw else None
+        except AuthorizationServerUnavailable as exc:
+            body = {"error": "temporarily_unavailable", "error_description": str(exc.detail)}
+            return 503, body, [(b"retry-after", str(exc.retry_after).encode())]
+        if verification is None or not audience_accepted(verification.token.audience):
+            description = (
+                "The access token is invalid, expired or revoked."
+                if verification is None
+                else "The access token is not meant for this MCP server: request one with resource="
+                + resource_uri()
+                + " (RFC 8707)."
+            )
+            body = {"error": "invalid_token", "error_description": description}
+            return 401, body, [(b"www-authenticate", _challenge("invalid_token"))]
+        scope.setdefault("state", {})[STATE_KEY] = verification
+        return None
+
+
+def application(host: str = "127.0.0.1"):
+    """The ASGI application: CORS for browser-based agents (no cookies: the bearer header is the
+    credential), the bearer rules, then the SDK's streamable HTTP transport at /mcp."""
+    # `host` sets the SDK's DNS-rebinding protection: on loopback, only loopback Host headers.
+    app = mcp.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, host=host)
+    return CORSMiddleware(
+        ScopesBearerAuth(app),
+        allow_origins=["*"],
+        allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+        allow_headers=["authorization", "content-type", "mcp-protocol-version", "mcp-session-id", "last-event-id"],
+        expose_headers=["www-authenticate", "mcp-session-id"],
+    )
