@@ -3,7 +3,7 @@
 import os
 
 from django.conf import settings
-from django.core.checks import Tags, Warning, register
+from django.core.checks import Error, Tags, Warning, register
 
 # Cache backends whose counts live inside one server process.
 PER_PROCESS_CACHES = (
@@ -45,3 +45,38 @@ def client_metadata_loopback_off(app_configs=None, **kwargs) -> list[Warning]:
             id="config.W002",
         )
     ]
+
+
+@register(Tags.security, deploy=True)
+def signing_keys_ready(app_configs=None, databases=None, **kwargs) -> list:
+    """Signing needs the encryption key (environment) and at least one key (`manage.py signingkey`);
+    the second is a database question, asked as Django asks them: `check --deploy --database default`."""
+    from django.db import DatabaseError
+
+    from oauthclients.models import SigningKey
+
+    problems = []
+    if len(getattr(settings, "OAUTH_SIGNING_KEY_ENCRYPTION_KEY", "") or "") < 32:
+        problems.append(
+            Error(
+                "OAUTH_SIGNING_KEY_ENCRYPTION_KEY is not set (or shorter than 32 characters): signing keys "
+                "cannot be made or used.",
+                hint="Set it to a random secret of 32 or more characters, kept like DJANGO_SECRET_KEY.",
+                id="config.E003",
+            )
+        )
+    if not databases or "default" not in databases:
+        return problems
+    try:
+        has_key = SigningKey.objects.exists()
+    except DatabaseError:
+        return problems  # the database's own checks report it
+    if not has_key:
+        problems.append(
+            Error(
+                "No signing key exists: the JWKS is empty.",
+                hint="Run `manage.py signingkey create --alg ES256` and `manage.py signingkey create --alg RS256`.",
+                id="config.E004",
+            )
+        )
+    return problems

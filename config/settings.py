@@ -209,6 +209,16 @@ OAUTH_RESOURCE_DOCUMENTATION = env_str("OAUTH_RESOURCE_DOCUMENTATION", f"{OAUTH_
 
 OAUTH_METADATA_PATH = "/.well-known/oauth-authorization-server"
 
+# Signing keys (oauthclients.keys, `manage.py signingkey`): their private parts are stored encrypted
+# under this key, which lives in the environment only. Under DJANGO_DEBUG (make run) a key derived
+# from the secret key stands in; `check --deploy` errors without a real one.
+OAUTH_SIGNING_KEY_ENCRYPTION_KEY = env_str("OAUTH_SIGNING_KEY_ENCRYPTION_KEY") or (
+    "debug-only-signing-key-encryption:" + SECRET_KEY if DEBUG else ""
+)
+# A rotated-in key is published this many seconds before it signs (the JWKS is cached for less).
+OAUTH_SIGNING_KEY_PUBLISH_AHEAD = env_int("OAUTH_SIGNING_KEY_PUBLISH_AHEAD", 600)
+OAUTH_JWKS_PATH = "/.well-known/jwks.json"
+
 # Agents and tools that register themselves (docs/agents.md). OAUTH_DYNAMIC_REGISTRATION:
 # "unverified" (default: RFC 7591 registration is open and a new client is usable at once within
 # OAUTH_UNVERIFIED_SCOPES), "pending" (it lands in the review queue, usable by nobody until

@@ -8,6 +8,8 @@ os.environ.setdefault("OAUTH_ISSUER", "http://testserver")
 os.environ.setdefault("DJANGO_ALLOWED_HOSTS", "testserver,127.0.0.1,localhost")
 # Replays in the unit tests come milliseconds after the first use; the grace window has its own tests.
 os.environ.setdefault("OAUTH_REPLAY_GRACE_SECONDS", "0")
+# Signing keys are encrypted under this (tests only; production sets its own, check --deploy insists).
+os.environ.setdefault("OAUTH_SIGNING_KEY_ENCRYPTION_KEY", "test-suite-only-signing-key-encryption-key")
 
 from config.settings import *  # noqa: E402,F403
 

@@ -541,3 +541,33 @@ class IDToken(AbstractIDToken):
 
     class Meta(AbstractIDToken.Meta):
         pass
+
+
+class SigningKeyAlgorithm(models.TextChoices):
+    ES256 = "ES256", "ES256 (ECDSA P-256)"
+    RS256 = "RS256", "RS256 (RSA 2048)"
+
+
+class SigningKey(models.Model):
+    """A key this server signs with (JWT access tokens, ID tokens, status lists): oauthclients.keys.
+
+    The private part is stored only as a JWE (A256KW + A256GCM) under OAUTH_SIGNING_KEY_ENCRYPTION_KEY,
+    never in plain text; the public part is published in the JWKS from `created` until the last
+    token it signed has expired. It signs from `signs_from` (later than `created` when rotated in,
+    so that verifiers have fetched it first) until `retired_at`.
+    """
+
+    kid = models.CharField(max_length=64, unique=True, editable=False)
+    algorithm = models.CharField(max_length=8, choices=SigningKeyAlgorithm.choices)
+    public_jwk = models.JSONField(editable=False)
+    private_jwe = models.TextField(editable=False)
+    created = models.DateTimeField(default=timezone.now, editable=False)
+    signs_from = models.DateTimeField()
+    retired_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-signs_from", "-id"]
+        verbose_name = "signing key"
+
+    def __str__(self):
+        return f"{self.algorithm} key {self.kid}"

@@ -18,6 +18,7 @@ from oauth2_provider.views.mixins import OAuthLibMixin
 from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
 
+from oauthclients.keys import jwks_document
 from oauthflows.oauth2 import ClientCall, client_call, request_attribute_names, request_started_at
 from oauthflows.openapi import introspect_schema, revoke_schema, token_schema
 from plumbing.requestparams import REPEATABLE_PARAMS, BodyError, basic_credentials, request_json_pairs
@@ -397,6 +398,7 @@ class MetadataView(View):
                 "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
                 "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
                 "authorization_response_iss_parameter_supported": True,
+                "jwks_uri": issuer + settings.OAUTH_JWKS_PATH,
                 # RFC 7591 (docs/agents.md): absent when OAUTH_DYNAMIC_REGISTRATION=off.
                 **(
                     {
@@ -409,4 +411,20 @@ class MetadataView(View):
             }
         )
         response["Cache-Control"] = "public, max-age=3600"
+        return response
+
+
+class JwksView(View):
+    """GET /.well-known/jwks.json (RFC 7517): the public parts of every published signing key.
+
+    Cacheable for five minutes, less than OAUTH_SIGNING_KEY_PUBLISH_AHEAD (ten by default), so a
+    verifier has a rotated-in key before anything is signed with it.
+    """
+
+    http_method_names = ["get", "head", "options"]
+
+    def get(self, request, *args, **kwargs):
+        response = JsonResponse(jwks_document())
+        response["Cache-Control"] = "public, max-age=300"
+        response["Access-Control-Allow-Origin"] = "*"
         return response

@@ -15,4 +15,5 @@ urlpatterns = [
     path("settings/apps/", views.ConnectedAppsView.as_view(), name="connected_apps"),
     path("settings/apps/<str:client_id>/revoke/", views.ConnectedAppRevokeView.as_view(), name="connected_app_revoke"),
     path(".well-known/oauth-authorization-server", endpoints.MetadataView.as_view(), name="metadata"),
+    path(".well-known/jwks.json", endpoints.JwksView.as_view(), name="jwks"),
 ]

@@ -9,8 +9,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.test.utils import override_settings
 
-from oauthclients import selectors, services
-from oauthclients.models import ClientKind, OAuthClient
+from oauthclients import keys, selectors, services
+from oauthclients.models import ClientKind, OAuthClient, SigningKey, SigningKeyAlgorithm
 
 # Well-known passwords: this is why the command refuses to run unless DEBUG is on.
 DEMO_USERS = (
@@ -40,6 +40,15 @@ class Command(BaseCommand):
             "--force", action="store_true", help="Run even with DEBUG off (never on a real deployment)."
         )
 
+    @staticmethod
+    def _signing_keys() -> list[str]:
+        """One signing key per algorithm on first start (`manage.py signingkey` manages them)."""
+        made = []
+        for algorithm in SigningKeyAlgorithm.values:
+            if not SigningKey.objects.filter(algorithm=algorithm).exists():
+                made.append(keys.signing_key_create(algorithm=algorithm).kid)
+        return made
+
     def handle(self, *args, force=False, **options):
         if not settings.DEBUG and not force:
             raise CommandError(
@@ -60,6 +69,7 @@ class Command(BaseCommand):
                 users = {name: self._user(name, password, admin) for name, password, admin in DEMO_USERS}
                 client, secret = self._client(developer=users["developer"], admin=users["admin"])
                 docs_client = self._docs_client(admin=users["admin"])
+                made_keys = self._signing_keys()
         finally:
             audit_log.setLevel(level)
 
@@ -88,6 +98,11 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"API docs:           {settings.OAUTH_ISSUER}/v2/docs/ (Authorize: client_id {docs_client.client_id}, "
                 "PKCE, no secret)"
+            )
+        if made_keys:
+            self.stdout.write(
+                f"Signing keys:       {len(made_keys)} created, published at {settings.OAUTH_ISSUER}"
+                f"{settings.OAUTH_JWKS_PATH} (manage.py signingkey list)"
             )
         self.stdout.write("=" * 72)
 

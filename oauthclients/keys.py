@@ -1,0 +1,169 @@
+"""Signing keys: made, rotated, retired and published here; used through `signing_key_current`.
+
+Keys are ES256 (P-256) or RS256 (RSA 2048), made with jwcrypto (the JOSE library
+django-oauth-toolkit already depends on). The private part is stored only as a compact JWE
+(A256KW + A256GCM) under a key-encryption key derived from OAUTH_SIGNING_KEY_ENCRYPTION_KEY (the
+environment's, never the database's): a dump of the database holds no usable private key.
+
+Rotation with overlap (`signing_key_rotate`): the new key is published in the JWKS at once and
+signs only OAUTH_SIGNING_KEY_PUBLISH_AHEAD seconds later, so every verifier that refreshes its JWKS
+within that time (the JWKS is cacheable for less) already knows it; the old key signs until then
+and stays published until the last token it could have signed has expired.
+"""
+
+import base64
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+from jwcrypto import jwe, jwk
+from oauth2_provider.settings import oauth2_settings
+
+from oauthclients.exceptions import ApplicationError
+from oauthclients.models import SigningKey, SigningKeyAlgorithm
+
+KEY_WRAP = {"alg": "A256KW", "enc": "A256GCM"}
+MIN_ENCRYPTION_KEY_LENGTH = 32
+
+
+class SigningKeyNotFound(ApplicationError):
+    pass
+
+
+def _encryption_key() -> jwk.JWK:
+    """The key-encryption key: SHA-256 of OAUTH_SIGNING_KEY_ENCRYPTION_KEY (at least 32 characters)."""
+    secret = getattr(settings, "OAUTH_SIGNING_KEY_ENCRYPTION_KEY", "") or ""
+    if len(secret) < MIN_ENCRYPTION_KEY_LENGTH:
+        raise ImproperlyConfigured(
+            "OAUTH_SIGNING_KEY_ENCRYPTION_KEY must be set to a random string of at least "
+            f"{MIN_ENCRYPTION_KEY_LENGTH} characters (python -c 'import secrets; print(secrets.token_urlsafe(32))')."
+        )
+    raw = hashlib.sha256(secret.encode("utf-8")).digest()
+    return jwk.JWK(kty="oct", k=base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii"))
+
+
+def _generate(algorithm: str) -> jwk.JWK:
+    if algorithm == SigningKeyAlgorithm.ES256:
+        return jwk.JWK.generate(kty="EC", crv="P-256")
+    if algorithm == SigningKeyAlgorithm.RS256:
+        return jwk.JWK.generate(kty="RSA", size=2048)
+    raise ValueError(f"Unknown signing algorithm {algorithm!r}: ES256 or RS256.")
+
+
+def _public(key: jwk.JWK, *, kid: str, algorithm: str) -> dict:
+    return {**key.export_public(as_dict=True), "kid": kid, "alg": algorithm, "use": "sig"}
+
+
+def private_key(key: SigningKey) -> jwk.JWK:
+    """The private JWK, decrypted (only in memory, to sign)."""
+    envelope = jwe.JWE()
+    envelope.deserialize(key.private_jwe, key=_encryption_key())
+    return jwk.JWK.from_json(envelope.payload.decode("utf-8"))
+
+
+def published_lifetime() -> timedelta:
+    """How long a retired key stays published: the longest a token it signed can live."""
+    return timedelta(seconds=max(oauth2_settings.ACCESS_TOKEN_EXPIRE_SECONDS, oauth2_settings.ID_TOKEN_EXPIRE_SECONDS))
+
+
+@transaction.atomic
+def signing_key_create(*, algorithm: str, signs_from=None) -> SigningKey:
+    """A new key, published now; it signs from `signs_from` (default: now)."""
+    generated = _generate(algorithm)
+    kid = generated.thumbprint()  # RFC 7638: stable, and says nothing secret
+    envelope = jwe.JWE(generated.export_private().encode("utf-8"), protected=json.dumps(KEY_WRAP))
+    envelope.add_recipient(_encryption_key())
+    now = timezone.now()
+    return SigningKey.objects.create(
+        kid=kid,
+        algorithm=algorithm,
+        public_jwk=_public(generated, kid=kid, algorithm=algorithm),
+        private_jwe=envelope.serialize(compact=True),
+        created=now,
+        signs_from=signs_from or now,
+    )
+
+
+@transaction.atomic
+def signing_key_rotate(*, algorithm: str) -> SigningKey:
+    """A new key published now that takes over signing after OAUTH_SIGNING_KEY_PUBLISH_AHEAD; the
+    keys of that algorithm signing until then retire at that moment (and stay published)."""
+    now = timezone.now()
+    takes_over = now + timedelta(seconds=settings.OAUTH_SIGNING_KEY_PUBLISH_AHEAD)
+    current = list(
+        SigningKey.objects.select_for_update().filter(
+            Q(retired_at__isnull=True) | Q(retired_at__gt=takes_over), algorithm=algorithm
+        )
+    )
+    new = signing_key_create(algorithm=algorithm, signs_from=takes_over if current else now)
+    SigningKey.objects.filter(pk__in=[key.pk for key in current]).update(retired_at=new.signs_from)
+    return new
+
+
+@transaction.atomic
+def signing_key_retire(*, kid: str) -> SigningKey:
+    """Stop signing with this key now; it stays published until its last token has expired."""
+    key = SigningKey.objects.select_for_update().filter(kid=kid).first()
+    if key is None:
+        raise SigningKeyNotFound(f"No signing key has kid {kid!r}.")
+    now = timezone.now()
+    if key.retired_at is None or key.retired_at > now:
+        key.retired_at = now
+        key.save(update_fields=["retired_at"])
+    return key
+
+
+def signing_key_current(algorithm: str) -> SigningKey | None:
+    """The key that signs now with this algorithm: the newest one past `signs_from`, not retired."""
+    now = timezone.now()
+    return (
+        SigningKey.objects.filter(algorithm=algorithm, signs_from__lte=now)
+        .filter(Q(retired_at__isnull=True) | Q(retired_at__gt=now))
+        .order_by("-signs_from", "-id")
+        .first()
+    )
+
+
+def signing_keys_published() -> list[SigningKey]:
+    """Every key a verifier may meet now: made, and not retired longer ago than a token lives."""
+    cutoff = timezone.now() - published_lifetime()
+    return list(SigningKey.objects.filter(Q(retired_at__isnull=True) | Q(retired_at__gt=cutoff)).order_by("id"))
+
+
+def jwks_document() -> dict:
+    """RFC 7517 §5: the public keys, nothing else."""
+    return {"keys": [key.public_jwk for key in signing_keys_published()]}
+
+
+@dataclass(frozen=True)
+class KeyState:
+    kid: str
+    algorithm: str
+    state: str  # "signing", "published" (not yet or no longer signing), "expired" (no longer published)
+    created: str
+    signs_from: str
+    retired_at: str | None
+
+    @classmethod
+    def of(cls, key: SigningKey) -> "KeyState":
+        now = timezone.now()
+        if key.retired_at is not None and key.retired_at + published_lifetime() <= now:
+            state = "expired"
+        elif key.signs_from <= now and (key.retired_at is None or key.retired_at > now):
+            state = "signing"
+        else:
+            state = "published"
+        return cls(
+            kid=key.kid,
+            algorithm=key.algorithm,
+            state=state,
+            created=key.created.isoformat(),
+            signs_from=key.signs_from.isoformat(),
+            retired_at=key.retired_at.isoformat() if key.retired_at else None,
+        )
