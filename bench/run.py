@@ -95,6 +95,10 @@ TRIALS = [
     ("2 sync workers (1 per core)", {}, {"workers": 2}),
     ("8 sync workers (4 per core)", {}, {"workers": 8}),
     ("2 gthread workers x 2 threads", {}, {"workers": 2, "worker_class": "gthread", "threads": 2}),
+    # PgBouncer before 1.22 (or max_prepared_statements = 0): server-side binding, nothing prepared.
+    ("server-side binding, preparing off", {"DATABASE_PREPARE_THRESHOLD": "off"}, {}),
+    # The Allow POST's code + consent + audit statement against the ORM's three writes (flow scenario).
+    ("consent, audit and code through the ORM", {"OAUTH_CONSENT_STATEMENT": "0"}, {}, [("4", "FlowUser")]),
 ]
 TRIAL_SCENARIOS = [("1", "MeUser"), ("2", "RefreshUser")]
 RUN_TRIALS = os.environ.get("BENCH_TRIALS", "1") == "1"
@@ -489,11 +493,11 @@ class Bench:
 def run_trials(bench: Bench, project: Server, workdir: Path) -> list[dict]:
     """Each trial against the project as configured, side by side (module docstring, TRIALS)."""
     found = []
-    for number, (name, env, options) in enumerate(TRIALS):
+    for number, (name, env, options, *scenarios) in enumerate(TRIALS):
         trial = Server("project", {**bench.env("project"), **env}, workdir / f"gunicorn-trial-{number}.log", **options)
         try:
             trial.start()
-            for scenario, user_class in TRIAL_SCENARIOS:
+            for scenario, user_class in scenarios[0] if scenarios else TRIAL_SCENARIOS:
                 base_target, trial_target = f"base:{number}", f"trial:{number}"
                 bench.measure([(project, base_target), (trial, trial_target)], scenario, user_class)
                 tokens = bench.tokens("project")

@@ -190,6 +190,9 @@ OAUTH_REPLAY_GRACE_SECONDS = env_int("OAUTH_REPLAY_GRACE_SECONDS", 5)
 # PostgreSQL: redeem a code or refresh token in one hand-written statement when every check
 # passes (oauthclients/claims.py); 0 sends every redemption through the ORM's full path instead.
 OAUTH_FAST_REDEMPTION = env_bool("OAUTH_FAST_REDEMPTION", True)
+# PostgreSQL: the Allow POST writes the code, the consent and its audit row in one statement
+# (oauthclients/claims.py); 0 writes them through the ORM (a bench trial compares the two).
+OAUTH_CONSENT_STATEMENT = env_bool("OAUTH_CONSENT_STATEMENT", True)
 
 OAUTH_AUTHORIZE_PATH = "/auth/oauth2/authorize"
 OAUTH_TOKEN_PATH = "/v2/auth/oauth2/token"
@@ -364,8 +367,8 @@ LOGGING = {
 
 
 # --- Rate limiting and cache ---
-# README "Rate limits". Counts live in the cache: per process by default, shared by every server
-# process when REDIS_URL names a Redis server (which production with several workers needs).
+# README "Rate limits". Counts live in Redis when REDIS_URL names one; else in PostgreSQL when that is
+# the database (shared by every server process either way); per process only on SQLite.
 from plumbing.env import env_networks, env_rate  # noqa: E402
 
 REDIS_URL = env_str("REDIS_URL")
@@ -387,6 +390,11 @@ else:
         }
     }
 RATELIMIT_CACHE = "default"
+if not REDIS_URL and DATABASES["default"]["ENGINE"] == "plumbing.postgresql":
+    # No Redis but PostgreSQL: the counters live in the database, shared by every worker and
+    # server (plumbing/countercache.py); per process remains only for SQLite development.
+    CACHES["ratelimit"] = {"BACKEND": "plumbing.countercache.PostgresCounterCache", "LOCATION": "ratelimit_counters"}
+    RATELIMIT_CACHE = "ratelimit"
 RATELIMIT_ENABLED = env_bool("RATELIMIT_ENABLED", True)
 # Proxies whose X-Forwarded-For is believed (plumbing/clientip.py). Empty: REMOTE_ADDR only.
 TRUSTED_PROXIES = env_networks("DJANGO_TRUSTED_PROXIES")

@@ -2,6 +2,7 @@
 
 from functools import cache
 
+from django.conf import settings
 from django.db import connections, router, transaction
 from django.db.models.sql import InsertQuery
 from django.utils import timezone
@@ -120,7 +121,7 @@ def _saved(instance, alias: str):
 def consent_records_with_code() -> bool:
     """Whether the authorization code is written with its consent and audit row in one
     statement (PostgreSQL: consent_record with `code`); elsewhere consent_record follows it."""
-    return connections[router.db_for_write(Consent)].vendor == "postgresql"
+    return settings.OAUTH_CONSENT_STATEMENT and connections[router.db_for_write(Consent)].vendor == "postgresql"
 
 
 @transaction.atomic

@@ -1,0 +1,120 @@
+"""The rate limiter's counters in PostgreSQL, for deployments without Redis (settings, README).
+
+Without a shared cache each server process counts on its own, so with four workers a client over
+its limit on one worker is served by the next. Django's DatabaseCache would share the counts but
+increments by read-then-write (two concurrent hits can count as one); this backend keeps only
+what plumbing.ratelimit.Window needs — add, incr, get, set, delete — each one atomic statement on
+an UNLOGGED table (counters need no crash safety: a lost window merely starts again):
+
+    add:  INSERT … ON CONFLICT DO UPDATE … WHERE the row has expired  (opens a window once)
+    incr: UPDATE … SET value = value + n … RETURNING value             (no lost update)
+
+Values are numbers (counts, and the window's closing time). The table is made on first use, and
+expired rows are swept now and then by the statement that opens a window. Measured by `make bench`
+(README, "Performance": the token scenarios against their floors).
+"""
+
+import random
+import time
+
+from django.core.cache.backends.base import DEFAULT_TIMEOUT, BaseCache
+from django.db import connections
+
+SWEEP_ONE_IN = 1000
+
+
+class PostgresCounterCache(BaseCache):
+    def __init__(self, table: str, params: dict):
+        super().__init__(params)
+        self._table = table
+        self._alias = params.get("OPTIONS", {}).get("DATABASE", "default")
+        self._ready: set[int] = set()
+
+    # --- plumbing --------------------------------------------------------------------------------
+
+    def _cursor(self):
+        connection = connections[self._alias]
+        cursor = connection.cursor()
+        if id(connection.connection) not in self._ready:
+            table = connection.ops.quote_name(self._table)
+            cursor.execute(
+                f"CREATE UNLOGGED TABLE IF NOT EXISTS {table} "
+                "(key text PRIMARY KEY, value double precision NOT NULL, expires double precision NOT NULL)"
+            )
+            self._ready.add(id(connection.connection))
+        return cursor
+
+    @property
+    def _quoted(self) -> str:
+        return connections[self._alias].ops.quote_name(self._table)
+
+    def _expires(self, timeout) -> float:
+        expires = self.get_backend_timeout(timeout)  # BaseCache: the moment, as time.time() counts
+        return float("inf") if expires is None else expires
+
+    @staticmethod
+    def _number(value):
+        return int(value) if float(value).is_integer() else value
+
+    # --- the cache API the limiter uses -----------------------------------------------------------
+
+    def add(self, key, value, timeout=DEFAULT_TIMEOUT, version=None) -> bool:
+        key = self.make_and_validate_key(key, version=version)
+        with self._cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {self._quoted} AS t (key, value, expires) VALUES (%s, %s, %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, expires = EXCLUDED.expires "
+                "WHERE t.expires <= %s RETURNING 1",
+                [key, float(value), self._expires(timeout), time.time()],
+            )
+            opened = cursor.fetchone() is not None
+            if opened and random.randrange(SWEEP_ONE_IN) == 0:  # noqa: S311 - not a secret
+                cursor.execute(f"DELETE FROM {self._quoted} WHERE expires <= %s", [time.time()])
+        return opened
+
+    def incr(self, key, delta=1, version=None):
+        key = self.make_and_validate_key(key, version=version)
+        with self._cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {self._quoted} SET value = value + %s WHERE key = %s AND expires > %s RETURNING value",
+                [float(delta), key, time.time()],
+            )
+            row = cursor.fetchone()
+        if row is None:
+            raise ValueError(f"Key '{key}' not found")
+        return self._number(row[0])
+
+    def get(self, key, default=None, version=None):
+        key = self.make_and_validate_key(key, version=version)
+        with self._cursor() as cursor:
+            cursor.execute(f"SELECT value FROM {self._quoted} WHERE key = %s AND expires > %s", [key, time.time()])
+            row = cursor.fetchone()
+        return default if row is None else self._number(row[0])
+
+    def set(self, key, value, timeout=DEFAULT_TIMEOUT, version=None) -> None:
+        key = self.make_and_validate_key(key, version=version)
+        with self._cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {self._quoted} (key, value, expires) VALUES (%s, %s, %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, expires = EXCLUDED.expires",
+                [key, float(value), self._expires(timeout)],
+            )
+
+    def touch(self, key, timeout=DEFAULT_TIMEOUT, version=None) -> bool:
+        key = self.make_and_validate_key(key, version=version)
+        with self._cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {self._quoted} SET expires = %s WHERE key = %s AND expires > %s",
+                [self._expires(timeout), key, time.time()],
+            )
+            return cursor.rowcount > 0
+
+    def delete(self, key, version=None) -> bool:
+        key = self.make_and_validate_key(key, version=version)
+        with self._cursor() as cursor:
+            cursor.execute(f"DELETE FROM {self._quoted} WHERE key = %s", [key])
+            return cursor.rowcount > 0
+
+    def clear(self) -> None:
+        with self._cursor() as cursor:
+            cursor.execute(f"DELETE FROM {self._quoted}")

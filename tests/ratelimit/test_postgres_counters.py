@@ -1,0 +1,110 @@
+"""Without Redis, on PostgreSQL, the rate limiter's counters live in the database
+(plumbing.countercache.PostgresCounterCache): shared by every worker, atomic under concurrency,
+expiring with their window; per process only on SQLite."""
+
+import threading
+import time
+
+import pytest
+from django.core.cache import caches
+from django.db import connection, connections
+
+from plumbing.ratelimit import Window
+from tests.ratelimit.settings_probe import production_settings
+from tests.ratelimit.test_shared_counts import guess
+
+BACKEND = "plumbing.countercache.PostgresCounterCache"
+postgres_only = pytest.mark.skipif(connection.vendor != "postgresql", reason="the counters are PostgreSQL's")
+
+
+def test_production_on_postgresql_without_redis_counts_in_the_database():
+    seen = production_settings(
+        "print(json.dumps([settings.RATELIMIT_CACHE, settings.CACHES[settings.RATELIMIT_CACHE]['BACKEND']]))",
+        DATABASE_URL="postgres://postgres@127.0.0.1:5432/test",
+    )
+    assert seen == ["ratelimit", BACKEND]
+
+
+def test_redis_wins_and_sqlite_stays_per_process():
+    code = "print(json.dumps(settings.CACHES[settings.RATELIMIT_CACHE]['BACKEND']))"
+    redis = production_settings(
+        code, DATABASE_URL="postgres://postgres@127.0.0.1:5432/test", REDIS_URL="redis://x:6379/0"
+    )
+    assert redis == "django.core.cache.backends.redis.RedisCache"
+    sqlite = production_settings(code, DATABASE_URL="sqlite:////tmp/settings-probe.sqlite3")
+    assert sqlite == "django.core.cache.backends.locmem.LocMemCache"
+
+
+@pytest.fixture
+def counters(settings, transactional_db):
+    settings.CACHES = {
+        **settings.CACHES,
+        "process_a": {"BACKEND": BACKEND, "LOCATION": "ratelimit_counters_test"},
+        "process_b": {"BACKEND": BACKEND, "LOCATION": "ratelimit_counters_test"},
+    }
+    caches["process_a"].clear()
+    yield caches["process_a"], caches["process_b"]
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS ratelimit_counters_test")
+
+
+@postgres_only
+def test_the_cache_operations_the_limiter_uses(counters):
+    cache, other = counters
+    assert cache.add("k", 1, timeout=60) is True
+    assert other.add("k", 1, timeout=60) is False  # the window is open, for every process
+    assert other.incr("k") == 2 and cache.incr("k", 3) == 5
+    assert cache.get("k") == 5 and other.get("missing", 0) == 0
+    cache.set("closes", 1234.5, timeout=60)
+    assert other.get("closes") == 1234.5
+    with pytest.raises(ValueError):
+        cache.incr("missing")
+    assert cache.delete("k") is True and cache.get("k") is None
+
+
+@postgres_only
+def test_an_expired_window_is_reopened_and_not_counted(counters):
+    cache, other = counters
+    assert cache.add("w", 1, timeout=1)
+    cache.incr("w")
+    time.sleep(1.1)
+    assert other.get("w") is None
+    with pytest.raises(ValueError):
+        other.incr("w")  # Window.count then opens the next one
+    assert other.add("w", 1, timeout=60) is True
+    assert cache.get("w") == 1
+
+
+@postgres_only
+def test_concurrent_hits_from_many_connections_lose_none(counters):
+    cache, _other = counters
+    window = Window.of("token_failures_per_address", "198.51.100.9", 60)
+    errors = []
+
+    def hit():
+        try:
+            for _ in range(25):
+                window.count(cache, time.time())
+        except Exception as exc:  # reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=hit) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert window.used(cache) == 200
+
+
+@postgres_only
+def test_two_processes_share_a_limit(counters, settings, limits):
+    limits(token_failures_per_address=(3, 60))
+    for alias in ("process_a", "process_b", "process_a"):
+        settings.RATELIMIT_CACHE = alias
+        assert guess().status_code in (400, 401)
+    settings.RATELIMIT_CACHE = "process_b"
+    refused = guess()
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
