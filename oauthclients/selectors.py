@@ -136,6 +136,18 @@ def resource_uri_known(uri: str) -> bool:
     ).exists()
 
 
+def resource_names(uris) -> list[tuple[str, str]]:
+    """(name, URI) of each protected resource, for the consent page: the own API's
+    OAUTH_RESOURCE_NAME, a resource server's name; one query for them all."""
+    names = dict(
+        OAuthClient.objects.filter(client_type=ClientKind.RESOURCE_SERVER, resource_uri__in=list(uris)).values_list(
+            "resource_uri", "name"
+        )
+    )
+    names.setdefault(settings.OAUTH_RESOURCE_URI, getattr(settings, "OAUTH_RESOURCE_NAME", "") or "")
+    return [(names.get(uri) or uri, uri) for uri in uris]
+
+
 # --- access tokens, as resource requests and introspection see them ---------------------------
 
 MAX_TOKEN_LENGTH = 512

@@ -20,7 +20,7 @@ from oauth2_provider.views.mixins import OAuthLibMixin
 from oauthlib.common import add_params_to_uri
 
 from oauthclients.models import ClientStatus, OAuthClient
-from oauthclients.selectors import verified_name_like
+from oauthclients.selectors import resource_names, verified_name_like
 from oauthflows.authorization import (
     AuthorizationPageError,
     AuthorizationRedirectError,
@@ -122,6 +122,8 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
             "shown": authz.client.owner_preview if authz.client.status == ClientStatus.PENDING else authz.client.shown,
             # A self-registered app named like a verified one is flagged (docs/agents.md).
             "lookalike_of": verified_name_like(authz.client) if authz.client.is_unverified else None,
+            # RFC 8707: the services a bound token is for, by name (and URI).
+            "resources": resource_names(authz.resources) if authz.resources else [],
             # A client ID metadata document's host: who published the name shown above.
             "document_host": urlsplit(authz.client.client_id).netloc
             if authz.client.registration_source == OAuthClient.RegistrationSource.CIMD

@@ -310,6 +310,8 @@ class Window:
 
     def count(self, cache: BaseCache, now: float) -> int:
         """Add one to the counter (atomically) and return the new count."""
+        if hasattr(cache, "count_in_window"):  # plumbing.countercache: one statement
+            return cache.count_in_window(self.key, self.period)[0]
         if not cache.add(self.key, 1, timeout=self.period):
             try:
                 return cache.incr(self.key)  # keeps the expiry the window opened with
@@ -323,7 +325,7 @@ class Window:
 
     def retry_after(self, cache: BaseCache, now: float) -> int:
         """Whole seconds until the window closes (the whole period if that is unknown)."""
-        closes = cache.get(self._closes_key)
+        closes = cache.window_closes(self.key) if hasattr(cache, "window_closes") else cache.get(self._closes_key)
         return max(1, math.ceil(closes - now)) if closes else self.period
 
 
@@ -338,8 +340,11 @@ class RateLimitMiddleware:
         if failed:
             try:
                 cache = caches[settings.RATELIMIT_CACHE]
-                for window in failed:
-                    window.count(cache, time.time())
+                if hasattr(cache, "check_windows"):  # every failure limit in one statement
+                    cache.check_windows(read=[], count=[(window.key, window.period) for window in failed])
+                else:
+                    for window in failed:
+                        window.count(cache, time.time())
             except Exception as exc:  # any cache backend's error: see the module docstring
                 _log_cache_failure(exc)
         return response
@@ -351,20 +356,17 @@ class RateLimitMiddleware:
         if route is None or request.method != "POST" or not settings.RATELIMIT_ENABLED:
             return None
         now = time.time()
+        try:
+            cache = caches[settings.RATELIMIT_CACHE]
+            if hasattr(cache, "check_windows"):
+                checked = self._checked_at_once(cache, route, request, now)
+            else:
+                checked = list(self._checked_one_by_one(cache, route, request, now))
+        except Exception as exc:  # any cache backend's error: see the module docstring
+            _log_cache_failure(exc)
+            return None
         pending = []
-        for limit in route.limits:
-            value = limit.per(request)
-            if value is None:
-                continue
-            allowed, period = settings.RATELIMITS[limit.name]
-            window = Window.of(limit.name, value, period)
-            try:
-                cache = caches[settings.RATELIMIT_CACHE]
-                over = window.used(cache) >= allowed if limit.failed else window.count(cache, now) > allowed
-                retry_after = window.retry_after(cache, now) if over else 0
-            except Exception as exc:  # any cache backend's error: see the module docstring
-                _log_cache_failure(exc)
-                return None
+        for limit, window, over, retry_after in checked:
             if over:
                 logger.warning(
                     "Rate limit %s reached: %s from %s", limit.name, request.path_info, client_address(request)
@@ -380,6 +382,48 @@ class RateLimitMiddleware:
         # by at most the number of requests the server handles at once.
         request._ratelimit_failure_windows = pending
         return None
+
+    @staticmethod
+    def _windows(route: Route, request) -> list[tuple[Limit, int, Window]]:
+        windows = []
+        for limit in route.limits:
+            value = limit.per(request)
+            if value is not None:
+                allowed, period = settings.RATELIMITS[limit.name]
+                windows.append((limit, allowed, Window.of(limit.name, value, period)))
+        return windows
+
+    @staticmethod
+    def _checked_one_by_one(cache, route: Route, request, now: float):
+        """Limit by limit, in order, stopping at the first one over (address first: a refused
+        request loads no session)."""
+        for limit in route.limits:
+            value = limit.per(request)
+            if value is None:
+                continue
+            allowed, period = settings.RATELIMITS[limit.name]
+            window = Window.of(limit.name, value, period)
+            over = window.used(cache) >= allowed if limit.failed else window.count(cache, now) > allowed
+            yield limit, window, over, window.retry_after(cache, now) if over else 0
+            if over:
+                return
+
+    def _checked_at_once(self, cache, route: Route, request, now: float):
+        """Every limit of the route in one round trip (plumbing.countercache.check_windows): the
+        counted ones incremented, the failure ones read. A request refused by one limit is still
+        counted by the others (it was a request)."""
+        windows = self._windows(route, request)
+        answers = cache.check_windows(
+            read=[window.key for limit, _allowed, window in windows if limit.failed],
+            count=[(window.key, window.period) for limit, _allowed, window in windows if not limit.failed],
+        )
+        checked = []
+        for limit, allowed, window in windows:
+            value, closes = answers.get(window.key, (0, None))
+            over = value >= allowed if limit.failed else value > allowed
+            retry_after = (max(1, math.ceil(closes - now)) if closes else window.period) if over else 0
+            checked.append((limit, window, over, retry_after))
+        return checked
 
 
 def _log_cache_failure(exc: Exception) -> None:

@@ -12,6 +12,7 @@ from rest_framework import exceptions
 from rest_framework.views import exception_handler
 
 from scopes.permissions import InsufficientScope
+from scopes.resource import metadata_url, resource_uri
 from scopes.verifiers import AuthorizationServerUnavailable
 
 
@@ -60,5 +61,8 @@ def api_exception_handler(exc, context):
         response["Retry-After"] = str(exc.retry_after)
     if isinstance(exc, InsufficientScope):
         scope = f', scope="{exc.required}"' if exc.required else ""
-        response["WWW-Authenticate"] = f'Bearer realm="api", error="insufficient_scope"{scope}'
+        resource = resource_uri()
+        # RFC 9728 §5.1: the metadata lists the scopes to ask for when stepping up.
+        metadata = f', resource_metadata="{metadata_url(resource)}"' if resource else ""
+        response["WWW-Authenticate"] = f'Bearer realm="api", error="insufficient_scope"{scope}{metadata}'
     return response

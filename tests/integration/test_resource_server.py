@@ -88,7 +88,8 @@ def test_scopes_are_enforced_by_the_second_service(server, bookings, user):
     refused = call(bookings, "/v2/bookings", token, method="post")
     assert refused.status_code == 403
     assert refused.headers["WWW-Authenticate"] == (
-        'Bearer realm="api", error="insufficient_scope", scope="BOOKING_WRITE"'
+        'Bearer realm="api", error="insufficient_scope", scope="BOOKING_WRITE", '
+        'resource_metadata="http://127.0.0.1:8001/.well-known/oauth-protected-resource/v2"'
     )
     assert call(bookings, "/v2/teams/4/bookings", token).status_code == 403
     assert call(bookings, "/v2/slots").json()["username"] is None  # public

@@ -7,6 +7,7 @@ checked by the scopes verifiers. A token without audience stays valid everywhere
 """
 
 import json
+import re
 from io import StringIO
 
 import pytest
@@ -320,6 +321,8 @@ def test_audience_accepted_follows_the_settings(settings):
 def test_the_consent_page_names_the_services_the_access_is_for(browser, confidential, bookings, own_api):
     client, _secret = confidential
     page = browser.get(authorize_url(client, resource=BOOKINGS, prompt="consent")).content.decode()
-    assert "works only with this service" in page and BOOKINGS in page
+    assert re.search(r"works only with this service:\s*<strong>Bookings</strong>", page) and BOOKINGS in page
+    own = browser.get(authorize_url(client, resource=own_api, prompt="consent")).content.decode()
+    assert re.search(r"works only with this service:\s*<strong>Scheduling API</strong>", own)
     plain = browser.get(authorize_url(client, prompt="consent")).content.decode()
     assert "works only with" not in plain

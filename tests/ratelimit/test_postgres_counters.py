@@ -8,6 +8,7 @@ import time
 import pytest
 from django.core.cache import caches
 from django.db import connection, connections
+from django.test.utils import CaptureQueriesContext
 
 from plumbing.ratelimit import Window
 from tests.ratelimit.settings_probe import production_settings
@@ -108,3 +109,40 @@ def test_two_processes_share_a_limit(counters, settings, limits):
     settings.RATELIMIT_CACHE = "process_b"
     refused = guess()
     assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+
+
+@postgres_only
+def test_a_window_is_counted_and_reopened_in_one_statement_each(counters):
+    cache, other = counters
+    window = Window.of("registrations_per_address", "198.51.100.7", 1)
+    started = time.time()
+    assert window.count(cache, started) == 1
+    assert window.count(other, started) == 2
+    assert 0 < other.window_closes(window.key) - started <= 1.01
+    assert window.retry_after(cache, started) in (1, 2)  # whole seconds, rounded up
+    time.sleep(1.1)
+    assert other.window_closes(window.key) is None
+    assert window.count(other, time.time()) == 1  # the closed window's count is not carried over
+    assert window.used(cache) == 1
+
+
+@postgres_only
+def test_a_routes_limits_are_checked_in_one_statement(counters):
+    cache, other = counters
+    cache.set("failures", 4, timeout=60)
+    first = cache.check_windows(read=["failures", "no-failures"], count=[("requests", 60), ("per-client", 60)])
+    assert {key: value for key, (value, _closes) in first.items()} == {"failures": 4, "requests": 1, "per-client": 1}
+    second = other.check_windows(read=[], count=[("requests", 60)])
+    assert second["requests"][0] == 2 and second["requests"][1] > time.time() + 50
+    assert cache.check_windows(read=[], count=[]) == {}
+
+
+@postgres_only
+def test_a_token_request_costs_one_statement_for_its_limits(counters, settings):
+    settings.RATELIMIT_CACHE = "process_a"
+    guess()  # the table is made on the first use of a connection
+    with CaptureQueriesContext(connection) as captured:
+        guess()
+    limiter = [query for query in captured.captured_queries if "ratelimit_counters_test" in query["sql"]]
+    # Before the view every limit at once; after the failure, the failure limits' counts at once.
+    assert len(limiter) == 2 and all(query["sql"].startswith("WITH c0 AS (INSERT") for query in limiter)

@@ -65,6 +65,7 @@ def assert_insufficient_scope(response, *, required: str | None, granted: str) -
     assert error["code"] == "insufficient_scope", error
     params = challenge(response)
     assert params.get("error") == "insufficient_scope", params
+    assert params.get("resource_metadata") == resource_metadata().get("resource_metadata"), params
     if required is None:
         assert "scope" not in params, params
         assert "declares no scope" in error["message"], error

@@ -16,7 +16,7 @@ from oauthclients import services
 from tests.factories import make_resource_server
 from tests.oauthflows.helpers import REVOKE, client_post
 from tests.scopes.conftest import active_answer
-from tests.scopes.responses import expected_challenge
+from tests.scopes.responses import expected_challenge, resource_metadata
 from tests.scopes.tokens import ALL_SCOPES
 
 pytestmark = [pytest.mark.urls("tests.scopes.urls_for_tests"), pytest.mark.django_db(transaction=True)]
@@ -50,7 +50,10 @@ def test_a_granted_scope_passes_and_the_view_sees_the_tokens_user(remote, issue_
 def test_a_missing_scope_is_403_with_the_challenge(remote, issue_token):
     response = call("/v2/bookings", issue_token("BOOKING_READ"), method="post")
     assert response.status_code == 403
-    assert response["WWW-Authenticate"] == 'Bearer realm="api", error="insufficient_scope", scope="BOOKING_WRITE"'
+    assert response["WWW-Authenticate"] == (
+        'Bearer realm="api", error="insufficient_scope", scope="BOOKING_WRITE"'
+        + "".join(f', resource_metadata="{value}"' for value in resource_metadata().values())
+    )
     assert response.json()["error"]["code"] == "insufficient_scope"
 
 
