@@ -83,6 +83,9 @@ def cpu_ratio(summary, key, other, ours_target="project"):
 
 # Statements per request before the hot-paths work (make bench at 59fbb2c, means).
 STATEMENTS_BEFORE = {"1": 1, "2": 6, "3": 5, "4a": 4, "4b": 6, "4c": 5, "5": 2}
+# Since then the rate limiter's counts are shared through PostgreSQL when there is no Redis (the
+# bench runs so): one statement per rate-limited POST (plumbing/countercache.py, check_windows).
+LIMITER_STATEMENTS = {"2": 1, "3": 1, "4b": 1, "4c": 1, "5": 1}
 
 
 def evaluate(summary: dict, grown: int = 1_000_000) -> list[dict]:
@@ -113,17 +116,19 @@ def evaluate(summary: dict, grown: int = 1_000_000) -> list[dict]:
 
     def mean_statements(what, key, before):
         """Not more statements on average than before (a secret's last-used minute is written
-        once a minute, before and after, so the maximum is one more than the mean)."""
+        once a minute, before and after, so the maximum is one more than the mean), plus the
+        shared rate-limit check where the request is rate limited."""
         mean = _get(summary, key, "project", "queries")
         if mean is None:
             return
+        limiter = LIMITER_STATEMENTS.get(key, 0)
         targets.append(
             {
                 "target": what,
-                "required": f"mean <= {before:g} (before)",
+                "required": f"mean <= {before:g} (before)" + (f" + {limiter} (shared rate limits)" if limiter else ""),
                 "measured": f"{mean:.3f} mean, {_get(summary, key, 'project', 'queries_max')} max",
                 "value": mean,
-                "met": mean <= before + 0.01,
+                "met": mean <= before + limiter + 0.01,
             }
         )
 
@@ -158,7 +163,11 @@ def evaluate(summary: dict, grown: int = 1_000_000) -> list[dict]:
         mean_statements(f"Statements per request, {key}", key, before)
     floor_consent = _get(summary, "4b", "floor", "queries_max")
     if floor_consent is not None:
-        queries("Consent POST statements vs its floor's + 1", "4b", floor_consent + 1)
+        queries(
+            "Consent POST statements vs its floor's + 1 (+ 1, shared rate limits)",
+            "4b",
+            floor_consent + 1 + LIMITER_STATEMENTS["4b"],
+        )
     for small_key, large_key, what in (("1", "1M", "GET /v2/me"), ("5", "5M", "introspection")):
         small, large = _get(summary, small_key, "project", "rps"), _get(summary, large_key, "project", "rps")
         slowdown = small / large if small and large else None
