@@ -142,3 +142,12 @@ def test_seed_demo_makes_one_key_per_algorithm_once(db, settings):
     call_command("seed_demo", stdout=StringIO())
     call_command("seed_demo", stdout=StringIO())
     assert sorted(SigningKey.objects.values_list("algorithm", flat=True)) == ["ES256", "RS256"]
+
+
+def test_seed_demo_without_an_encryption_key_makes_no_key_and_says_so(db, settings):
+    settings.DEBUG = True
+    settings.OAUTH_SIGNING_KEY_ENCRYPTION_KEY = ""
+    err = StringIO()
+    call_command("seed_demo", stdout=StringIO(), stderr=err)
+    assert "No signing key made: OAUTH_SIGNING_KEY_ENCRYPTION_KEY" in err.getvalue()
+    assert not SigningKey.objects.exists()

@@ -137,7 +137,8 @@ def test_an_authorization_is_audited_with_its_scopes_and_announced(
     assert line["detail"] == event.detail and line["user_id"] == end_user.pk
 
 
-def test_consent_record_writes_a_code_with_the_consent_only_where_one_statement_can(confidential, end_user):
+def test_consent_record_writes_a_code_with_the_consent_only_where_one_statement_can(confidential, end_user, settings):
+    settings.OAUTH_CONSENT_STATEMENT = True  # off by default (README, "The hot paths", 7)
     from datetime import timedelta
 
     from django.db import connection

@@ -4,7 +4,7 @@ import logging
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.test.utils import override_settings
@@ -40,13 +40,17 @@ class Command(BaseCommand):
             "--force", action="store_true", help="Run even with DEBUG off (never on a real deployment)."
         )
 
-    @staticmethod
-    def _signing_keys() -> list[str]:
-        """One signing key per algorithm on first start (`manage.py signingkey` manages them)."""
+    def _signing_keys(self) -> list[str]:
+        """One signing key per algorithm on first start (`manage.py signingkey` manages them).
+        Without OAUTH_SIGNING_KEY_ENCRYPTION_KEY (debug derives one) none is made, and it says so."""
         made = []
         for algorithm in SigningKeyAlgorithm.values:
             if not SigningKey.objects.filter(algorithm=algorithm).exists():
-                made.append(keys.signing_key_create(algorithm=algorithm).kid)
+                try:
+                    made.append(keys.signing_key_create(algorithm=algorithm).kid)
+                except ImproperlyConfigured as exc:
+                    self.stderr.write(f"No signing key made: {exc}")
+                    break
         return made
 
     def handle(self, *args, force=False, **options):
