@@ -2,7 +2,6 @@
 
 import hmac
 import secrets
-import unicodedata
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from datetime import timedelta
@@ -42,6 +41,7 @@ from oauthclients.models import (
 )
 from oauthclients.validators import (
     has_bidi_control,
+    has_line_break_or_control,
     logo_reencode,
     mixed_script_host,
     validate_optional_url,
@@ -102,7 +102,7 @@ def _clean_text(
     if has_bidi_control(value):
         # They reorder what a user reads: "ppA dooG" displayed as "Good App" (SECURITY.md, "Review").
         raise ValidationError({field: f"{label} cannot contain bidirectional control characters."})
-    if single_line and any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in value):
+    if single_line and has_line_break_or_control(value):
         # The name goes into email headers (the review mail's subject): CR/LF there would be
         # header injection, and Django refuses such a header at send time, after the review.
         raise ValidationError({field: f"{label} must be a single line, without control characters."})
@@ -196,6 +196,22 @@ def _clean_fields(
     return cleaned
 
 
+def _validated_new_client(kind: str, clean) -> dict:
+    """The cleaned fields of a new app client (`clean()`: _clean_fields with its arguments), with
+    a kind that is not an app's reported beside every field's problem, all at once."""
+    errors: dict[str, list] = {}
+    if kind not in APP_KINDS:
+        # Resource servers have their own service (resource_server_create): they get no grants.
+        errors["client_type"] = [f"Kind must be one of: {', '.join(APP_KINDS)}."]
+    try:
+        cleaned = clean()
+    except ValidationError as exc:
+        errors.update(exc.message_dict)
+    if errors:
+        raise ValidationError(errors)
+    return cleaned
+
+
 def _new_secret(*, client: OAuthClient, actor) -> IssuedSecret:
     # 256 bits from `secrets`; stored as a SHA-256 digest plus a short non-secret hint.
     plaintext = SECRET_PREFIX + secrets.token_urlsafe(32)
@@ -227,12 +243,10 @@ def client_create(
     actor=None,
 ) -> ClientCreated:
     """Register a client (pending); a confidential one gets its first secret, returned once."""
-    errors: dict[str, list] = {}
-    if kind not in APP_KINDS:
-        # Resource servers have their own service (resource_server_create): they get no grants.
-        errors["client_type"] = [f"Kind must be one of: {', '.join(APP_KINDS)}."]
-    try:
-        cleaned = _clean_fields(
+    cleaned = _validated_new_client(
+        kind,
+        partial(
+            _clean_fields,
             name=name,
             purpose=purpose,
             website_url=website_url,
@@ -242,11 +256,8 @@ def client_create(
             privacy_policy_url=privacy_policy_url,
             terms_url=terms_url,
             logo=logo,
-        )
-    except ValidationError as exc:
-        errors.update(exc.message_dict)
-    if errors:
-        raise ValidationError(errors)
+        ),
+    )
     # The registration is the owner's doing unless someone else (an administrator) is named;
     # an approval is only ever recorded against the actor actually given, never the owner.
     creator = actor or owner
@@ -326,22 +337,18 @@ def client_self_register(
     its own, *unverified* (any user may authorize it within settings.OAUTH_UNVERIFIED_SCOPES,
     oauthclients.tier) or, with OAUTH_DYNAMIC_REGISTRATION=pending, pending (usable by nobody
     until an administrator approves it). A confidential one gets its secret, returned once."""
-    errors: dict[str, list] = {}
-    if kind not in APP_KINDS:
-        errors["client_type"] = [f"Kind must be one of: {', '.join(APP_KINDS)}."]
-    try:
-        cleaned = _clean_self_registered(
+    cleaned = _validated_new_client(
+        kind,
+        partial(
+            _clean_self_registered,
             name=name,
             website_url=website_url,
             redirect_uris=redirect_uris,
             scopes=scopes,
             privacy_policy_url=privacy_policy_url,
             terms_url=terms_url,
-        )
-    except ValidationError as exc:
-        errors.update(exc.message_dict)
-    if errors:
-        raise ValidationError(errors)
+        ),
+    )
     status = ClientStatus.PENDING if settings.OAUTH_DYNAMIC_REGISTRATION == "pending" else ClientStatus.UNVERIFIED
     client = OAuthClient(
         user=self_registered_owner(),

@@ -311,6 +311,11 @@ def has_bidi_control(value: str) -> bool:
     return any(ch in BIDI_CONTROLS for ch in value or "")
 
 
+def has_line_break_or_control(value: str) -> bool:
+    """CR, LF, other control characters or Unicode line/paragraph separators: not one line."""
+    return any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in value or "")
+
+
 def _script(ch: str) -> str | None:
     """The script of a letter, by its Unicode name's first word (LATIN, CYRILLIC, GREEK…); None for the rest."""
     if not ch.isalpha():

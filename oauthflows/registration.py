@@ -13,8 +13,6 @@ ignore); `software_statement`; fetching `logo_uri` (a server-side request to an 
 registrant chooses: the consent page shows initials instead).
 """
 
-import unicodedata
-
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.http import JsonResponse
@@ -27,7 +25,7 @@ from oauth2_provider.views.dynamic_client_registration import (
 
 from oauthclients.models import ClientKind, OAuthClient
 from oauthclients.services import MAX_NAME_LENGTH, client_self_register
-from oauthclients.validators import url_host
+from oauthclients.validators import has_line_break_or_control, url_host
 from scopes.catalog import UnknownScopeError, parse_scopes, sort_scopes
 
 AUTH_METHODS = {
@@ -76,7 +74,7 @@ def _text(data: dict, key: str, *, max_length: int = MAX_SHORT_TEXT) -> str:
         return ""
     if not isinstance(value, str):
         raise RegistrationError("invalid_client_metadata", f"{key} must be a string.")
-    if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in value):
+    if has_line_break_or_control(value):
         raise RegistrationError("invalid_client_metadata", f"{key} must be a single line, without control characters.")
     if len(value) > max_length:
         raise RegistrationError("invalid_client_metadata", f"{key} can be at most {max_length} characters.")
@@ -140,7 +138,7 @@ def metadata_validate(data: dict) -> dict:
 
     contacts = _string_list(data, "contacts", default=[], max_items=MAX_CONTACTS)
     for contact in contacts:
-        if len(contact) > 254 or any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in contact):
+        if len(contact) > 254 or has_line_break_or_control(contact):
             raise RegistrationError(
                 "invalid_client_metadata", "contacts: each must be one line of at most 254 characters."
             )

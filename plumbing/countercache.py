@@ -12,8 +12,9 @@ an UNLOGGED table (counters need no crash safety: a lost window merely starts ag
 Values are numbers (counts, and the window's closing time). The limiter asks its questions in one
 statement per request (`check_windows`: every limit of the route, counted or read, in one round
 trip; the first `make bench` with four statements per token request measured refresh at 0.90 × and
-exchange at 0.86 × their floors) and one per failed request (`count_in_window`); the rest of the
-cache API is there for everything else. The table is made on first use, and expired rows are swept now
+exchange at 0.86 × their floors) and one more per failed request (its failure limits' counts);
+`count_in_window` and `window_closes` are the same statement for one key, and the rest of the cache
+API is there for everything else. The table is made on first use, and expired rows are swept now
 and then by the statement that opens a window. Measured by `make bench`
 (README, "Performance": the token scenarios against their floors).
 """
@@ -32,20 +33,18 @@ class PostgresCounterCache(BaseCache):
         super().__init__(params)
         self._table = table
         self._alias = params.get("OPTIONS", {}).get("DATABASE", "default")
-        self._ready: set[int] = set()
+        self._ready = False
 
     # --- plumbing --------------------------------------------------------------------------------
 
     def _cursor(self):
-        connection = connections[self._alias]
-        cursor = connection.cursor()
-        if id(connection.connection) not in self._ready:
-            table = connection.ops.quote_name(self._table)
+        cursor = connections[self._alias].cursor()
+        if not self._ready:  # once per cache instance (Django makes one per thread)
             cursor.execute(
-                f"CREATE UNLOGGED TABLE IF NOT EXISTS {table} "
+                f"CREATE UNLOGGED TABLE IF NOT EXISTS {self._quoted} "
                 "(key text PRIMARY KEY, value double precision NOT NULL, expires double precision NOT NULL)"
             )
-            self._ready.add(id(connection.connection))
+            self._ready = True
         return cursor
 
     @property
@@ -65,29 +64,16 @@ class PostgresCounterCache(BaseCache):
     def count_in_window(self, key, period: int, version=None) -> tuple[int, float]:
         """plumbing.ratelimit.Window.count in one statement: add one to the window's count, opening
         a new window of `period` seconds if there is none or it has closed; (count, closes at)."""
-        key = self.make_and_validate_key(key, version=version)
-        now = time.time()
-        with self._cursor() as cursor:
-            cursor.execute(
-                f"INSERT INTO {self._quoted} AS t (key, value, expires) VALUES (%s, 1, %s) "
-                "ON CONFLICT (key) DO UPDATE SET "
-                "value = CASE WHEN t.expires <= %s THEN 1 ELSE t.value + 1 END, "
-                "expires = CASE WHEN t.expires <= %s THEN EXCLUDED.expires ELSE t.expires END "
-                "RETURNING value, expires",
-                [key, now + period, now, now],
-            )
-            value, closes = cursor.fetchone()
-            if value == 1 and random.randrange(SWEEP_ONE_IN) == 0:  # noqa: S311 - not a secret
-                cursor.execute(f"DELETE FROM {self._quoted} WHERE expires <= %s", [now])
-        return int(value), closes
+        return self.check_windows(read=[], count=[(key, period)], version=version)[key]
 
     def check_windows(self, *, read: list[str], count: list[tuple[str, int]], version=None) -> dict:
         """A route's limits in one statement: each `count` key counted (count_in_window), each
         `read` key read; {key: (value, closes at)} for the open windows."""
         now = time.time()
-        read_keys = [self.make_and_validate_key(key, version=version) for key in read]
-        counted = [(self.make_and_validate_key(key, version=version), period) for key, period in count]
-        original = {self.make_and_validate_key(key, version=version): key for key in [*read, *(k for k, _ in count)]}
+        made = {key: self.make_and_validate_key(key, version=version) for key in [*read, *(k for k, _ in count)]}
+        original = {stored: key for key, stored in made.items()}
+        read_keys = [made[key] for key in read]
+        counted = [(made[key], period) for key, period in count]
         parts, params = [], []
         for index, (key, period) in enumerate(counted):
             parts.append(
@@ -114,11 +100,7 @@ class PostgresCounterCache(BaseCache):
 
     def window_closes(self, key, version=None) -> float | None:
         """When the open window of `key` closes (None: no open window)."""
-        key = self.make_and_validate_key(key, version=version)
-        with self._cursor() as cursor:
-            cursor.execute(f"SELECT expires FROM {self._quoted} WHERE key = %s AND expires > %s", [key, time.time()])
-            row = cursor.fetchone()
-        return None if row is None else row[0]
+        return self.check_windows(read=[key], count=[], version=version).get(key, (None, None))[1]
 
     # --- the cache API -----------------------------------------------------------------------------
 

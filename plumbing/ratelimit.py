@@ -384,25 +384,19 @@ class RateLimitMiddleware:
         return None
 
     @staticmethod
-    def _windows(route: Route, request) -> list[tuple[Limit, int, Window]]:
-        windows = []
+    def _windows(route: Route, request):
+        """(limit, allowed, window) of each limit that applies, in order; lazily, so that a limit
+        is looked at (its value computed: the session, the body) only when its turn comes."""
         for limit in route.limits:
             value = limit.per(request)
             if value is not None:
                 allowed, period = settings.RATELIMITS[limit.name]
-                windows.append((limit, allowed, Window.of(limit.name, value, period)))
-        return windows
+                yield limit, allowed, Window.of(limit.name, value, period)
 
-    @staticmethod
-    def _checked_one_by_one(cache, route: Route, request, now: float):
+    def _checked_one_by_one(self, cache, route: Route, request, now: float):
         """Limit by limit, in order, stopping at the first one over (address first: a refused
         request loads no session)."""
-        for limit in route.limits:
-            value = limit.per(request)
-            if value is None:
-                continue
-            allowed, period = settings.RATELIMITS[limit.name]
-            window = Window.of(limit.name, value, period)
+        for limit, allowed, window in self._windows(route, request):
             over = window.used(cache) >= allowed if limit.failed else window.count(cache, now) > allowed
             yield limit, window, over, window.retry_after(cache, now) if over else 0
             if over:
@@ -412,7 +406,7 @@ class RateLimitMiddleware:
         """Every limit of the route in one round trip (plumbing.countercache.check_windows): the
         counted ones incremented, the failure ones read. A request refused by one limit is still
         counted by the others (it was a request)."""
-        windows = self._windows(route, request)
+        windows = list(self._windows(route, request))
         answers = cache.check_windows(
             read=[window.key for limit, _allowed, window in windows if limit.failed],
             count=[(window.key, window.period) for limit, _allowed, window in windows if not limit.failed],
