@@ -15,6 +15,7 @@ what `scopes.authentication` does for a Django service:
 
 import json
 from typing import TypedDict
+from urllib.parse import urlsplit
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -122,8 +123,8 @@ class ScopesBearerAuth:
 
     def __init__(self, app):
         self.app = app
-        path = "/" + resource_uri().split("://", 1)[-1].partition("/")[2].rstrip("/")
-        self.metadata_paths = {WELL_KNOWN, WELL_KNOWN + path}
+        # RFC 9728 §3.1's path-suffixed URL (scopes.resource.metadata_url), and the root form.
+        self.metadata_paths = {WELL_KNOWN, urlsplit(metadata_url(resource_uri())).path}
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
