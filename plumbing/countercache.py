@@ -9,10 +9,12 @@ an UNLOGGED table (counters need no crash safety: a lost window merely starts ag
     add:  INSERT … ON CONFLICT DO UPDATE … WHERE the row has expired  (opens a window once)
     incr: UPDATE … SET value = value + n … RETURNING value             (no lost update)
 
-Values are numbers (counts, and the window's closing time). The limiter asks its questions in one
-statement per request (`check_windows`: every limit of the route, counted or read, in one round
-trip; the first `make bench` with four statements per token request measured refresh at 0.90 × and
-exchange at 0.86 × their floors) and one more per failed request (its failure limits' counts);
+Values are numbers (counts, and the window's closing time). The limiter writes through
+`check_windows` (every limit of a route that must be written, counted or read, in one round trip;
+the first `make bench` with four statements per token request measured refresh at 0.90 × and
+exchange at 0.86 × their floors) and keeps what it learns in a ledger of its own process
+(plumbing.ratelimit.Ledger), so that most successful requests cost no statement at all: request
+limits are added in small batches, failure limits are written once per failure.
 `count_in_window` and `window_closes` are the same statement for one key, and the rest of the cache
 API is there for everything else. The table is made on first use, and expired rows are swept now
 and then by the statement that opens a window. Measured by `make bench`
@@ -66,24 +68,25 @@ class PostgresCounterCache(BaseCache):
         a new window of `period` seconds if there is none or it has closed; (count, closes at)."""
         return self.check_windows(read=[], count=[(key, period)], version=version)[key]
 
-    def check_windows(self, *, read: list[str], count: list[tuple[str, int]], version=None) -> dict:
-        """A route's limits in one statement: each `count` key counted (count_in_window), each
-        `read` key read; {key: (value, closes at)} for the open windows."""
+    def check_windows(self, *, read: list[str], count: list[tuple], version=None) -> dict:
+        """A route's limits in one statement: each `count` key counted (count_in_window) — by one,
+        or by n for a (key, period, n) entry — each `read` key read; {key: (value, closes at)} for
+        the open windows."""
         now = time.time()
-        made = {key: self.make_and_validate_key(key, version=version) for key in [*read, *(k for k, _ in count)]}
+        made = {key: self.make_and_validate_key(key, version=version) for key in [*read, *(c[0] for c in count)]}
         original = {stored: key for key, stored in made.items()}
         read_keys = [made[key] for key in read]
-        counted = [(made[key], period) for key, period in count]
+        counted = [(made[key], period, float(by[0] if by else 1)) for key, period, *by in count]
         parts, params = [], []
-        for index, (key, period) in enumerate(counted):
+        for index, (key, period, by) in enumerate(counted):
             parts.append(
-                f"c{index} AS (INSERT INTO {self._quoted} AS t (key, value, expires) VALUES (%s, 1, %s) "
+                f"c{index} AS (INSERT INTO {self._quoted} AS t (key, value, expires) VALUES (%s, %s, %s) "
                 "ON CONFLICT (key) DO UPDATE SET "
-                "value = CASE WHEN t.expires <= %s THEN 1 ELSE t.value + 1 END, "
+                "value = CASE WHEN t.expires <= %s THEN EXCLUDED.value ELSE t.value + EXCLUDED.value END, "
                 "expires = CASE WHEN t.expires <= %s THEN EXCLUDED.expires ELSE t.expires END "
                 "RETURNING key, value, expires)"
             )
-            params += [key, now + period, now, now]
+            params += [key, by, now + period, now, now]
         selects = [f"SELECT key, value, expires FROM c{index}" for index in range(len(counted))]
         if read_keys:
             selects.append(f"SELECT key, value, expires FROM {self._quoted} WHERE key = ANY(%s) AND expires > %s")

@@ -13,6 +13,18 @@ Over a limit the answer is 429 with Retry-After, given in `process_view`: after 
 user middleware (the consent limit is per user), before CSRF and before the view, so a refused
 request costs no password hash, no secret digest and no token-table query.
 
+With the counters in PostgreSQL (plumbing.countercache, no Redis) each process keeps a `Ledger` of
+what the database last told it, so that a successful request usually costs no statement:
+
+- a request limit's requests are added in batches: a process writes when it has counted
+  `batch` requests of its own since its last write, where `batch` is an eighth of the headroom
+  the window had then (at most MAX_BATCH, at least 1: near the limit every request is written),
+  so that up to eight processes together cannot pass the limit unseen;
+- a failure limit is written once per failure (the failure's own statement, after the view), and
+  the count that statement returns tells the process when the window is full. A process that has
+  not seen it full lets a request through, so once a window is full each other process can let
+  one more failure through (overshoot up to the number of processes, as for requests in flight).
+
 If the cache cannot be reached, requests are let through and the failure is logged: an outage of
 the cache must not become an outage of login and of every app's token refresh.
 """
@@ -21,6 +33,7 @@ import hashlib
 import ipaddress
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +41,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.cache import BaseCache, caches
 from django.core.exceptions import BadRequest, SuspiciousOperation
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.template.loader import render_to_string
@@ -329,21 +344,103 @@ class Window:
         return max(1, math.ceil(closes - now)) if closes else self.period
 
 
+class Ledger:
+    """One process's view of the shared windows (plumbing.countercache), per cache: see the module
+    docstring. Thread-safe; bounded to MAX_ENTRIES windows (closed ones are forgotten first)."""
+
+    MAX_BATCH = 25
+    HEADROOM_SHARE = 8
+    MAX_ENTRIES = 10_000
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._counted: dict[str, list] = {}  # key -> [shared count, unwritten, closes at, batch]
+        self._full: dict[str, float] = {}  # failure windows at their limit -> closes at
+
+    def add(self, key: str, allowed: int, now: float) -> int:
+        """Count one request; the number to write now (0: none, the batch is not full)."""
+        with self._lock:
+            entry = self._counted.get(key)
+            if entry is None or entry[2] <= now:
+                self._forget_closed(now)
+                self._counted[key] = [0, 0, math.inf, 1]
+                return 1
+            entry[1] += 1
+            if entry[1] < entry[3]:
+                return 0
+            written, entry[1] = entry[1], 0
+            return written
+
+    def written(self, key: str, count: int, closes: float, allowed: int) -> None:
+        """What the database answered for `key` (its window's count and closing time)."""
+        with self._lock:
+            entry = self._counted.setdefault(key, [0, 0, closes, 1])
+            entry[0] = max(entry[0], count) if entry[2] == closes else count
+            entry[2] = closes
+            entry[3] = max(1, min(self.MAX_BATCH, (allowed - entry[0]) // self.HEADROOM_SHARE))
+
+    def counted(self, key: str) -> tuple[int, float]:
+        """(this process's best estimate of the window's count, closes at)."""
+        with self._lock:
+            shared, unwritten, closes, _batch = self._counted.get(key, (0, 0, math.inf, 1))
+            return shared + unwritten, closes
+
+    def failed(self, key: str, count: int, closes: float, allowed: int) -> None:
+        if count >= allowed:
+            with self._lock:
+                self._forget_closed(time.time())
+                self._full[key] = closes
+
+    def full_until(self, key: str, now: float) -> float | None:
+        closes = self._full.get(key)
+        return closes if closes is not None and closes > now else None
+
+    def _forget_closed(self, now: float) -> None:
+        if len(self._counted) + len(self._full) < self.MAX_ENTRIES:
+            return
+        self._counted = {key: entry for key, entry in self._counted.items() if entry[2] > now}
+        self._full = {key: closes for key, closes in self._full.items() if closes > now}
+        if len(self._counted) + len(self._full) >= self.MAX_ENTRIES:  # all open: start again
+            self._counted, self._full = {}, {}
+
+
+# Per cache alias, shared by the process's threads (Django makes a cache object per thread).
+_LEDGERS: dict[str, Ledger] = {}
+
+
+def _ledger() -> Ledger:
+    alias = settings.RATELIMIT_CACHE
+    ledger = _LEDGERS.get(alias)
+    if ledger is None:
+        ledger = _LEDGERS.setdefault(alias, Ledger())
+    return ledger
+
+
+@receiver(setting_changed)
+def _forget_ledgers(*, setting, **kwargs):
+    if setting in {"CACHES", "RATELIMIT_CACHE", "RATELIMITS"}:
+        _LEDGERS.clear()
+
+
 class RateLimitMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        pending: list[tuple[Limit, Window]] = getattr(request, "_ratelimit_failure_windows", [])
-        failed = [window for limit, window in pending if limit.failed(response)]
+        pending: list[tuple[Limit, int, Window]] = getattr(request, "_ratelimit_failure_windows", [])
+        failed = [(allowed, window) for limit, allowed, window in pending if limit.failed(response)]
         if failed:
             try:
                 cache = caches[settings.RATELIMIT_CACHE]
                 if hasattr(cache, "check_windows"):  # every failure limit in one statement
-                    cache.check_windows(read=[], count=[(window.key, window.period) for window in failed])
+                    answers = cache.check_windows(read=[], count=[(window.key, window.period) for _, window in failed])
+                    ledger = _ledger()
+                    for allowed, window in failed:
+                        count, closes = answers[window.key]
+                        ledger.failed(window.key, count, closes, allowed)
                 else:
-                    for window in failed:
+                    for _allowed, window in failed:
                         window.count(cache, time.time())
             except Exception as exc:  # any cache backend's error: see the module docstring
                 _log_cache_failure(exc)
@@ -366,7 +463,7 @@ class RateLimitMiddleware:
             _log_cache_failure(exc)
             return None
         pending = []
-        for limit, window, over, retry_after in checked:
+        for limit, allowed, window, over, retry_after in checked:
             if over:
                 logger.warning(
                     "Rate limit %s reached: %s from %s", limit.name, request.path_info, client_address(request)
@@ -376,7 +473,7 @@ class RateLimitMiddleware:
                 response["Cache-Control"] = "no-store"
                 return response
             if limit.failed:
-                pending.append((limit, window))
+                pending.append((limit, allowed, window))
         # Counted in __call__ once the response says whether the request failed. Requests in
         # flight at the same moment all pass the check, so a burst can overshoot a failure limit
         # by at most the number of requests the server handles at once.
@@ -398,25 +495,36 @@ class RateLimitMiddleware:
         request loads no session)."""
         for limit, allowed, window in self._windows(route, request):
             over = window.used(cache) >= allowed if limit.failed else window.count(cache, now) > allowed
-            yield limit, window, over, window.retry_after(cache, now) if over else 0
+            yield limit, allowed, window, over, window.retry_after(cache, now) if over else 0
             if over:
                 return
 
     def _checked_at_once(self, cache, route: Route, request, now: float):
-        """Every limit of the route in one round trip (plumbing.countercache.check_windows): the
-        counted ones incremented, the failure ones read. A request refused by one limit is still
-        counted by the others (it was a request)."""
+        """Every limit of the route from this process's ledger, with at most one round trip
+        (plumbing.countercache.check_windows) for the request limits whose batch is full. A
+        request refused by one limit is still counted by the others (it was a request)."""
+        ledger = _ledger()
         windows = list(self._windows(route, request))
-        answers = cache.check_windows(
-            read=[window.key for limit, _allowed, window in windows if limit.failed],
-            count=[(window.key, window.period) for limit, _allowed, window in windows if not limit.failed],
-        )
+        writes = [
+            (window.key, window.period, by)
+            for limit, allowed, window in windows
+            if not limit.failed and (by := ledger.add(window.key, allowed, now))
+        ]
+        if writes:
+            answers = cache.check_windows(read=[], count=writes)
+            for limit, allowed, window in windows:
+                if window.key in answers and not limit.failed:
+                    ledger.written(window.key, *answers[window.key], allowed)
         checked = []
         for limit, allowed, window in windows:
-            value, closes = answers.get(window.key, (0, None))
-            over = value >= allowed if limit.failed else value > allowed
-            retry_after = (max(1, math.ceil(closes - now)) if closes else window.period) if over else 0
-            checked.append((limit, window, over, retry_after))
+            if limit.failed:
+                closes = ledger.full_until(window.key, now)
+                over = closes is not None
+            else:
+                value, closes = ledger.counted(window.key)
+                over = value > allowed
+            retry_after = (max(1, math.ceil(closes - now)) if closes != math.inf else window.period) if over else 0
+            checked.append((limit, allowed, window, over, retry_after))
         return checked
 
 

@@ -328,8 +328,8 @@ def test_report_targets_and_table():
     assert met["Scenario 3 (code exchange) vs floor"] is True  # 0.92, and 0.95 by CPU
     assert met["Scenario 5 (introspection by a resource server) vs floor"] is True  # 0.95
     assert met["Statements per request, 3"] is True  # 5, as before
-    assert met["Statements per request, 5"] is False  # 4 on average > 2 + 1 (the shared rate limits)
-    assert met["Statements per request, 2"] is True  # 6 <= 6 + 1: the shared rate limits allowed for
+    assert met["Statements per request, 5"] is False  # 4 on average > 2 (introspection writes no limit)
+    assert met["Statements per request, 2"] is True  # 6 <= 6 + 1/25: a batch's statement allowed for
     assert met["GET /v2/me with 1,000,000 tokens vs 1,000"] is False  # 90 / 80 = 1.125
     assert met["introspection with 1,000,000 tokens vs 1,000"] is True  # 95 / 90 = 1.056
     informational = {t["target"] for t in results["targets"] if t.get("informational")}
@@ -429,3 +429,10 @@ def test_profile_layers(leaf, expected):
         "gunicorn": LAYERS[0],
     }
     assert found == names[expected]
+
+
+def test_the_reports_limiter_batch_is_the_limiters():
+    from plumbing.ratelimit import Ledger
+
+    assert report.LIMITER_BATCH == Ledger.MAX_BATCH
+    assert report.LIMITER_STATEMENTS["2"] == 1 / Ledger.MAX_BATCH and "4b" not in report.LIMITER_STATEMENTS

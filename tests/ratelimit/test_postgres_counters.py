@@ -8,6 +8,7 @@ import time
 import pytest
 from django.core.cache import caches
 from django.db import connection, connections
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from plumbing.ratelimit import Window
@@ -106,9 +107,28 @@ def test_two_processes_share_a_limit(counters, settings, limits):
     for alias in ("process_a", "process_b", "process_a"):
         settings.RATELIMIT_CACHE = alias
         assert guess().status_code in (400, 401)
-    settings.RATELIMIT_CACHE = "process_b"
+    # Process a's third failure filled the shared window: a refuses at once, from its own ledger.
     refused = guess()
     assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    # Process b last saw 2 of 3: it lets one more failure through, whose statement returns 4 of 3.
+    settings.RATELIMIT_CACHE = "process_b"
+    assert guess().status_code == 401
+    refused = guess()
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+
+
+@postgres_only
+def test_a_request_limit_shared_by_two_processes_refuses_at_its_limit_not_before(counters, settings, limits):
+    # Batches in each process's ledger: never a refusal below the limit, at most one batch over it
+    # per process (near the limit the batches are of one request).
+    limits(token_requests_per_address=(40, 60), token_failures_per_address=(10**6, 60))
+    served = []
+    for index in range(60):
+        settings.RATELIMIT_CACHE = ("process_a", "process_b")[index % 2]
+        served.append(guess().status_code != 429)
+    assert all(served[:40])
+    assert 40 <= sum(served) <= 42
+    assert not any(served[44:])
 
 
 @postgres_only
@@ -137,12 +157,34 @@ def test_a_routes_limits_are_checked_in_one_statement(counters):
     assert cache.check_windows(read=[], count=[]) == {}
 
 
-@postgres_only
-def test_a_token_request_costs_one_statement_for_its_limits(counters, settings):
-    settings.RATELIMIT_CACHE = "process_a"
-    guess()  # the table is made on the first use of a connection
+def _limiter_statements(call) -> list[str]:
     with CaptureQueriesContext(connection) as captured:
-        guess()
-    limiter = [query for query in captured.captured_queries if "ratelimit_counters_test" in query["sql"]]
-    # Before the view every limit at once; after the failure, the failure limits' counts at once.
-    assert len(limiter) == 2 and all(query["sql"].startswith("WITH c0 AS (INSERT") for query in limiter)
+        call()
+    return [query["sql"] for query in captured.captured_queries if "ratelimit_counters_test" in query["sql"]]
+
+
+@postgres_only
+def test_a_failed_token_request_costs_one_statement_for_its_limits(counters, settings):
+    settings.RATELIMIT_CACHE = "process_a"
+    # The first request of a window writes its request limit before the view, and its failure
+    # limits after it (the table is made on the connection's first use, too).
+    first = _limiter_statements(guess)
+    assert [sql.startswith("WITH c0 AS (INSERT") for sql in first if "CREATE" not in sql] == [True, True]
+    # Then the request limit is added in batches: a failure costs its own statement only.
+    for _ in range(3):
+        later = _limiter_statements(guess)
+        assert len(later) == 1 and later[0].startswith("WITH c0 AS (INSERT")
+
+
+@postgres_only
+def test_a_successful_request_writes_its_request_limits_once_a_batch(counters, settings, limits):
+    from tests.oauthflows.test_registration import register
+
+    settings.RATELIMIT_CACHE = "process_a"
+    limits(registrations_per_address=(10**6, 3600), registrations_total=(10**6, 3600))
+    metadata = {"client_name": "Batch", "redirect_uris": ["http://127.0.0.1:4000/cb"]}
+    assert len(_limiter_statements(lambda: register(Client(), metadata))) == 1  # opens both windows
+    written = [len(_limiter_statements(lambda: register(Client(), metadata))) for _ in range(30)]
+    # One statement for both limits once their batch (25 requests here) is full, none otherwise.
+    assert written == [0] * 24 + [1] + [0] * 5
+    assert caches["process_b"].get(Window.of("registrations_total", "all", 3600).key) == 26
