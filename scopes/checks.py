@@ -106,6 +106,22 @@ def check_scope_declarations(app_configs=None, urlconf=None, **kwargs):
                     id="scopes.E003",
                 )
             )
+    if scoped_routes and getattr(settings, "OAUTH_TOKEN_VERIFIER", None) == "scopes.jwt.JwtVerifier":
+        from django.core.exceptions import ImproperlyConfigured
+
+        from scopes.jwt import JwtVerifier
+
+        try:
+            JwtVerifier()
+        except ImproperlyConfigured as exc:
+            errors.append(
+                Error(
+                    f"Verifying JWT access tokens: {exc}",
+                    hint="Set OAUTH_ISSUER to the authorization server and OAUTH_RESOURCE_URI to this "
+                    "service's resource URI (docs/protecting-endpoints.md).",
+                    id="scopes.E004",
+                )
+            )
     if scoped_routes and not getattr(settings, "OAUTH_TOKEN_VERIFIER", None):
         errors.append(
             Error(

@@ -1,12 +1,21 @@
 """An example resource server: a separate Django service that serves part of the scheduling API.
 
 It has no database and imports nothing from the authorization server but `scopes`: bearer tokens
-are verified by introspection (RFC 7662) as a resource server, and scopes are enforced by the same
-rules as in the authorization server's own process. Configured only by the environment:
+are verified by introspection (RFC 7662) as a resource server, or locally when they are JWTs, and
+scopes are enforced by the same rules as in the authorization server's own process. Configured
+only by the environment:
+
+- `OAUTH_TOKEN_FORMAT`: `opaque` (default) verifies every token by introspection
+  (scopes.introspection); `jwt` verifies JWT access tokens here with the authorization server's
+  JWKS and status lists (scopes.jwt; register this service with `--token-format jwt`), and sends
+  any opaque token to introspection when the credentials below are set. JWT mode reads
+  `OAUTH_ISSUER` (the authorization server, default the introspection URL's origin),
+  `OAUTH_JWT_LEEWAY` (30) and `OAUTH_STATUS_LIST_MAX_STALENESS` (60)
 
 - `OAUTH_INTROSPECTION_URL` (default http://127.0.0.1:8000/v2/auth/oauth2/introspect, `make run`'s)
 - `OAUTH_RESOURCE_SERVER_ID`, `OAUTH_RESOURCE_SERVER_SECRET` (from
-  `manage.py oauthclient create --resource-server` on the authorization server; required)
+  `manage.py oauthclient create --resource-server` on the authorization server; required for
+  introspection, optional in JWT mode)
 - `OAUTH_INTROSPECTION_CACHE_SECONDS` (default 0: ask on every request)
 - `OAUTH_RESOURCE_URI` (default http://127.0.0.1:8001/v2): this service's identity as a protected
   resource (RFC 8707 audience, RFC 9728 metadata at /.well-known/oauth-protected-resource/v2);
@@ -53,7 +62,13 @@ OAUTH_RESOURCE_SERVER_ID = _env("OAUTH_RESOURCE_SERVER_ID")
 OAUTH_RESOURCE_SERVER_SECRET = _env("OAUTH_RESOURCE_SERVER_SECRET")
 OAUTH_INTROSPECTION_CACHE_SECONDS = _env_int("OAUTH_INTROSPECTION_CACHE_SECONDS", 0)
 OAUTH_INTROSPECTION_TIMEOUT = _env_int("OAUTH_INTROSPECTION_TIMEOUT", 5, minimum=1)
-OAUTH_TOKEN_VERIFIER = "scopes.introspection.IntrospectionVerifier"
+OAUTH_TOKEN_FORMAT = _env("OAUTH_TOKEN_FORMAT", "opaque")
+VERIFIERS = {"opaque": "scopes.introspection.IntrospectionVerifier", "jwt": "scopes.jwt.JwtVerifier"}
+if OAUTH_TOKEN_FORMAT not in VERIFIERS:
+    raise SystemExit(f"OAUTH_TOKEN_FORMAT must be opaque or jwt, not {OAUTH_TOKEN_FORMAT!r}")
+OAUTH_TOKEN_VERIFIER = VERIFIERS[OAUTH_TOKEN_FORMAT]
+OAUTH_JWT_LEEWAY = _env_int("OAUTH_JWT_LEEWAY", 30)
+OAUTH_STATUS_LIST_MAX_STALENESS = _env_int("OAUTH_STATUS_LIST_MAX_STALENESS", 60, minimum=1)
 _origin = urlsplit(OAUTH_INTROSPECTION_URL)
 OAUTH_ISSUER = _env("OAUTH_ISSUER", f"{_origin.scheme}://{_origin.netloc}").rstrip("/")
 OAUTH_RESOURCE_URI = _env("OAUTH_RESOURCE_URI", "http://127.0.0.1:8001/v2").rstrip("/")

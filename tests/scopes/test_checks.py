@@ -70,6 +70,16 @@ def test_introspection_without_its_credentials_is_an_error(settings):
     assert check_scope_declarations() == []
 
 
+def test_the_jwt_verifier_on_plain_http_elsewhere_than_loopback_is_an_error(settings):
+    settings.OAUTH_TOKEN_VERIFIER = "scopes.jwt.JwtVerifier"
+    settings.OAUTH_RESOURCE_URI = "https://bookings.example.com/v2"
+    settings.OAUTH_ISSUER = "http://auth.example.com"
+    errors = check_scope_declarations()
+    assert [e.id for e in errors] == ["scopes.E004"] and "https" in errors[0].msg
+    settings.OAUTH_ISSUER = "https://auth.example.com"
+    assert check_scope_declarations() == []
+
+
 def test_a_server_started_without_the_check_answers_503_not_500(settings, db, caplog):
     from django.test import Client
 
