@@ -1,7 +1,7 @@
 """Reads about a user's grants."""
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.core.cache import caches
 from django.db.models import JSONField, Max, Min, OuterRef, Subquery
@@ -174,3 +174,18 @@ def consent_covers(*, user, client: OAuthClient, scopes: list[str]) -> bool:
     if not scopes:
         return last.get("unrestricted") is True
     return set(scopes) <= set(last.get("scopes") or [])
+
+
+# OpenID Connect: what a login session carries for the ID token (docs/openid-connect.md).
+SESSION_AUTH_TIME_KEY = "oidc_auth_time"  # seconds since the epoch of the password login
+SESSION_SID_KEY = "oidc_sid"  # the session's `sid` claim: random, unrelated to the session key
+
+
+def session_auth_time(*, request) -> datetime | None:
+    """When the signed-in user last typed their password in this session (OpenID Connect
+    `auth_time`): recorded by the login page; a session from another login (the admin's) falls back
+    to the user's last login, which is never earlier than that session's."""
+    recorded = request.session.get(SESSION_AUTH_TIME_KEY)
+    if isinstance(recorded, int) and recorded > 0:
+        return datetime.fromtimestamp(recorded, tz=UTC)
+    return request.user.last_login
