@@ -147,18 +147,15 @@ class UserInfoView(View):
         return response
 
 
-def _registered_logout_uris(client: OAuthClient) -> list[str]:
-    return client.post_logout_redirect_uris.split() + client.redirect_uri_list
-
-
 @method_decorator(never_cache, name="dispatch")
 class LogoutView(RPInitiatedLogoutView):
     """GET/POST /auth/oauth2/logout: OpenID Connect RP-Initiated Logout 1.0 on DOT's view.
 
     The user always confirms (OIDC_RP_INITIATED_LOGOUT_ALWAYS_PROMPT). An app is identified by
     client_id or by an ID token this server signed (id_token_hint); post_logout_redirect_uri must be
-    exactly one of its registered post-logout or redirect URIs, else an error page and no redirect
-    (never an open redirector). Only the session here ends: apps keep their tokens.
+    exactly one of its registered redirect URIs (reviewed with the client; DOT's separate
+    post_logout_redirect_uris column is not used), else an error page and no redirect (never an
+    open redirector). Only the session here ends: apps keep their tokens.
     """
 
     template_name = "oauth/logout_confirm.html"
@@ -189,9 +186,9 @@ class LogoutView(RPInitiatedLogoutView):
             return
         if application is None or not application.can_be_authorized:
             raise InvalidOIDCClientError()
-        # Exact string match, as for redirect URIs (SECURITY.md).
-        if post_logout_redirect_uri not in _registered_logout_uris(application):
-            raise InvalidOIDCRedirectURIError("This client does not have this post-logout redirect URI registered.")
+        # Exact string match against the registered redirect URIs (SECURITY.md), no port tolerance.
+        if post_logout_redirect_uri not in application.redirect_uri_list:
+            raise InvalidOIDCRedirectURIError("post_logout_redirect_uri is not one of this client's redirect URIs.")
 
     def form_invalid(self, form):
         # A field the form refuses (a NUL byte): the error page, not the form again.

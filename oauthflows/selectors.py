@@ -20,7 +20,7 @@ from oauthclients.models import (
     RefreshToken,
 )
 from oauthclients.validators import web_origin
-from scopes.catalog import group_by_resource
+from scopes.catalog import OPENID_SCOPES, group_by_resource
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,8 @@ class ConnectedApp:
     unrestricted: bool
     authorized_at: datetime
     last_used_at: datetime | None
+    # OpenID Connect: "Sign you in" and what profile and email read, as on the consent page.
+    identity_lines: tuple[str, ...] = ()
 
     @property
     def higher_risk_count(self) -> int:
@@ -72,6 +74,11 @@ def connected_app_list_for_user(*, user) -> list[ConnectedApp]:
             ConnectedApp(
                 client=client,
                 scope_resources=group_by_resource(sorted(scopes_by_client.get(client.pk, ()))),
+                identity_lines=tuple(
+                    description
+                    for name, description in OPENID_SCOPES.items()
+                    if name in scopes_by_client.get(client.pk, ())
+                ),
                 unrestricted=client.pk in unrestricted,
                 authorized_at=consent.first_authorized_at if consent else used.get("first"),
                 last_used_at=used.get("last"),

@@ -330,3 +330,72 @@ def test_a_public_client_runs_the_openid_flow_with_pkce(browser, api, public, si
     code = query_of(response["Location"])["code"]
     tokens = exchange(api, public, code, verifier=verifier).json()
     assert _verified(tokens["id_token"], api)[1]["aud"] == public.client_id
+
+
+# --- the client's ID token algorithm ---------------------------------------------------------------
+
+
+def test_the_algorithm_is_set_by_a_service_with_an_audit_row_and_refuses_hs256(app, owner):
+    from django.core.exceptions import ValidationError
+
+    from oauthclients.models import AuditAction, ClientAuditEvent
+    from oauthclients.services import client_id_token_algorithm_set
+
+    client, _secret = app
+    assert client.id_token_signed_response_alg == "RS256"  # the OpenID Connect default
+    client_id_token_algorithm_set(client=client, algorithm="ES256", actor=owner)
+    client.refresh_from_db()
+    assert client.id_token_signed_response_alg == "ES256" and client.status == ClientStatus.APPROVED
+    event = ClientAuditEvent.objects.filter(client=client, action=AuditAction.CLIENT_UPDATED).get()
+    assert event.detail["id_token_signed_response_alg"] == "ES256"
+    with pytest.raises(ValidationError):
+        client_id_token_algorithm_set(client=client, algorithm="HS256", actor=owner)
+
+
+def test_the_command_sets_the_algorithm(app):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    client, _secret = app
+    out = StringIO()
+    call_command("oauthclient", "set-id-token-alg", client.client_id, "ES256", stdout=out)
+    assert json.loads(out.getvalue())["id_token_signed_response_alg"] == "ES256"
+
+
+@pytest.mark.parametrize(
+    ("asked", "status", "stored"), [(None, 201, "RS256"), ("ES256", 201, "ES256"), ("HS256", 400, None)]
+)
+def test_registration_takes_id_token_signed_response_alg(api, db, asked, status, stored):
+    metadata = {"redirect_uris": ["https://agent.example.com/cb"], "token_endpoint_auth_method": "none"}
+    if asked:
+        metadata["id_token_signed_response_alg"] = asked
+    response = api.post("/v2/auth/oauth2/register", data=json.dumps(metadata), content_type="application/json")
+    assert response.status_code == status, response.content
+    if stored:
+        assert response.json()["id_token_signed_response_alg"] == stored
+    else:
+        assert response.json()["error"] == "invalid_client_metadata"
+
+
+# --- elsewhere -----------------------------------------------------------------------------------
+
+
+def test_connected_apps_says_the_app_signs_you_in(browser, api, app, signing_keys):
+    client, secret = app
+    _openid_tokens(browser, api, client, secret, scope="openid email PROFILE_READ")
+    page = browser.get("/settings/apps/").content.decode()
+    assert "Signs you in" in page and "See your email address" in page
+
+
+def test_no_table_holds_the_id_token(browser, api, app, signing_keys):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    client, secret = app
+    id_token = _openid_tokens(browser, api, client, secret)["id_token"]
+    dump = StringIO()
+    call_command("dumpdata", stdout=dump)
+    for part in id_token.split("."):
+        assert part not in dump.getvalue()

@@ -14,9 +14,9 @@ LOGOUT = "/auth/oauth2/logout"
 
 @pytest.fixture
 def app(owner):
-    created = make_client(owner, redirect_uris=["https://app.example.com/cb"], approve=True)
-    created.client.post_logout_redirect_uris = "https://app.example.com/logged-out"
-    created.client.save(update_fields=["post_logout_redirect_uris"])
+    created = make_client(
+        owner, redirect_uris=["https://app.example.com/cb", "https://app.example.com/logged-out"], approve=True
+    )
     return created.client, created.secret.plaintext
 
 
@@ -51,7 +51,15 @@ def test_the_user_confirms_then_is_logged_out_and_sent_to_the_registered_uri(bro
     assert not _logged_in(browser)
 
 
-def test_a_registered_redirect_uri_also_serves_with_client_id(browser, app):
+def test_dots_post_logout_column_opens_no_redirect(browser, app):
+    client, _secret = app
+    client.post_logout_redirect_uris = "https://elsewhere.example.com/"
+    client.save(update_fields=["post_logout_redirect_uris"])
+    url = _logout_url(client_id=client.client_id, post_logout_redirect_uri="https://elsewhere.example.com/")
+    assert browser.get(url).status_code == 400
+
+
+def test_the_client_id_alone_identifies_the_app(browser, app):
     client, _secret = app
     url = _logout_url(client_id=client.client_id, post_logout_redirect_uri="https://app.example.com/cb")
     assert browser.get(url).status_code == 200
