@@ -95,8 +95,9 @@ class AuthorizationMixin(LoginRequiredMixin):
                     state=state if state is None or len(state) <= MAX_STATE_LENGTH else None,
                 )
             )
-        query = self.request.META.get("QUERY_STRING", "")
-        return redirect_to_login(f"{settings.OAUTH_AUTHORIZE_PATH}?{query}" if query else settings.OAUTH_AUTHORIZE_PATH)
+        # The login about to happen is fresh: prompt=login and max_age are met by it (a second
+        # password prompt after it would be one too many).
+        return _login_again(self.request)
 
     def validated(self) -> tuple[AuthorizationRequest | None, HttpResponse | None]:
         """The validated request, or the response that refuses it (error page or error redirect).
@@ -228,13 +229,17 @@ def _login_again(request) -> HttpResponse:
     (prompt=login, select_account, max_age): a fresh login satisfies them, and they must not
     send the user round once more. login_hint stays for the login page (config.accounts)."""
     query = request.GET.copy()
-    prompt = [value for value in (query.get("prompt") or "").split() if value not in ("login", "select_account")]
-    query.pop("max_age", None)
-    if prompt:
-        query["prompt"] = " ".join(prompt)
+    prompt = (query.get("prompt") or "").split()
+    kept = [value for value in prompt if value not in ("login", "select_account")]
+    if kept == prompt and "max_age" not in query:
+        encoded = request.META.get("QUERY_STRING", "")  # nothing to take out: the request as sent
     else:
-        query.pop("prompt", None)
-    encoded = query.urlencode()
+        query.pop("max_age", None)
+        if kept:
+            query["prompt"] = " ".join(kept)
+        else:
+            query.pop("prompt", None)
+        encoded = query.urlencode()
     return redirect_to_login(f"{settings.OAUTH_AUTHORIZE_PATH}?{encoded}" if encoded else settings.OAUTH_AUTHORIZE_PATH)
 
 

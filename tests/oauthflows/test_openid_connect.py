@@ -264,6 +264,17 @@ def test_prompt_login_asks_for_the_password_again_then_comes_back(browser, app, 
     assert browser.get(next_url).status_code == 200  # the consent page (prompt=consent stayed)
 
 
+def test_prompt_login_without_a_session_asks_for_the_password_once(app, end_user):
+    client, _secret = app
+    anonymous = Client()
+    response = anonymous.get(authorize_url(client, scope="openid", prompt="login", max_age="0"))
+    next_url = anonymous.get(response["Location"]).context["next"]
+    assert "prompt" not in next_url and "max_age" not in next_url and "state=xyz" in next_url
+    credentials = {"username": end_user.username, "password": PASSWORD, "next": next_url}
+    assert anonymous.post("/accounts/login/", credentials)["Location"] == next_url
+    assert anonymous.get(next_url).status_code == 200  # the consent page, not the login page again
+
+
 @pytest.mark.parametrize("prompt", ["none login", "bogus", "login bogus"])
 def test_a_bad_prompt_is_invalid_request(browser, app, prompt):
     client, _secret = app
