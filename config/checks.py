@@ -68,15 +68,26 @@ def signing_keys_ready(app_configs=None, databases=None, **kwargs) -> list:
     if not databases or "default" not in databases:
         return problems
     try:
-        has_key = SigningKey.objects.exists()
+        algorithms = set(SigningKey.objects.values_list("algorithm", flat=True).distinct())
     except DatabaseError:
         return problems  # the database's own checks report it
-    if not has_key:
+    if not algorithms:
         problems.append(
             Error(
                 "No signing key exists: the JWKS is empty.",
                 hint="Run `manage.py signingkey create --alg ES256` and `manage.py signingkey create --alg RS256`.",
                 id="config.E004",
+            )
+        )
+    elif missing := sorted({"RS256", "ES256"} - algorithms):
+        # OpenID Connect ID tokens are RS256 unless a client asks for ES256 (docs/openid-connect.md):
+        # without a key of its algorithm, a client's OpenID exchange is refused (invalid_request).
+        problems.append(
+            Warning(
+                f"No {' or '.join(missing)} signing key exists: OpenID Connect clients whose ID tokens use it "
+                "cannot sign in.",
+                hint=" and ".join(f"`manage.py signingkey create --alg {alg}`" for alg in missing) + ".",
+                id="config.W003",
             )
         )
     return problems

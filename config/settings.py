@@ -222,6 +222,10 @@ OAUTH_SIGNING_KEY_ENCRYPTION_KEY = env_str("OAUTH_SIGNING_KEY_ENCRYPTION_KEY") o
 # A rotated-in key is published this many seconds before it signs (the JWKS is cached for less).
 OAUTH_SIGNING_KEY_PUBLISH_AHEAD = env_int("OAUTH_SIGNING_KEY_PUBLISH_AHEAD", 600)
 OAUTH_JWKS_PATH = "/.well-known/jwks.json"
+# OpenID Connect (docs/openid-connect.md): discovery, userinfo, RP-initiated logout.
+OAUTH_OPENID_CONFIGURATION_PATH = "/.well-known/openid-configuration"
+OAUTH_USERINFO_PATH = "/v2/auth/oauth2/userinfo"
+OAUTH_END_SESSION_PATH = "/auth/oauth2/logout"
 
 # Agents and tools that register themselves (docs/agents.md). OAUTH_DYNAMIC_REGISTRATION:
 # "unverified" (default: RFC 7591 registration is open and a new client is usable at once within
@@ -252,7 +256,10 @@ OAUTH_SELF_REGISTERED_OWNER = env_str("OAUTH_SELF_REGISTERED_OWNER", "self-regis
 # CORS (django-cors-headers) for the metadata, token and revocation endpoints only; which origin
 # may read an answer is decided per request by oauthflows.cors (no static allow-list, never
 # credentials). Introspection is for servers, so it has none.
-CORS_URLS_REGEX = r"^(/\.well-known/oauth-authorization-server|/v2/auth/oauth2/(token|revoke|register)|/v2/me)$"
+CORS_URLS_REGEX = (
+    r"^(/\.well-known/(oauth-authorization-server|openid-configuration)|/v2/auth/oauth2/(token|revoke|register|userinfo)"
+    r"|/v2/me)$"
+)
 CORS_ALLOWED_ORIGINS: list[str] = []
 CORS_ALLOW_CREDENTIALS = False
 CORS_ALLOW_METHODS = ("GET", "POST", "PATCH", "OPTIONS")
@@ -280,6 +287,19 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
     "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
     "OIDC_ISS_ENDPOINT": OAUTH_ISSUER,
+    # OpenID Connect (docs/openid-connect.md) through DOT's machinery: ID tokens signed by the one
+    # key store (oauthclients.keys; no OIDC_RSA_PRIVATE_KEY), every code exchange through
+    # oauthlib's OpenID grant (oauthflows.oauth2.Server), userinfo and RP-initiated logout ours.
+    "OIDC_ENABLED": True,
+    "OIDC_SERVER_CLASS": "oauthflows.oauth2.Server",
+    "OIDC_USERINFO_ENDPOINT": OAUTH_ISSUER + OAUTH_USERINFO_PATH,
+    "OIDC_RP_INITIATED_LOGOUT_ENABLED": True,
+    "OIDC_RP_INITIATED_LOGOUT_ALWAYS_PROMPT": True,  # the user confirms every logout an app asks for
+    # Logging out of this server ends the session here; it does not revoke what other apps hold
+    # (DOT would delete every access token of the user, for every app).
+    "OIDC_RP_INITIATED_LOGOUT_DELETE_TOKENS": False,
+    "OIDC_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "ID_TOKEN_EXPIRE_SECONDS": 3600,
     # RFC 7591 registration through DOT's view (oauthflows.registration): open to anyone (the rate
     # limits and the unverified tier are the gate), off with OAUTH_DYNAMIC_REGISTRATION=off.
     "DCR_ENABLED": OAUTH_DYNAMIC_REGISTRATION != "off",

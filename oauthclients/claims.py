@@ -71,6 +71,9 @@ def _grant_sql(with_verifier: bool) -> str:
         "code_challenge",
         "code_challenge_method",
         "resource",
+        "nonce",
+        "auth_time",
+        "sid",
     )
     quote = connections[router.db_for_write(Grant)].ops.quote_name
     table = quote(Grant._meta.db_table)
@@ -91,7 +94,8 @@ def _grant_sql(with_verifier: bool) -> str:
         # A code of a user deactivated since it was issued is not redeemed (SECURITY.md).
         f"AND EXISTS (SELECT 1 FROM {user_table} u WHERE u.{u['id']} = {table}.{g['user']} AND u.{u['is_active']}) "
         f"RETURNING {g['id']}, {g['user']}, {g['scope']}, {g['expires']}, {g['code_challenge']}, "
-        f"{g['code_challenge_method']}, {g['resource']}"
+        # OpenID Connect's nonce, auth_time and sid ride along: the ID token needs no second read.
+        f"{g['code_challenge_method']}, {g['resource']}, {g['nonce']}, {g['auth_time']}, {g['sid']}"
     )
 
 
@@ -136,7 +140,7 @@ def grant_claim(
         row = cursor.fetchone()
     if row is None:
         return None
-    pk, user_id, scope, expires, challenge, method, resource = row
+    pk, user_id, scope, expires, challenge, method, resource, nonce, auth_time, sid = row
     grant = _instance(
         Grant,
         alias,
@@ -150,6 +154,9 @@ def grant_claim(
             "code_challenge": challenge,
             "code_challenge_method": method,
             "resource": _json_column(Grant, "resource", resource, alias),
+            "nonce": nonce,
+            "auth_time": auth_time,
+            "sid": sid,
             "used_at": now,
             "token_family": family,
         },

@@ -74,6 +74,14 @@ class ShownClient:
         return bool(self.logo_url)
 
 
+class IdTokenAlgorithm(models.TextChoices):
+    """The ID token signatures a client may ask for: asymmetric only (no HS256, which would sign
+    with a client secret that is stored here only as a digest)."""
+
+    RS256 = "RS256", "RS256 (RSA, the OpenID Connect default)"
+    ES256 = "ES256", "ES256 (ECDSA P-256)"
+
+
 class OAuthClient(AbstractApplication):
     """A third-party application registered by a developer (spec §2.1)."""
 
@@ -138,6 +146,16 @@ class OAuthClient(AbstractApplication):
     registration_metadata = models.JSONField(default=dict, blank=True, editable=False)
     # Deleted by its owner: kept (rejected, tokens revoked) so that its audit trail survives.
     deleted_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # OpenID Connect: how this client's ID tokens are signed (the name is OpenID Connect Dynamic
+    # Registration's). DOT's own `algorithm` column stays empty: its RS256 reads a PEM setting and
+    # its HS256 a plain client secret, neither of which exists here (docs/openid-connect.md).
+    id_token_signed_response_alg = models.CharField(
+        max_length=8,
+        choices=IdTokenAlgorithm.choices,
+        default=IdTokenAlgorithm.RS256,
+        verbose_name="ID token algorithm",
+        help_text="How ID tokens for this client are signed: RS256 (the OpenID Connect default) or ES256.",
+    )
 
     objects = ApplicationManager()
 
@@ -167,6 +185,10 @@ class OAuthClient(AbstractApplication):
             ),
             models.UniqueConstraint(
                 fields=["resource_uri"], condition=~Q(resource_uri=""), name="oauthclient_resource_uri_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(id_token_signed_response_alg__in=IdTokenAlgorithm.values),
+                name="oauthclient_id_token_alg_valid",
             ),
         ]
         indexes = [models.Index(fields=["status"]), models.Index(fields=["user", "-created"])]
@@ -347,6 +369,16 @@ class OAuthClient(AbstractApplication):
         private = {uri.partition(":")[0] for uri in self.redirect_uri_list if is_private_use_redirect(uri)}
         return ["https", "http", *sorted(private)]
 
+    @property
+    def jwk_key(self):
+        """The private key that signs this client's ID tokens now: the current key of its
+        algorithm in the one key store (oauthclients.keys), never a PEM setting; None when there
+        is none (the validator refuses to issue the ID token)."""
+        from oauthclients.keys import private_key, signing_key_current
+
+        key = signing_key_current(self.id_token_signed_response_alg)
+        return None if key is None else private_key(key)
+
     def is_usable(self, request) -> bool:
         """DOT asks this before issuing codes and tokens: only an approved client is usable...
 
@@ -521,6 +553,11 @@ class Grant(AbstractGrant):
     # and can revoke the token family it produced (RFC 6749 §4.1.2, RFC 9700 §4.14).
     used_at = models.DateTimeField(null=True, blank=True)
     token_family = models.UUIDField(null=True, blank=True, editable=False)
+    # OpenID Connect: when the user last logged in (the session's, at the authorization request),
+    # for the ID token's `auth_time`; and the session's `sid` (a random value the session keeps,
+    # unrelated to its key). DOT's AbstractGrant already holds the request's `nonce`.
+    auth_time = models.DateTimeField(null=True, blank=True, editable=False)
+    sid = models.CharField(max_length=64, blank=True, default="", editable=False)
 
     class Meta(AbstractGrant.Meta):
         verbose_name = "authorization code"
@@ -537,7 +574,8 @@ class RefreshToken(AbstractRefreshToken):
 
 
 class IDToken(AbstractIDToken):
-    """Unused (no OpenID Connect); swapped only so that every DOT model lives in this app."""
+    """An ID token issued (OpenID Connect): its `jti`, user, client, scope and expiry only; the
+    signed token itself is never stored. RP-initiated logout finds it by `jti` from id_token_hint."""
 
     class Meta(AbstractIDToken.Meta):
         pass

@@ -35,6 +35,7 @@ from oauthclients.models import (
     ClientStatus,
     Consent,
     Grant,
+    IdTokenAlgorithm,
     OAuthClient,
     RefreshToken,
     digest,
@@ -332,6 +333,7 @@ def client_self_register(
     terms_url: str = "",
     metadata: dict | None = None,
     client_id: str | None = None,
+    id_token_signed_response_alg: str = IdTokenAlgorithm.RS256,
 ) -> ClientCreated:
     """A client that registered itself (RFC 7591, or a client ID metadata document): no owner of
     its own, *unverified* (any user may authorize it within settings.OAUTH_UNVERIFIED_SCOPES,
@@ -361,6 +363,7 @@ def client_self_register(
         status=status,
         registration_source=source,
         registration_metadata=metadata or {},
+        id_token_signed_response_alg=id_token_signed_response_alg,
     )
     if client_id is not None:
         client.client_id = client_id
@@ -393,6 +396,7 @@ def client_document_refresh(
     privacy_policy_url: str = "",
     terms_url: str = "",
     metadata: dict | None = None,
+    id_token_signed_response_alg: str = IdTokenAlgorithm.RS256,
 ) -> OAuthClient:
     """An unverified client ID metadata document client, fetched again: its registration follows
     the document (the registry's rules, as at registration). An approved one is never changed here."""
@@ -414,6 +418,7 @@ def client_document_refresh(
     client.redirect_uris = " ".join(cleaned["redirect_uris"])
     client.set_scope_list(cleaned["scopes"])
     client.registration_metadata = metadata or {}
+    client.id_token_signed_response_alg = id_token_signed_response_alg
     client.cimd_expires_at = expires
     client.save()
     return client
@@ -637,6 +642,28 @@ def client_set_scopes(*, client: OAuthClient, scopes: list[str], actor=None) -> 
         "scopes": names,
     }
     return _apply_edit(client, actor=actor, action=AuditAction.CLIENT_SCOPES_SET, cleaned=cleaned)
+
+
+@transaction.atomic
+def client_id_token_algorithm_set(*, client: OAuthClient, algorithm: str, actor=None) -> OAuthClient:
+    """How the client's ID tokens are signed from now on: RS256 or ES256 (docs/openid-connect.md).
+    Nothing users are shown changes, so the review state stays as it is."""
+    if algorithm not in IdTokenAlgorithm.values:
+        raise ValidationError(
+            {"id_token_signed_response_alg": f"ID tokens are signed with {' or '.join(IdTokenAlgorithm.values)}."}
+        )
+    client = _lock(client)
+    if client.id_token_signed_response_alg != algorithm:
+        client.id_token_signed_response_alg = algorithm
+        client.save(update_fields=["id_token_signed_response_alg", "updated"])
+        _audit(
+            client=client,
+            actor=actor,
+            action=AuditAction.CLIENT_UPDATED,
+            changed=["id_token_signed_response_alg"],
+            id_token_signed_response_alg=algorithm,
+        )
+    return client
 
 
 def _same_digest(given, actual: str) -> bool:

@@ -10,10 +10,13 @@ next refresh too. Approval lifts it (status approved); rejection ends every toke
 from django.conf import settings
 
 from oauthclients.models import ClientStatus, OAuthClient
+from scopes.catalog import OPENID_SCOPES
 
 
 def unverified_ceiling() -> frozenset[str]:
-    return frozenset(settings.OAUTH_UNVERIFIED_SCOPES)
+    # The OpenID Connect scopes read only who the user is (userinfo: name, username, email, time
+    # zone, language) and change nothing: always within the ceiling (docs/openid-connect.md).
+    return frozenset(settings.OAUTH_UNVERIFIED_SCOPES) | frozenset(OPENID_SCOPES)
 
 
 def beyond_ceiling(client: OAuthClient | None, scopes) -> list[str]:
@@ -24,6 +27,10 @@ def beyond_ceiling(client: OAuthClient | None, scopes) -> list[str]:
     return [name for name in scopes if name not in ceiling]
 
 
+def _ceiling_text() -> str:
+    return ", ".join(sorted(settings.OAUTH_UNVERIFIED_SCOPES)) or "no API scopes"
+
+
 def ceiling_refusal(client: OAuthClient | None, scopes) -> str | None:
     """The `invalid_scope` description for scopes beyond an unverified client's ceiling, or None."""
     outside = beyond_ceiling(client, scopes)
@@ -31,5 +38,5 @@ def ceiling_refusal(client: OAuthClient | None, scopes) -> str | None:
         return None
     return (
         "This application is unverified (it registered itself and has not been reviewed), so it can only "
-        f"get {', '.join(sorted(unverified_ceiling())) or 'no scopes'}; not {', '.join(outside)}."
+        f"get {_ceiling_text()}; not {', '.join(outside)}."
     )

@@ -16,7 +16,7 @@ from oauthclients.tier import ceiling_refusal
 from oauthclients.validators import is_private_use_redirect
 from oauthflows.cimd import MetadataDocumentError, is_metadata_document_url, metadata_document_client
 from oauthflows.oauth2 import CODE_CHALLENGE_RE, resource_refusal
-from scopes.catalog import UnknownScopeError, parse_scopes
+from scopes.catalog import OPENID_SCOPES, UnknownScopeError, parse_scopes
 
 MAX_STATE_LENGTH = 2048
 SINGLE_VALUED = (
@@ -27,7 +27,17 @@ SINGLE_VALUED = (
     "response_type",
     "code_challenge",
     "code_challenge_method",
+    "nonce",
+    "prompt",
+    "max_age",
+    "login_hint",
 )
+# OpenID Connect Core §3.1.2.1. `select_account` is served as `login` (logging in again is how an
+# account is chosen here); `none` stands alone.
+PROMPT_VALUES = frozenset({"none", "login", "consent", "select_account"})
+MAX_NONCE_LENGTH = 255  # the grant's nonce column
+MAX_LOGIN_HINT_LENGTH = 254
+MAX_MAX_AGE = 10 * 365 * 24 * 3600
 
 
 class AuthorizationPageError(Exception):
@@ -92,6 +102,21 @@ class AuthorizationRequest:
     code_challenge: str | None
     # RFC 8707: the audience the token will be bound to; empty: no audience (valid everywhere).
     resources: tuple[str, ...] = ()
+    # OpenID Connect Core §3.1.2.1 (docs/openid-connect.md): the nonce goes into the ID token;
+    # prompt, max_age and login_hint steer the login and the consent page (oauthflows.views).
+    nonce: str | None = None
+    prompt: frozenset[str] = frozenset()
+    max_age: int | None = None
+    login_hint: str | None = None
+
+    @property
+    def is_openid(self) -> bool:
+        return "openid" in self.scopes
+
+    @property
+    def api_scopes(self) -> list[str]:
+        """The catalog scopes asked for, without OpenID Connect's."""
+        return [name for name in self.scopes if name not in OPENID_SCOPES]
 
     @property
     def is_unrestricted(self) -> bool:
@@ -118,6 +143,8 @@ class AuthorizationRequest:
         if self.code_challenge:
             query += [("code_challenge", self.code_challenge), ("code_challenge_method", "S256")]
         query += [("resource", uri) for uri in self.resources]
+        if self.is_openid and self.nonce is not None:
+            query.append(("nonce", self.nonce))
         return query
 
 
@@ -157,7 +184,36 @@ def authorization_request_validate(*, params: QueryDict, user) -> AuthorizationR
         scopes=scopes,
         code_challenge=code_challenge,
         resources=resources,
+        **openid_parameters_validate(params, fail),
     )
+
+
+def openid_parameters_validate(params: QueryDict, fail) -> dict:
+    """OpenID Connect Core §3.1.2.1: nonce, prompt, max_age, login_hint; `request` and
+    `request_uri` (§6) are not supported. Checked for every request: `prompt` and `max_age` mean
+    the same with or without `openid`."""
+    if params.get("request") is not None:
+        fail("request_not_supported", "Request objects (the request parameter) are not supported.")
+    if params.get("request_uri") is not None:
+        fail("request_uri_not_supported", "The request_uri parameter is not supported.")
+    nonce = params.get("nonce")
+    if nonce is not None and (not nonce or len(nonce) > MAX_NONCE_LENGTH or not nonce.isprintable()):
+        fail("invalid_request", f"nonce must be 1-{MAX_NONCE_LENGTH} printable characters.")
+    prompt = frozenset((params.get("prompt") or "").split())
+    if prompt - PROMPT_VALUES:
+        fail("invalid_request", "prompt can only hold none, login, consent and select_account.")
+    if "none" in prompt and len(prompt) > 1:
+        fail("invalid_request", "prompt=none cannot be combined with other prompt values.")
+    raw_max_age = params.get("max_age")
+    max_age = None
+    if raw_max_age is not None:
+        if not raw_max_age.isascii() or not raw_max_age.isdigit() or int(raw_max_age) > MAX_MAX_AGE:
+            fail("invalid_request", "max_age must be a whole number of seconds (0 or more).")
+        max_age = int(raw_max_age)
+    login_hint = params.get("login_hint")
+    if login_hint is not None and (len(login_hint) > MAX_LOGIN_HINT_LENGTH or not login_hint.isprintable()):
+        fail("invalid_request", f"login_hint must be at most {MAX_LOGIN_HINT_LENGTH} printable characters.")
+    return {"nonce": nonce, "prompt": prompt, "max_age": max_age, "login_hint": login_hint or None}
 
 
 def resources_validate(values: list, fail) -> tuple[str, ...]:
@@ -263,17 +319,20 @@ def _redirect_uri(params: QueryDict, client: OAuthClient) -> str:
 def _scopes(params: QueryDict, client: OAuthClient, fail) -> list[str]:
     raw = params.get("scope")
     try:
-        scopes = parse_scopes(raw)
+        scopes = parse_scopes(raw, openid=True)
     except UnknownScopeError as exc:
         fail("invalid_scope", str(exc) + ".")
     if not scopes:
         if client.is_legacy:
             return []  # spec §5.6: a legacy client without scope gets an unrestricted token
         fail("invalid_scope", "The scope parameter is required: list the scopes the application needs.")
+    if "openid" not in scopes and any(name in OPENID_SCOPES for name in scopes):
+        # OpenID Connect Core §5.4: profile and email are claims of an OpenID request.
+        fail("invalid_scope", "profile and email are OpenID Connect scopes: ask for openid with them.")
     if not client.is_legacy:
         # Spec §4.1: a subset of the scopes enabled on the client. A legacy client may ask for any
-        # known scope (migration step a, spec §5.8).
-        outside = [name for name in scopes if name not in client.scope_list]
+        # known scope (migration step a, spec §5.8). The OpenID Connect scopes are every client's.
+        outside = [name for name in scopes if name not in client.scope_list and name not in OPENID_SCOPES]
         if outside:
             fail("invalid_scope", "Not enabled for this application: " + ", ".join(outside) + ".")
     refusal = ceiling_refusal(client, scopes)

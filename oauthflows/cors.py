@@ -12,8 +12,8 @@ handler below decides, per request, whether the request's Origin is allowed:
   readable only by that client's own origins. Unverified clients count as approved ones here;
   pending, rejected and deleted clients get none.
 
-- the project's own bearer API (`/v2/me`): the origins of every approved public client, for the
-  preflight and the call alike (the bearer token is what authorizes it).
+- the project's own bearer API (`/v2/me`) and OpenID Connect's userinfo: the origins of every
+  approved public client, for the preflight and the call alike (the bearer token is what authorizes it).
 
 Never with credentials (CORS_ALLOW_CREDENTIALS is off): these endpoints use no cookies.
 """
@@ -33,9 +33,13 @@ def cors_allow_request(sender, request, **kwargs) -> bool:
     path = request.path_info
     if not origin:
         return False
-    if path in (settings.OAUTH_METADATA_PATH, settings.OAUTH_REGISTRATION_PATH):
+    if path in (
+        settings.OAUTH_METADATA_PATH,
+        settings.OAUTH_OPENID_CONFIGURATION_PATH,
+        settings.OAUTH_REGISTRATION_PATH,
+    ):
         return True  # public documents, and open registration (no cookies, no credentials)
-    if path == BEARER_API_PATH:
+    if path in (BEARER_API_PATH, settings.OAUTH_USERINFO_PATH):
         # The project's own bearer API: the token authorizes the call; a page may read the answer
         # from the origin of any approved public client (never with cookies: no credentials).
         try:

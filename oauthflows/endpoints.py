@@ -299,6 +299,8 @@ class TokenView(ClientEndpoint):
                 "expires_in": int(data.get("expires_in", settings.OAUTH_ACCESS_TOKEN_LIFETIME)),
                 "scope": data.get("scope", "") or "",
             }
+            # OpenID Connect Core §3.1.3.3: with `openid` granted, the ID token (oauthflows.oauth2).
+            | ({"id_token": data["id_token"]} if data.get("id_token") else {})
         )
 
 
@@ -381,37 +383,43 @@ class MetadataView(View):
     http_method_names = ["get", "head", "options"]
 
     def get(self, request, *args, **kwargs):
-        issuer = settings.OAUTH_ISSUER
-        response = JsonResponse(
-            {
-                "issuer": issuer,
-                "authorization_endpoint": issuer + settings.OAUTH_AUTHORIZE_PATH,
-                "token_endpoint": issuer + settings.OAUTH_TOKEN_PATH,
-                "revocation_endpoint": issuer + settings.OAUTH_REVOKE_PATH,
-                "introspection_endpoint": issuer + settings.OAUTH_INTROSPECT_PATH,
-                "scopes_supported": list(SCOPE_NAMES),
-                "response_types_supported": ["code"],
-                "response_modes_supported": ["query"],
-                "grant_types_supported": list(GRANT_TYPES),
-                "code_challenge_methods_supported": ["S256"],
-                "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
-                "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
-                "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
-                "authorization_response_iss_parameter_supported": True,
-                "jwks_uri": issuer + settings.OAUTH_JWKS_PATH,
-                # RFC 7591 (docs/agents.md): absent when OAUTH_DYNAMIC_REGISTRATION=off.
-                **(
-                    {
-                        "registration_endpoint": issuer + settings.OAUTH_REGISTRATION_PATH,
-                        "client_id_metadata_document_supported": True,
-                    }
-                    if settings.OAUTH_DYNAMIC_REGISTRATION != "off"
-                    else {"client_id_metadata_document_supported": False}
-                ),
-            }
-        )
+        response = JsonResponse(server_metadata())
         response["Cache-Control"] = "public, max-age=3600"
         return response
+
+
+def server_metadata() -> dict:
+    """RFC 8414 §2: the authorization server's metadata (oauthflows.openid adds OpenID's)."""
+    issuer = settings.OAUTH_ISSUER
+    return {
+        "issuer": issuer,
+        "authorization_endpoint": issuer + settings.OAUTH_AUTHORIZE_PATH,
+        "token_endpoint": issuer + settings.OAUTH_TOKEN_PATH,
+        "revocation_endpoint": issuer + settings.OAUTH_REVOKE_PATH,
+        "introspection_endpoint": issuer + settings.OAUTH_INTROSPECT_PATH,
+        "scopes_supported": list(SCOPE_NAMES),
+        "response_types_supported": ["code"],
+        "response_modes_supported": ["query"],
+        "grant_types_supported": list(GRANT_TYPES),
+        "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
+        "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
+        "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+        "authorization_response_iss_parameter_supported": True,
+        "jwks_uri": issuer + settings.OAUTH_JWKS_PATH,
+        # OpenID Connect (docs/openid-connect.md), also named here for RFC 8414 clients.
+        "userinfo_endpoint": issuer + settings.OAUTH_USERINFO_PATH,
+        "end_session_endpoint": issuer + settings.OAUTH_END_SESSION_PATH,
+        # RFC 7591 (docs/agents.md): absent when OAUTH_DYNAMIC_REGISTRATION=off.
+        **(
+            {
+                "registration_endpoint": issuer + settings.OAUTH_REGISTRATION_PATH,
+                "client_id_metadata_document_supported": True,
+            }
+            if settings.OAUTH_DYNAMIC_REGISTRATION != "off"
+            else {"client_id_metadata_document_supported": False}
+        ),
+    }
 
 
 class JwksView(View):

@@ -23,7 +23,7 @@ from oauth2_provider.views.dynamic_client_registration import (
     _parse_metadata,
 )
 
-from oauthclients.models import ClientKind, OAuthClient
+from oauthclients.models import ClientKind, IdTokenAlgorithm, OAuthClient
 from oauthclients.services import MAX_NAME_LENGTH, client_self_register
 from oauthclients.validators import has_line_break_or_control, url_host
 from scopes.catalog import UnknownScopeError, parse_scopes, sort_scopes
@@ -152,6 +152,13 @@ def metadata_validate(data: dict) -> dict:
     if contacts:
         metadata["contacts"] = contacts
     metadata["token_endpoint_auth_method"] = method
+    # OpenID Connect Dynamic Client Registration §2: how its ID tokens are signed (RS256 default).
+    id_token_alg = data.get("id_token_signed_response_alg", IdTokenAlgorithm.RS256)
+    if id_token_alg not in IdTokenAlgorithm.values:
+        raise RegistrationError(
+            "invalid_client_metadata",
+            f"id_token_signed_response_alg must be {' or '.join(IdTokenAlgorithm.values)}.",
+        )
     return {
         "name": name,
         "kind": AUTH_METHODS[method],
@@ -161,6 +168,7 @@ def metadata_validate(data: dict) -> dict:
         "privacy_policy_url": _text(data, "policy_uri", max_length=500),
         "terms_url": _text(data, "tos_uri", max_length=500),
         "metadata": metadata,
+        "id_token_signed_response_alg": id_token_alg,
     }
 
 
@@ -178,6 +186,7 @@ def registration_document(client: OAuthClient) -> dict:
             "token_endpoint_auth_method", "none" if client.client_type == ClientKind.PUBLIC else "client_secret_basic"
         ),
         "scope": " ".join(client.scope_list),
+        "id_token_signed_response_alg": client.id_token_signed_response_alg,
     }
     for key, value in (
         ("client_uri", client.website_url),

@@ -1,7 +1,7 @@
 """Reads about a user's grants."""
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.core.cache import caches
 from django.db.models import JSONField, Max, Min, OuterRef, Subquery
@@ -20,7 +20,7 @@ from oauthclients.models import (
     RefreshToken,
 )
 from oauthclients.validators import web_origin
-from scopes.catalog import group_by_resource
+from scopes.catalog import OPENID_SCOPES, group_by_resource
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,8 @@ class ConnectedApp:
     unrestricted: bool
     authorized_at: datetime
     last_used_at: datetime | None
+    # OpenID Connect: "Sign you in" and what profile and email read, as on the consent page.
+    identity_lines: tuple[str, ...] = ()
 
     @property
     def higher_risk_count(self) -> int:
@@ -72,6 +74,11 @@ def connected_app_list_for_user(*, user) -> list[ConnectedApp]:
             ConnectedApp(
                 client=client,
                 scope_resources=group_by_resource(sorted(scopes_by_client.get(client.pk, ()))),
+                identity_lines=tuple(
+                    description
+                    for name, description in OPENID_SCOPES.items()
+                    if name in scopes_by_client.get(client.pk, ())
+                ),
                 unrestricted=client.pk in unrestricted,
                 authorized_at=consent.first_authorized_at if consent else used.get("first"),
                 last_used_at=used.get("last"),
@@ -174,3 +181,18 @@ def consent_covers(*, user, client: OAuthClient, scopes: list[str]) -> bool:
     if not scopes:
         return last.get("unrestricted") is True
     return set(scopes) <= set(last.get("scopes") or [])
+
+
+# OpenID Connect: what a login session carries for the ID token (docs/openid-connect.md).
+SESSION_AUTH_TIME_KEY = "oidc_auth_time"  # seconds since the epoch of the password login
+SESSION_SID_KEY = "oidc_sid"  # the session's `sid` claim: random, unrelated to the session key
+
+
+def session_auth_time(*, request) -> datetime | None:
+    """When the signed-in user last typed their password in this session (OpenID Connect
+    `auth_time`): recorded by the login page; a session from another login (the admin's) falls back
+    to the user's last login, which is never earlier than that session's."""
+    recorded = request.session.get(SESSION_AUTH_TIME_KEY)
+    if isinstance(recorded, int) and recorded > 0:
+        return datetime.fromtimestamp(recorded, tz=UTC)
+    return request.user.last_login

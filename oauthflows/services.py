@@ -1,5 +1,6 @@
 """State changes of a user's grants: consent given or refused, access revoked."""
 
+import secrets
 from functools import cache
 
 from django.conf import settings
@@ -18,6 +19,7 @@ from oauthclients.models import (
     OAuthClient,
     RefreshToken,
 )
+from oauthflows.selectors import SESSION_AUTH_TIME_KEY, SESSION_SID_KEY
 
 
 def consent_record(*, user, client: OAuthClient, scopes: list[str], code: Grant | None = None) -> Consent:
@@ -116,6 +118,21 @@ def _saved(instance, alias: str):
     """An instance whose row the statement above wrote: as Model.save() leaves it."""
     instance._state.adding, instance._state.db = False, alias
     return instance
+
+
+def session_login_record(*, session) -> None:
+    """A password login just happened: its time (the ID token's `auth_time`, `max_age`'s clock)
+    and a fresh `sid` go into the new session."""
+    session[SESSION_AUTH_TIME_KEY] = int(timezone.now().timestamp())
+    session[SESSION_SID_KEY] = secrets.token_urlsafe(16)
+
+
+def session_sid_get_or_create(*, session) -> str:
+    """The session's `sid`; a session logged in elsewhere (the admin's login) gets one now."""
+    sid = session.get(SESSION_SID_KEY)
+    if not isinstance(sid, str) or not sid:
+        sid = session[SESSION_SID_KEY] = secrets.token_urlsafe(16)
+    return sid
 
 
 def consent_records_with_code() -> bool:

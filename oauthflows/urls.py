@@ -1,6 +1,6 @@
 from django.urls import path
 
-from oauthflows import endpoints, registration, views
+from oauthflows import endpoints, openid, registration, views
 
 app_name = "oauth"
 
@@ -12,8 +12,11 @@ urlpatterns = [
     path("v2/auth/oauth2/revoke", endpoints.RevokeView.as_view(), name="revoke"),
     path("v2/auth/oauth2/register", registration.RegistrationView.as_view(), name="register"),
     path("v2/auth/oauth2/introspect", endpoints.IntrospectView.as_view(), name="introspect"),
+    path("v2/auth/oauth2/userinfo", openid.UserInfoView.as_view(), name="userinfo"),
+    path("auth/oauth2/logout", openid.LogoutView.as_view(), name="logout"),
     path("settings/apps/", views.ConnectedAppsView.as_view(), name="connected_apps"),
     path("settings/apps/<str:client_id>/revoke/", views.ConnectedAppRevokeView.as_view(), name="connected_app_revoke"),
     path(".well-known/oauth-authorization-server", endpoints.MetadataView.as_view(), name="metadata"),
     path(".well-known/jwks.json", endpoints.JwksView.as_view(), name="jwks"),
+    path(".well-known/openid-configuration", openid.OpenIDConfigurationView.as_view(), name="openid_configuration"),
 ]

@@ -11,6 +11,7 @@ from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.cache import never_cache
@@ -22,6 +23,7 @@ from oauthlib.common import add_params_to_uri
 from oauthclients.models import ClientStatus, OAuthClient
 from oauthclients.selectors import resource_names, verified_name_like
 from oauthflows.authorization import (
+    MAX_STATE_LENGTH,
     AuthorizationPageError,
     AuthorizationRedirectError,
     AuthorizationRequest,
@@ -29,10 +31,21 @@ from oauthflows.authorization import (
     authorization_target_validate,
 )
 from oauthflows.endpoints import ascii_description
-from oauthflows.selectors import connected_app_get_for_user, connected_app_list_for_user, consent_covers
-from oauthflows.services import connected_app_revoke, consent_deny, consent_record, consent_records_with_code
+from oauthflows.selectors import (
+    connected_app_get_for_user,
+    connected_app_list_for_user,
+    consent_covers,
+    session_auth_time,
+)
+from oauthflows.services import (
+    connected_app_revoke,
+    consent_deny,
+    consent_record,
+    consent_records_with_code,
+    session_sid_get_or_create,
+)
 from profiles.selectors import profile_get_for_user
-from scopes.catalog import group_by_resource
+from scopes.catalog import OPENID_SCOPES, group_by_resource
 
 
 class ClientRedirect(HttpResponseRedirect):
@@ -71,8 +84,20 @@ class AuthorizationMixin(LoginRequiredMixin):
             authorization_target_validate(params=self.request.GET)
         except AuthorizationPageError as error:
             return _error_page(self.request, error)
-        query = self.request.META.get("QUERY_STRING", "")
-        return redirect_to_login(f"{settings.OAUTH_AUTHORIZE_PATH}?{query}" if query else settings.OAUTH_AUTHORIZE_PATH)
+        if "none" in (self.request.GET.get("prompt") or "").split():
+            # OpenID Connect Core §3.1.2.6: no login page may be shown, and nobody is logged in.
+            state = self.request.GET.get("state") or None
+            return _error_redirect(
+                AuthorizationRedirectError(
+                    "login_required",
+                    "The user is not logged in, and prompt=none forbids asking them to.",
+                    redirect_uri=self.request.GET["redirect_uri"],
+                    state=state if state is None or len(state) <= MAX_STATE_LENGTH else None,
+                )
+            )
+        # The login about to happen is fresh: prompt=login and max_age are met by it (a second
+        # password prompt after it would be one too many).
+        return _login_again(self.request)
 
     def validated(self) -> tuple[AuthorizationRequest | None, HttpResponse | None]:
         """The validated request, or the response that refuses it (error page or error redirect).
@@ -109,10 +134,33 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
         authz, refusal = self.validated()
         if refusal:
             return refusal
-        if request.GET.get("prompt") != "consent" and consent_covers(
+        # OpenID Connect Core §3.1.2.1: prompt=login (or select_account) and an exceeded max_age
+        # ask for the password again, then come back to this request without them.
+        if authz.prompt & {"login", "select_account"} or _login_too_old(request, authz.max_age):
+            if "none" in authz.prompt:
+                return _error_redirect(
+                    AuthorizationRedirectError(
+                        "login_required",
+                        "The last login is older than max_age, and prompt=none forbids asking again.",
+                        redirect_uri=authz.redirect_uri,
+                        state=authz.state,
+                    )
+                )
+            return _login_again(request)
+        covered = "consent" not in authz.prompt and consent_covers(
             user=request.user, client=authz.client, scopes=authz.scopes
-        ):
+        )
+        if covered:
             return _issue_code(self, request, authz)
+        if "none" in authz.prompt:
+            return _error_redirect(
+                AuthorizationRedirectError(
+                    "consent_required",
+                    "The user has not authorized these scopes, and prompt=none forbids asking them.",
+                    redirect_uri=authz.redirect_uri,
+                    state=authz.state,
+                )
+            )
         query = request.META.get("QUERY_STRING", "")
         this_request = f"{settings.OAUTH_AUTHORIZE_PATH}?{query}" if query else settings.OAUTH_AUTHORIZE_PATH
         context = {
@@ -129,7 +177,9 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
             if authz.client.registration_source == OAuthClient.RegistrationSource.CIMD
             else "",
             "signed_in_name": profile_get_for_user(user=request.user).name or request.user.get_full_name(),
-            "scopes_html": consent_scopes_html(tuple(authz.scopes)),
+            "scopes_html": consent_scopes_html(tuple(authz.api_scopes)) if authz.api_scopes else "",
+            # OpenID Connect: "Sign you in", and what profile and email let it read.
+            "identity_lines": [description for name, description in OPENID_SCOPES.items() if name in authz.scopes],
             "allow_url": f"{settings.OAUTH_AUTHORIZE_PATH}/allow?{query}",
             "deny_url": f"{settings.OAUTH_AUTHORIZE_PATH}/deny?{query}",
             # "Not you?": log out, log in again, and come back to this same request.
@@ -166,6 +216,33 @@ class AuthorizeAllowView(AuthorizationMixin, OAuthLibMixin, View):
         return _issue_code(self, request, authz)
 
 
+def _login_too_old(request, max_age: int | None) -> bool:
+    """OpenID Connect Core §3.1.2.1: more than max_age seconds since the user typed a password."""
+    if max_age is None:
+        return False
+    auth_time = session_auth_time(request=request)
+    return auth_time is None or (timezone.now() - auth_time).total_seconds() > max_age
+
+
+def _login_again(request) -> HttpResponse:
+    """The login page, then this authorization request again without what sent it there
+    (prompt=login, select_account, max_age): a fresh login satisfies them, and they must not
+    send the user round once more. login_hint stays for the login page (config.accounts)."""
+    query = request.GET.copy()
+    prompt = (query.get("prompt") or "").split()
+    kept = [value for value in prompt if value not in ("login", "select_account")]
+    if kept == prompt and "max_age" not in query:
+        encoded = request.META.get("QUERY_STRING", "")  # nothing to take out: the request as sent
+    else:
+        query.pop("max_age", None)
+        if kept:
+            query["prompt"] = " ".join(kept)
+        else:
+            query.pop("prompt", None)
+        encoded = query.urlencode()
+    return redirect_to_login(f"{settings.OAUTH_AUTHORIZE_PATH}?{encoded}" if encoded else settings.OAUTH_AUTHORIZE_PATH)
+
+
 def _issue_code(view: OAuthLibMixin, request, authz: AuthorizationRequest) -> HttpResponse:
     """The user allowed (just now, or before for at least these scopes): a code, to the redirect URI."""
     # oauthlib sees the validated, normalised request (see oauthflows.oauth2.Backend).
@@ -189,6 +266,10 @@ def _issue_code(view: OAuthLibMixin, request, authz: AuthorizationRequest) -> Ht
     if authz.code_challenge:
         credentials["code_challenge"] = authz.code_challenge
         credentials["code_challenge_method"] = "S256"
+    if authz.is_openid:
+        # The ID token's auth_time and sid, kept with the code (oauthflows.oauth2).
+        credentials["auth_time"] = session_auth_time(request=request)
+        credentials["sid"] = session_sid_get_or_create(session=request.session)
     try:
         uri, _headers, _body, _status = view.create_authorization_response(
             request=request, scopes=" ".join(authz.scopes), credentials=credentials, allow=True

@@ -91,6 +91,15 @@ _CATALOG = [
 SCOPES: dict[str, Scope] = {scope.name: scope for scope in _CATALOG}
 SCOPE_NAMES: tuple[str, ...] = tuple(SCOPES)
 
+# OpenID Connect Core §5.4: the identity scopes. Not API scopes (no endpoint of the API accepts
+# them, and the catalog stays the API's 46): every client may ask for them, a token carrying them
+# reads only the userinfo endpoint, and `profile` and `email` need `openid` (docs/openid-connect.md).
+OPENID_SCOPES: dict[str, str] = {
+    "openid": "Sign you in with your scheduling account (your account's identifier)",
+    "profile": "See your name, username, time zone and language",
+    "email": "See your email address",
+}
+
 # A scope parameter is at most this many characters; the catalog joined takes about 900.
 MAX_SCOPE_PARAM_LENGTH = 2000
 _SEPARATORS = re.compile(r"[\s,]+")
@@ -104,17 +113,18 @@ class UnknownScopeError(ValueError):
         super().__init__("Unknown scope" + ("s" if len(names) > 1 else "") + ": " + ", ".join(names))
 
 
-def parse_scopes(raw: str | None) -> list[str]:
+def parse_scopes(raw: str | None, *, openid: bool = False) -> list[str]:
     """Split a space- or comma-separated scope parameter; drop duplicates; refuse unknown names.
 
-    Order of first appearance is kept so that what the user is shown follows the request.
+    Order of first appearance is kept so that what the user is shown follows the request. With
+    `openid`, the OpenID Connect scopes (OPENID_SCOPES) are known names too.
     """
     if raw is None:
         return []
     if len(raw) > MAX_SCOPE_PARAM_LENGTH:
         raise UnknownScopeError([f"(scope parameter longer than {MAX_SCOPE_PARAM_LENGTH} characters)"])
     names = list(dict.fromkeys(part for part in _SEPARATORS.split(raw) if part))
-    unknown = [name for name in names if name not in SCOPES]
+    unknown = [name for name in names if name not in SCOPES and not (openid and name in OPENID_SCOPES)]
     if unknown:
         raise UnknownScopeError([_printable(name) for name in unknown])
     return names

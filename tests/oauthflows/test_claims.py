@@ -122,3 +122,30 @@ def test_an_inactive_user_or_expired_pair_is_not_claimed(browser, api, confident
     type(end_user).objects.filter(pk=end_user.pk).update(is_active=False)
     assert refresh(api, client, tokens["refresh_token"], secret=secret).status_code == 400
     assert RefreshToken.objects.get(token_checksum=digest(tokens["refresh_token"])).revoked is None
+
+
+def test_an_openid_exchange_takes_nonce_auth_time_and_sid_from_the_claim(browser, api, confidential, end_user):
+    import json
+
+    from jwcrypto import jwk, jwt
+
+    from oauthclients.keys import signing_key_create
+
+    signing_key_create(algorithm="RS256")
+    client, secret = confidential
+    exchange(api, client, get_code(browser, client), secret=secret)  # first use records last_used_at
+    code = get_code(browser, client, scope="openid PROFILE_READ", nonce="claimed-nonce")
+    grant = Grant.objects.get(code=digest(code))
+    assert grant.nonce == "claimed-nonce" and grant.auth_time is not None and grant.sid
+    response, sql = statements(lambda: exchange(api, client, code, secret=secret))
+    assert response.status_code == 200, response.content
+    # The secret, the claim, the signing key, the ID token's row, the access and refresh INSERTs:
+    # nothing re-reads the grant (no FOR UPDATE, no second SELECT of it).
+    assert len(sql) == 6, sql
+    assert not any("FOR UPDATE" in s or ('FROM "oauthclients_grant"' in s and s.startswith("SELECT")) for s in sql)
+    keys = jwk.JWKSet.from_json(api.get("/.well-known/jwks.json").content)
+    claims = json.loads(jwt.JWT(key=keys, jwt=response.json()["id_token"]).claims)
+    assert claims["nonce"] == "claimed-nonce"
+    assert claims["sid"] == grant.sid
+    assert claims["auth_time"] == int(grant.auth_time.timestamp())
+    assert claims["sub"] == str(end_user.pk)

@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
+from oauthclients.keys import signing_key_create
 from oauthclients.models import OAuthClient
 from tests.factories import PASSWORD
 from tests.oauthclients.pages import registration_data, url
@@ -176,6 +177,17 @@ def issue_everything(cast: Cast) -> Issued:
     access5, refresh5 = tokens_of(refresh(api, public, refresh4))
     ledger.add("public client's refreshed access token", access5)
     ledger.add("public client's refreshed refresh token", refresh5)
+
+    # OpenID Connect: an ID token beside the pair, and userinfo read with the access token.
+    signing_key_create(algorithm="RS256")
+    openid_code = ledger.add("OpenID code", get_code(cast.browser, confidential, scope="openid profile", nonce="n"))
+    answer = exchange(api, confidential, openid_code, secret=first).json()
+    ledger.add("OpenID access token", answer["access_token"])
+    ledger.add("OpenID refresh token", answer["refresh_token"])
+    ledger.add("ID token", answer["id_token"])
+    ledger.add("ID token signature", answer["id_token"].rsplit(".", 1)[1])
+    userinfo = api.get("/v2/auth/oauth2/userinfo", HTTP_AUTHORIZATION=f"Bearer {answer['access_token']}")
+    assert userinfo.status_code == 200
 
     return Issued(ledger=ledger, confidential=confidential, public=public)
 

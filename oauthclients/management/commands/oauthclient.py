@@ -53,6 +53,7 @@ def client_json(client: OAuthClient) -> dict:
         "redirect_uris": client.redirect_uri_list,
         "website_url": client.website_url,
         "purpose": client.purpose,
+        "id_token_signed_response_alg": client.id_token_signed_response_alg,
         "secrets": [
             {
                 "id": secret.pk,
@@ -196,6 +197,13 @@ class Command(BaseCommand):
         set_scopes.add_argument("client_id")
         set_scopes.add_argument("scopes", nargs="+", metavar="SCOPE")
 
+        id_token_alg = commands.add_parser(
+            "set-id-token-alg",
+            help="How the client's OpenID Connect ID tokens are signed: RS256 (the default) or ES256.",
+        )
+        id_token_alg.add_argument("client_id")
+        id_token_alg.add_argument("algorithm", choices=["RS256", "ES256"])
+
     def handle(self, *args, subcommand, actor=None, **options):
         # The audit trail is in the database (and the server's log); on the command line, stderr
         # stays for errors (and the review mail of the console backend) unless -v 2 or more.
@@ -316,4 +324,9 @@ class Command(BaseCommand):
     def do_set_scopes(self, *, actor, client_id, scopes, **_):
         return client_json(
             services.client_set_scopes(client=self._client(client_id), scopes=split_scopes(scopes), actor=actor)
+        )
+
+    def do_set_id_token_alg(self, *, actor, client_id, algorithm, **_):
+        return client_json(
+            services.client_id_token_algorithm_set(client=self._client(client_id), algorithm=algorithm, actor=actor)
         )
