@@ -270,7 +270,7 @@ OAUTH2_PROVIDER = {
     "SCOPES_BACKEND_CLASS": "scopes.backends.CatalogScopes",
     "OAUTH2_VALIDATOR_CLASS": "oauthflows.oauth2.Validator",
     "OAUTH2_BACKEND_CLASS": "oauthflows.oauth2.Backend",
-    "ACCESS_TOKEN_GENERATOR": "oauthflows.oauth2.generate_token",
+    "ACCESS_TOKEN_GENERATOR": "oauthflows.oauth2.generate_access_token",
     "REFRESH_TOKEN_GENERATOR": "oauthflows.oauth2.generate_token",
     "PKCE_REQUIRED": False,  # decided per client in Validator.is_pkce_required (public clients)
     "AUTHORIZATION_CODE_EXPIRE_SECONDS": OAUTH_AUTHORIZATION_CODE_LIFETIME,

@@ -38,6 +38,7 @@ from oauthclients.models import (
     IDToken,
     OAuthClient,
     RefreshToken,
+    TokenFormat,
 )
 from oauthclients.validators import lookalike_flags
 from scopes.catalog import LEVEL_LABELS, SCOPES, ScopeLevel, group_by_resource
@@ -99,6 +100,14 @@ class ClientAddForm(forms.Form):
         max_length=2000,
         help_text="Resource servers only: the service's OAUTH_RESOURCE_URI, which apps name in `resource` "
         "(RFC 8707) to get tokens bound to it.",
+    )
+    token_format = forms.ChoiceField(
+        label="Token format",
+        choices=TokenFormat.choices,
+        initial=TokenFormat.OPAQUE,
+        required=False,
+        help_text="Resource servers with a resource URI only: JWT access tokens it verifies itself "
+        "(scopes.jwt, docs/verifying-tokens.md), or opaque tokens it introspects.",
     )
 
     def __init__(self, *args, admin_site, **kwargs):
@@ -231,7 +240,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
                 )
             },
         ),
-        ("Access", {"fields": ("scope_names", "redirect_uri_lines", "resource_uri")}),
+        ("Access", {"fields": ("scope_names", "redirect_uri_lines", "resource_uri", "token_format")}),
         ("Secrets", {"fields": ("secrets_display",)}),
         ("History", {"fields": ("created", "updated", "audit_trail", "audit_events_link")}),
     )
@@ -239,7 +248,14 @@ class OAuthClientAdmin(admin.ModelAdmin):
     readonly_fields = tuple(field for _title, options in fieldsets for field in options["fields"])
     # DOT's get_absolute_url names its own developer pages, which this project does not mount.
     view_on_site = False
-    actions = ("approve_clients", "reject_clients", "create_secret", "revoke_secret")
+    actions = (
+        "approve_clients",
+        "reject_clients",
+        "create_secret",
+        "revoke_secret",
+        "issue_jwt_access_tokens",
+        "issue_opaque_access_tokens",
+    )
 
     def has_change_permission(self, request, obj=None):
         # The change page of a client is view-only (see the module docstring); the changelist
@@ -534,6 +550,8 @@ class OAuthClientAdmin(admin.ModelAdmin):
             data = form.cleaned_data
             if data.get("resource_uri") and data["client_type"] != ClientKind.RESOURCE_SERVER:
                 form.add_error("resource_uri", "Only a resource server has a resource URI.")
+            if data.get("token_format") == TokenFormat.JWT and data["client_type"] != ClientKind.RESOURCE_SERVER:
+                form.add_error("token_format", "Only a resource server has a token format.")
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
             try:
@@ -542,6 +560,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
                         owner=data["owner"],
                         name=data["name"],
                         resource_uri=data.get("resource_uri") or "",
+                        token_format=data.get("token_format") or TokenFormat.OPAQUE,
                         actor=request.user,
                     )
                     if data["client_type"] == ClientKind.RESOURCE_SERVER
@@ -676,6 +695,29 @@ class OAuthClientAdmin(admin.ModelAdmin):
         ]
         self._each(request, calls, done=("Rejected %d client.", "Rejected %d clients."))
         return None
+
+    def _token_format_set(self, request, queryset, token_format: str):
+        calls = [
+            (
+                client,
+                partial(
+                    services.resource_server_token_format_set,
+                    client=client,
+                    token_format=token_format,
+                    actor=request.user,
+                ),
+            )
+            for client in queryset
+        ]
+        self._each(request, calls, done=("Changed %d resource server.", "Changed %d resource servers."))
+
+    @admin.action(description="Resource servers: issue JWT access tokens", permissions=["change"])
+    def issue_jwt_access_tokens(self, request, queryset):
+        self._token_format_set(request, queryset, TokenFormat.JWT)
+
+    @admin.action(description="Resource servers: issue opaque access tokens", permissions=["change"])
+    def issue_opaque_access_tokens(self, request, queryset):
+        self._token_format_set(request, queryset, TokenFormat.OPAQUE)
 
     @admin.action(description="Create a new secret", permissions=["change"])
     def create_secret(self, request, queryset):

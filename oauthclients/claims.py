@@ -180,8 +180,9 @@ def _refresh_sql() -> str:
         "token_family",
         "created",
         "resource",
+        "auth_time",
     )
-    a = _names(AccessToken, "id", "expires", "scope")
+    a = _names(AccessToken, "id", "expires", "scope", "status_list", "status_index")
     user_model = get_user_model()
     u = _names(user_model, "id", "is_active")
     refresh_table, access_table = quote(RefreshToken._meta.db_table), quote(AccessToken._meta.db_table)
@@ -189,7 +190,7 @@ def _refresh_sql() -> str:
     return (
         f"WITH old AS ("
         f"SELECT r.{r['id']} AS id, r.{r['access_token']} AS access_token_id, a.{a['scope']} AS scope, "
-        f"a.{a['expires']} AS expires "
+        f"a.{a['expires']} AS expires, a.{a['status_list']} AS status_list, a.{a['status_index']} AS status_index "
         f"FROM {refresh_table} r JOIN {access_table} a ON a.{a['id']} = r.{r['access_token']} "
         f"JOIN {user_table} u ON u.{u['id']} = r.{r['user']} "
         f"WHERE r.{r['token_checksum']} = %(checksum)s AND r.{r['revoked']} IS NULL "
@@ -198,8 +199,8 @@ def _refresh_sql() -> str:
         f"claimed AS (UPDATE {refresh_table} SET {r['revoked']} = %(now)s, {r['access_token']} = NULL, "
         f"{r['updated']} = %(now)s FROM old WHERE {refresh_table}.{r['id']} = old.id "
         f"RETURNING {refresh_table}.{r['id']}, {refresh_table}.{r['user']}, {refresh_table}.{r['token_family']}, "
-        f"{refresh_table}.{r['created']}, {refresh_table}.{r['resource']}, old.access_token_id, old.scope, "
-        f"old.expires), "
+        f"{refresh_table}.{r['created']}, {refresh_table}.{r['resource']}, {refresh_table}.{r['auth_time']}, "
+        f"old.access_token_id, old.scope, old.expires, old.status_list, old.status_index), "
         f"gone AS (DELETE FROM {access_table} WHERE {a['id']} IN (SELECT access_token_id FROM claimed)) "
         f"SELECT * FROM claimed"
     )
@@ -209,8 +210,9 @@ def refresh_token_claim(*, raw: str, client_pk: int, now: datetime, alive_after:
     """Revoke the live refresh token (its access token expiring after `alive_after`, its user
     active) and delete its access token; the token as it was, or None (use the full path).
 
-    The returned token's `access_token` is the deleted access token as it was (scope, expiry),
-    for the new pair's scope; its `revoked` is set.
+    The returned token's `access_token` is the deleted access token as it was (scope, expiry, a
+    JWT's status list place), for the new pair's scope and the old JWT's status bit; its `revoked`
+    is set.
     """
     alias = _supported(RefreshToken)
     if alias is None:
@@ -221,7 +223,7 @@ def refresh_token_claim(*, raw: str, client_pk: int, now: datetime, alive_after:
         row = cursor.fetchone()
     if row is None:
         return None
-    pk, user_id, family, created, resource, access_token_id, scope, expires = row
+    pk, user_id, family, created, resource, auth_time, access_token_id, scope, expires, status_list, status_index = row
     token = _instance(
         RefreshToken,
         alias,
@@ -234,9 +236,21 @@ def refresh_token_claim(*, raw: str, client_pk: int, now: datetime, alive_after:
             "revoked": now,
             "token_family": family,
             "resource": _json_column(RefreshToken, "resource", resource, alias),
+            "auth_time": auth_time,
         },
     )
-    access = _instance(AccessToken, alias, {"id": access_token_id, "expires": expires, "scope": scope})
+    # A JWT's status list place rides along: the caller sets its bit (oauthclients.statuslist).
+    access = _instance(
+        AccessToken,
+        alias,
+        {
+            "id": access_token_id,
+            "expires": expires,
+            "scope": scope,
+            "status_list": status_list,
+            "status_index": status_index,
+        },
+    )
     RefreshToken._meta.get_field("access_token").set_cached_value(token, access)
     RefreshToken._meta.get_field("user").set_cached_value(token, _user(alias, user_id))
     return token

@@ -32,6 +32,7 @@ from oauth2_provider.settings import oauth2_settings
 
 from oauthclients.models import AccessToken, Grant, RefreshToken
 from oauthclients.services import unused_registrations_remove
+from oauthclients.statuslist import status_lists_sweep
 
 DEFAULT_BATCH_SIZE = 1000
 
@@ -46,6 +47,7 @@ class ExpiredTokensDeleted:
     access_tokens: int
     authorization_codes: int
     unused_registrations: int = 0
+    status_lists: int = 0  # token status lists whose every JWT has expired (oauthclients.statuslist)
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -102,4 +104,5 @@ def expired_tokens_delete(
         access_tokens=access_tokens,
         authorization_codes=authorization_codes,
         unused_registrations=unused_registrations_remove(now=now),
+        status_lists=status_lists_sweep(),
     )

@@ -14,6 +14,7 @@ and stays published until the last token it could have signed has expired.
 import base64
 import hashlib
 import json
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -21,6 +22,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.db.models import Q
+from django.db.models.signals import post_save
 from django.utils import timezone
 from jwcrypto import jwe, jwk
 from oauth2_provider.settings import oauth2_settings
@@ -167,3 +169,35 @@ class KeyState:
             signs_from=key.signs_from.isoformat(),
             retired_at=key.retired_at.isoformat() if key.retired_at else None,
         )
+
+
+# --- signing in the hot path: the current key, decrypted, kept a short while per process ---------
+
+SIGNER_SECONDS = 30
+_signers: dict[str, tuple[float, "SigningKey", jwk.JWK]] = {}
+
+
+def signer_current(algorithm: str) -> tuple[SigningKey, jwk.JWK] | None:
+    """The current key of `algorithm` and its private JWK, looked up and decrypted at most every
+    SIGNER_SECONDS (and at once in this process when a key changes): a rotated-in key takes over
+    here within that time; the key it replaces stays published meanwhile (signing_key_rotate)."""
+    now = time.monotonic()
+    held = _signers.get(algorithm)
+    if held is not None and held[0] > now:
+        return held[1], held[2]
+    key = signing_key_current(algorithm)
+    if key is None:
+        _signers.pop(algorithm, None)
+        return None
+    until = now + SIGNER_SECONDS
+    if key.retired_at is not None:
+        until = min(until, now + max(0.0, (key.retired_at - timezone.now()).total_seconds()))
+    _signers[algorithm] = (until, key, private_key(key))
+    return key, _signers[algorithm][2]
+
+
+def signers_forget(**kwargs) -> None:
+    _signers.clear()
+
+
+post_save.connect(signers_forget, sender=SigningKey, dispatch_uid="oauthclients.keys.signers_forget")

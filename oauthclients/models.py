@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
@@ -56,6 +56,14 @@ class ClientKind(models.TextChoices):
 APP_KINDS = (ClientKind.CONFIDENTIAL, ClientKind.PUBLIC)
 MAX_RESOURCE_URI_LENGTH = 2000
 APP_KIND_CHOICES = [(kind.value, kind.label) for kind in APP_KINDS]
+
+
+class TokenFormat(models.TextChoices):
+    """What a resource server receives (docs/verifying-tokens.md): opaque tokens it introspects, or
+    RFC 9068 JWTs it verifies itself (scopes.jwt) and learns their revocation from a status list."""
+
+    OPAQUE = "opaque", "Opaque (introspection)"
+    JWT = "jwt", "JWT (RFC 9068, verified by the resource server)"
 
 
 @dataclass(frozen=True)
@@ -141,6 +149,14 @@ class OAuthClient(AbstractApplication):
         verbose_name="resource URI",
         help_text="Resource servers only: the URI apps name in `resource` (RFC 8707) to get tokens for it.",
     )
+    # Resource servers only: the format of the access tokens whose audience is this resource URI.
+    token_format = models.CharField(
+        max_length=8,
+        choices=TokenFormat.choices,
+        default=TokenFormat.OPAQUE,
+        help_text="Resource servers only: JWT access tokens (RFC 9068) it verifies itself, or opaque ones "
+        "it introspects.",
+    )
     # A self-registered client's RFC 7591 metadata that has no column of its own (contacts,
     # software_id and _version, logo_uri: kept and returned, never fetched or shown).
     registration_metadata = models.JSONField(default=dict, blank=True, editable=False)
@@ -166,6 +182,12 @@ class OAuthClient(AbstractApplication):
         constraints = [
             models.CheckConstraint(condition=Q(status__in=ClientStatus.values), name="oauthclient_status_valid"),
             models.CheckConstraint(condition=Q(client_type__in=ClientKind.values), name="oauthclient_kind_valid"),
+            # JWT access tokens are a resource server's choice (oauthclients.jwtokens).
+            models.CheckConstraint(
+                condition=Q(token_format="opaque")
+                | Q(client_type="resource_server", token_format__in=TokenFormat.values),
+                name="oauthclient_token_format_valid",
+            ),
             # Spec §2.1: a scoped client has at least one scope; only a legacy client (or a resource
             # server, which is granted nothing) has none.
             models.CheckConstraint(
@@ -563,14 +585,74 @@ class Grant(AbstractGrant):
         verbose_name = "authorization code"
 
 
+class AccessTokenQuerySet(models.QuerySet):
+    def delete(self):
+        # A JWT access token lives on in every resource server until its bit in the token status
+        # list is set (oauthclients.statuslist): set with the deletion, in its transaction.
+        from oauthclients.statuslist import status_bits_set
+
+        with transaction.atomic(using=self.db, savepoint=False):
+            status_bits_set(self.filter(status_index__isnull=False).values_list("status_list", "status_index"))
+            return super().delete()
+
+
 class AccessToken(AbstractAccessToken):
+    # JWT access tokens only (RFC 9068, oauthclients.statuslist): the token's bit in a status list.
+    # The row is found by the digest of the whole JWT (`token_checksum`), which includes its jti.
+    status_list = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    status_index = models.PositiveIntegerField(null=True, blank=True, editable=False)
+
+    objects = AccessTokenQuerySet.as_manager()
+
     class Meta(AbstractAccessToken.Meta):
         pass
 
+    def delete(self, *args, **kwargs):
+        from oauthclients.statuslist import status_bits_set
+
+        with transaction.atomic(savepoint=False):
+            if self.status_index is not None:
+                status_bits_set([(self.status_list, self.status_index)])
+            return super().delete(*args, **kwargs)
+
 
 class RefreshToken(AbstractRefreshToken):
+    # When the user authenticated for the grant this token continues: a JWT access token's
+    # `auth_time` after a refresh (RFC 9068 §2.2.1).
+    auth_time = models.DateTimeField(null=True, blank=True, editable=False)
+
     class Meta(AbstractRefreshToken.Meta):
         pass
+
+
+class StatusList(models.Model):
+    """A token status list (draft-ietf-oauth-status-list): one bit per JWT access token, 1 = revoked.
+
+    Global index g of a JWT is list g // size, bit g % size; lists are made as indices reach them
+    and deleted once every token they hold has expired (oauthclients.statuslist).
+    """
+
+    number = models.PositiveIntegerField(primary_key=True)
+    size = models.PositiveIntegerField()
+    bits = models.BinaryField()  # size / 8 bytes; bit i is bit i % 8 (least significant first) of byte i // 8
+    updated = models.DateTimeField(default=timezone.now)
+    last_issued = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "token status list"
+
+    def __str__(self):
+        return f"Token status list {self.number}"
+
+
+class StatusCounter(models.Model):
+    """The next global status index to hand out, in blocks (oauthclients.statuslist; a sequence on
+    PostgreSQL does the same without this row)."""
+
+    next_index = models.BigIntegerField(default=0)
+
+    def __str__(self):
+        return f"Next status index {self.next_index}"
 
 
 class IDToken(AbstractIDToken):

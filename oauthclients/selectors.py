@@ -150,7 +150,8 @@ def resource_names(uris) -> list[tuple[str, str]]:
 
 # --- access tokens, as resource requests and introspection see them ---------------------------
 
-MAX_TOKEN_LENGTH = 512
+# Opaque tokens are 43 characters; a JWT access token (oauthclients.jwtokens) some 600 to 900.
+MAX_TOKEN_LENGTH = 4096
 
 # What a resource request in this process reads: the token, its client's status and the user with
 # the profile /v2/me returns. Only these columns are loaded (building full client and user

@@ -38,6 +38,7 @@ from oauthclients.models import (
     IdTokenAlgorithm,
     OAuthClient,
     RefreshToken,
+    TokenFormat,
     digest,
 )
 from oauthclients.validators import (
@@ -465,13 +466,26 @@ def unused_registrations_remove(*, now=None) -> int:
 
 
 @transaction.atomic
-def resource_server_create(*, owner, name: str, resource_uri: str = "", actor=None) -> ClientCreated:
+def _token_format_problem(token_format: str, resource_uri: str) -> str | None:
+    if token_format not in TokenFormat.values:
+        return f"The token format is {' or '.join(TokenFormat.values)}."
+    if token_format == TokenFormat.JWT and not resource_uri:
+        return "JWT access tokens need a resource URI: they are issued for tokens bound to it (RFC 8707)."
+    return None
+
+
+def resource_server_create(
+    *, owner, name: str, resource_uri: str = "", actor=None, token_format: str = TokenFormat.OPAQUE
+) -> ClientCreated:
     """Register a resource server (approved at once: only administrators make them) and its first secret.
 
     It may only introspect tokens (RFC 7662): no redirect URI, no scope, no grant, no review email.
     With a resource URI, apps may ask for tokens bound to it (RFC 8707 `resource`, docs/agents.md).
     """
     cleaned = _clean_text(name, field="name", label="Name", max_length=MAX_NAME_LENGTH, required=True)
+    problem = _token_format_problem(token_format, resource_uri)
+    if problem:
+        raise ValidationError({"token_format": [problem]})
     if resource_uri:
         try:
             validate_resource_uri(resource_uri)
@@ -489,6 +503,7 @@ def resource_server_create(*, owner, name: str, resource_uri: str = "", actor=No
         website_url="",
         client_type=ClientKind.RESOURCE_SERVER,
         resource_uri=resource_uri,
+        token_format=token_format,
         redirect_uris="",
         scopes="",
         status=ClientStatus.APPROVED,
@@ -652,18 +667,30 @@ def client_id_token_algorithm_set(*, client: OAuthClient, algorithm: str, actor=
         raise ValidationError(
             {"id_token_signed_response_alg": f"ID tokens are signed with {' or '.join(IdTokenAlgorithm.values)}."}
         )
+    return _setting_change(client, "id_token_signed_response_alg", algorithm, actor=actor)
+
+
+def _setting_change(client: OAuthClient, field: str, value: str, *, actor) -> OAuthClient:
+    """One column that changes nothing users are shown: set under the row lock, audited if changed."""
     client = _lock(client)
-    if client.id_token_signed_response_alg != algorithm:
-        client.id_token_signed_response_alg = algorithm
-        client.save(update_fields=["id_token_signed_response_alg", "updated"])
-        _audit(
-            client=client,
-            actor=actor,
-            action=AuditAction.CLIENT_UPDATED,
-            changed=["id_token_signed_response_alg"],
-            id_token_signed_response_alg=algorithm,
-        )
+    if getattr(client, field) != value:
+        setattr(client, field, value)
+        client.save(update_fields=[field, "updated"])
+        _audit(client=client, actor=actor, action=AuditAction.CLIENT_UPDATED, changed=[field], **{field: value})
     return client
+
+
+@transaction.atomic
+def resource_server_token_format_set(*, client: OAuthClient, token_format: str, actor=None) -> OAuthClient:
+    """The format of the access tokens bound to this resource server from now on (tokens already
+    issued keep theirs): JWTs it verifies itself (scopes.jwt), or opaque tokens it introspects.
+    Every server process follows within oauthclients.jwtokens.JWT_FORMATS_SECONDS."""
+    if client.client_type != ClientKind.RESOURCE_SERVER:
+        raise ValidationError({"token_format": ["Only a resource server has a token format."]})
+    problem = _token_format_problem(token_format, client.resource_uri)
+    if problem:
+        raise ValidationError({"token_format": [problem]})
+    return _setting_change(client, "token_format", token_format, actor=actor)
 
 
 def _same_digest(given, actual: str) -> bool:

@@ -19,6 +19,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
 
 from oauthclients.keys import jwks_document
+from oauthclients.statuslist import list_ttl, status_list_token
 from oauthflows.oauth2 import ClientCall, client_call, request_attribute_names, request_started_at
 from oauthflows.openapi import introspect_schema, revoke_schema, token_schema
 from plumbing.requestparams import REPEATABLE_PARAMS, BodyError, basic_credentials, request_json_pairs
@@ -434,5 +435,33 @@ class JwksView(View):
     def get(self, request, *args, **kwargs):
         response = JsonResponse(jwks_document())
         response["Cache-Control"] = "public, max-age=300"
+        response["Access-Control-Allow-Origin"] = "*"
+        return response
+
+
+class StatusListView(View):
+    """GET /v2/auth/oauth2/status-lists/<number> (draft-ietf-oauth-status-list): the signed
+    `statuslist+jwt` of one list of JWT access tokens' bits (oauthclients.statuslist), public and
+    cacheable for its ttl. An unknown list is 404; no signing key is 503 (`check --deploy` warns)."""
+
+    http_method_names = ["get", "head", "options"]
+
+    def get(self, request, number: int, *args, **kwargs):
+        try:
+            token = status_list_token(number)
+        except LookupError:
+            response = JsonResponse(
+                {"error": "temporarily_unavailable", "error_description": "No signing key: the list cannot be signed."},
+                status=503,
+            )
+            response["Retry-After"] = "5"
+            response["Cache-Control"] = "no-store"
+            return response
+        if token is None:
+            response = JsonResponse({"error": "not_found", "error_description": "No such status list."}, status=404)
+            response["Cache-Control"] = "no-store"
+        else:
+            response = HttpResponse(token, content_type="application/statuslist+jwt")
+            response["Cache-Control"] = f"public, max-age={list_ttl()}"
         response["Access-Control-Allow-Origin"] = "*"
         return response

@@ -17,6 +17,7 @@ import contextvars
 import json
 import re
 import secrets
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -37,6 +38,7 @@ from oauthlib.openid import Server as OpenIDServer
 from oauthclients.audit import audit_record
 from oauthclients.claims import grant_claim, refresh_token_claim
 from oauthclients.compiled import CompiledQuery
+from oauthclients.jwtokens import NoSigningKey, access_token_jwt, issues_jwt
 from oauthclients.keys import jwks_document, private_key, signing_key_current
 from oauthclients.models import (
     AccessToken,
@@ -50,7 +52,13 @@ from oauthclients.models import (
     RefreshToken,
     digest,
 )
-from oauthclients.selectors import access_token_get_for_introspection, access_token_get_valid, resource_uri_known
+from oauthclients.selectors import (
+    MAX_TOKEN_LENGTH,
+    access_token_get_for_introspection,
+    access_token_get_valid,
+    resource_uri_known,
+)
+from oauthclients.statuslist import status_bits_set
 from oauthclients.tier import ceiling_refusal
 from oauthclients.validators import resource_uri_problem
 from oauthflows.services import consent_record
@@ -92,6 +100,8 @@ HOOK_REQUEST_ATTRIBUTES = frozenset(
     {
         "_grant",
         "_new_token_family",
+        "_jwt_status",
+        "_auth_time",
         "auth_time",
         "sid",
         "_json_body_pairs",
@@ -131,6 +141,36 @@ def request_attribute_names() -> frozenset[str]:
 def generate_token(request=None) -> str:
     """Access and refresh tokens: 256 bits from `secrets` (SECURITY.md asks for >= 128)."""
     return secrets.token_urlsafe(32)
+
+
+def generate_access_token(request=None) -> str:
+    """DOT's ACCESS_TOKEN_GENERATOR: an RFC 9068 JWT when the token's audience names only
+    resource servers registered for JWTs (oauthclients.jwtokens), else an opaque token."""
+    audience = _resource_list(request) if request is not None else []
+    if not issues_jwt(audience):
+        return generate_token()
+    previous = getattr(request, "refresh_token_instance", None)
+    authenticated = getattr(previous, "auth_time", None) if previous is not None else None
+    if previous is None:
+        authenticated = getattr(getattr(request, "_grant", None), "auth_time", None)
+    request._auth_time = authenticated
+    try:
+        token, request._jwt_status = access_token_jwt(
+            user_pk=request.user.pk,
+            client_id=request.client.client_id,
+            scope=" ".join(request.scopes or []),
+            audience=audience,
+            # When no login time was recorded (a session or refresh token from before it was), the
+            # time of issue: the user's consent or the refresh is then the latest known presence.
+            auth_time=int(authenticated.timestamp()) if authenticated else int(time.time()),
+            lifetime=oauth2_settings.ACCESS_TOKEN_EXPIRE_SECONDS,
+        )
+    except NoSigningKey as exc:
+        raise errors.InvalidRequestError(
+            description=f"Access tokens for this resource cannot be signed now: this server has no {exc} signing key.",
+            request=request,
+        ) from None
+    return token
 
 
 def _is_concurrent_duplicate(consumed_at: datetime | None) -> bool:
@@ -334,6 +374,9 @@ class Validator(OAuth2Validator):
         if not expires:
             expires = timezone.now() + timedelta(seconds=oauth2_settings.AUTHORIZATION_CODE_EXPIRE_SECONDS)
         grant = Grant(
+            # When the user last logged in (the session's): a JWT access token's and an ID token's
+            # auth_time, carried on by the refresh tokens of this grant.
+            auth_time=getattr(request, "auth_time", None),
             application=request.client,
             user=request.user,
             code=digest(code["code"]),
@@ -346,9 +389,8 @@ class Validator(OAuth2Validator):
         )
         if "openid" in (request.scopes or ()):
             # OpenID Connect: what the ID token will say, as the authorization request found it
-            # (oauthflows.authorization: nonce checked there; auth_time and sid from the session).
+            # (oauthflows.authorization: nonce checked there; sid from the session).
             grant.nonce = request.nonce or ""
-            grant.auth_time = getattr(request, "auth_time", None)
             grant.sid = getattr(request, "sid", None) or ""
         if getattr(request, "record_consent", False):
             # The Allow POST on PostgreSQL: the code, the consent and its audit row in one statement.
@@ -580,9 +622,16 @@ class Validator(OAuth2Validator):
                     RefreshToken.objects.filter(pk=previous.pk).update(revoked=now, access_token=None, updated=now)
                     if previous.access_token_id:
                         AccessToken.objects.filter(pk=previous.access_token_id)._raw_delete(AccessToken.objects.db)
+                # A JWT access token lives on in the resource servers until its status bit is set.
+                old_access = previous.access_token if previous.access_token_id else None
+                if old_access is not None and old_access.status_index is not None:
+                    status_bits_set([(old_access.status_list, old_access.status_index)])
                 family = previous.token_family or uuid.uuid4()
+                auth_time = previous.auth_time
             else:
                 family = getattr(request, "_new_token_family", None) or uuid.uuid4()
+                auth_time = getattr(getattr(request, "_grant", None), "auth_time", None)
+            status_list, status_index = getattr(request, "_jwt_status", None) or (None, None)
             access = AccessToken(
                 user=request.user,
                 scope=token.get("scope", ""),
@@ -590,6 +639,8 @@ class Validator(OAuth2Validator):
                 application=request.client,
                 source_refresh_token=previous,
                 resource=_resource_list(request),
+                status_list=status_list,
+                status_index=status_index,
             )
             set_token_value(access, token["access_token"])
             access.save()
@@ -599,6 +650,7 @@ class Validator(OAuth2Validator):
                 access_token=access,
                 token_family=family,
                 resource=_resource_list(request),
+                auth_time=auth_time,
             )
             set_token_value(refresh, token["refresh_token"])
             refresh.save()
@@ -675,7 +727,7 @@ class Validator(OAuth2Validator):
         Scoped to request.client, so another client's token is treated as unknown (RFC 7009 §2.1).
         """
         client_pk = getattr(request.client, "pk", None)
-        if client_pk is None or not isinstance(token, str) or not token or len(token) > 512:
+        if client_pk is None or not isinstance(token, str) or not token or len(token) > MAX_TOKEN_LENGTH:
             return None
         checksum = digest(token)
         models = (RefreshToken, AccessToken) if token_type_hint == "refresh_token" else (AccessToken, RefreshToken)

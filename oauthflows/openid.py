@@ -22,6 +22,7 @@ from oauth2_provider.exceptions import (
 from oauth2_provider.views.oidc import ConnectDiscoveryInfoView, RPInitiatedLogoutView
 
 from oauthclients.models import IdTokenAlgorithm, OAuthClient
+from oauthclients.selectors import MAX_TOKEN_LENGTH
 from oauthflows.endpoints import server_metadata
 from profiles.selectors import profile_get_for_user
 from scopes.catalog import OPENID_SCOPES
@@ -130,7 +131,7 @@ class UserInfoView(View):
         if scheme.lower() != "bearer":
             return _bearer_error(401, None, "An access token is required: Authorization: Bearer <token>.")
         raw = raw.strip()
-        if not raw or not raw.isascii() or not raw.isprintable() or " " in raw or len(raw) > 512:
+        if not raw or not raw.isascii() or not raw.isprintable() or " " in raw or len(raw) > MAX_TOKEN_LENGTH:
             return _bearer_error(401, "invalid_token", "The access token is invalid, expired or revoked.")
         try:
             verification = get_verifier().verify(raw)

@@ -12,6 +12,7 @@ urlpatterns = [
     path("v2/auth/oauth2/revoke", endpoints.RevokeView.as_view(), name="revoke"),
     path("v2/auth/oauth2/register", registration.RegistrationView.as_view(), name="register"),
     path("v2/auth/oauth2/introspect", endpoints.IntrospectView.as_view(), name="introspect"),
+    path("v2/auth/oauth2/status-lists/<int:number>", endpoints.StatusListView.as_view(), name="status_list"),
     path("v2/auth/oauth2/userinfo", openid.UserInfoView.as_view(), name="userinfo"),
     path("auth/oauth2/logout", openid.LogoutView.as_view(), name="logout"),
     path("settings/apps/", views.ConnectedAppsView.as_view(), name="connected_apps"),

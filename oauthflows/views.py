@@ -266,9 +266,10 @@ def _issue_code(view: OAuthLibMixin, request, authz: AuthorizationRequest) -> Ht
     if authz.code_challenge:
         credentials["code_challenge"] = authz.code_challenge
         credentials["code_challenge_method"] = "S256"
+    # The login time, kept with the code: an ID token's and a JWT access token's auth_time.
+    credentials["auth_time"] = session_auth_time(request=request)
     if authz.is_openid:
-        # The ID token's auth_time and sid, kept with the code (oauthflows.oauth2).
-        credentials["auth_time"] = session_auth_time(request=request)
+        # The ID token's sid, kept with the code (oauthflows.oauth2).
         credentials["sid"] = session_sid_get_or_create(session=request.session)
     try:
         uri, _headers, _body, _status = view.create_authorization_response(

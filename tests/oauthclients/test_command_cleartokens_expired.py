@@ -27,6 +27,7 @@ def test_it_prints_every_count_as_json(db):
         "access_tokens": 0,
         "authorization_codes": 0,
         "unused_registrations": 0,
+        "status_lists": 0,
     }
 
 

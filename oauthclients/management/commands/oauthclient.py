@@ -45,6 +45,7 @@ def client_json(client: OAuthClient) -> dict:
         "kind": client.client_type,
         "status": client.status,
         "resource_uri": client.resource_uri or None,
+        "token_format": client.token_format,
         "rejection_reason": client.rejection_reason,
         "reviewed_by": client.reviewed_by.get_username() if client.reviewed_by else None,
         "reviewed_at": _iso(client.reviewed_at),
@@ -150,6 +151,12 @@ class Command(BaseCommand):
             help="With --resource-server: the service's resource URI (its OAUTH_RESOURCE_URI), which apps "
             "name in `resource` (RFC 8707) to get tokens bound to it.",
         )
+        create.add_argument(
+            "--token-format",
+            choices=["opaque", "jwt"],
+            help="With --resource-server and --resource-uri: the access tokens bound to it are RFC 9068 JWTs it "
+            "verifies itself (jwt), or opaque tokens it introspects (opaque, the default).",
+        )
 
         approve = commands.add_parser(
             "approve",
@@ -204,6 +211,13 @@ class Command(BaseCommand):
         id_token_alg.add_argument("client_id")
         id_token_alg.add_argument("algorithm", choices=["RS256", "ES256"])
 
+        token_format = commands.add_parser(
+            "set-token-format",
+            help="A resource server's access tokens from now on: jwt (RFC 9068, verified by the service) or opaque.",
+        )
+        token_format.add_argument("client_id")
+        token_format.add_argument("token_format", choices=["opaque", "jwt"])
+
     def handle(self, *args, subcommand, actor=None, **options):
         # The audit trail is in the database (and the server's log); on the command line, stderr
         # stays for errors (and the review mail of the console backend) unless -v 2 or more.
@@ -243,6 +257,7 @@ class Command(BaseCommand):
                 owner=owner,
                 name=name,
                 resource_uri=options.get("resource_uri") or "",
+                token_format=options.get("token_format") or "opaque",
                 redirect_uris=redirect_uris,
                 scopes=scopes,
                 website=website,
@@ -250,8 +265,8 @@ class Command(BaseCommand):
                 public=public,
                 legacy=legacy,
             )
-        if options.get("resource_uri"):
-            raise Refused("--resource-uri is for resource servers only: add --resource-server.")
+        if options.get("resource_uri") or options.get("token_format"):
+            raise Refused("--resource-uri and --token-format are for resource servers only: add --resource-server.")
         if not redirect_uris:
             raise Refused("--redirect-uri is required (at least one) unless --resource-server is given.")
         if not (purpose or "").strip():
@@ -281,14 +296,16 @@ class Command(BaseCommand):
             "status": client.status,
         }
 
-    def _create_resource_server(self, *, actor, owner, name, resource_uri, **app_only) -> dict:
+    def _create_resource_server(self, *, actor, owner, name, resource_uri, token_format, **app_only) -> dict:
         flags = {"redirect_uris": "--redirect-uri", "scopes": "--scope"}
         given = sorted(
             flags.get(option, "--" + option) for option, value in app_only.items() if value not in (None, [], "", False)
         )
         if given:
             raise Refused(f"A resource server has no {', '.join(given)}: give only --owner, --name and --resource-uri.")
-        created = services.resource_server_create(owner=owner, name=name, resource_uri=resource_uri, actor=actor)
+        created = services.resource_server_create(
+            owner=owner, name=name, resource_uri=resource_uri, actor=actor, token_format=token_format
+        )
         return {
             "client_id": created.client.client_id,
             "client_secret": created.secret.plaintext,
@@ -296,6 +313,7 @@ class Command(BaseCommand):
             "kind": created.client.client_type,
             "status": created.client.status,
             "resource_uri": created.client.resource_uri or None,
+            "token_format": created.client.token_format,
         }
 
     def do_approve(self, *, actor, client_id, expect_digest=None, **_):
@@ -324,6 +342,13 @@ class Command(BaseCommand):
     def do_set_scopes(self, *, actor, client_id, scopes, **_):
         return client_json(
             services.client_set_scopes(client=self._client(client_id), scopes=split_scopes(scopes), actor=actor)
+        )
+
+    def do_set_token_format(self, *, actor, client_id, token_format, **_):
+        return client_json(
+            services.resource_server_token_format_set(
+                client=self._client(client_id), token_format=token_format, actor=actor
+            )
         )
 
     def do_set_id_token_alg(self, *, actor, client_id, algorithm, **_):
