@@ -221,6 +221,17 @@ OAUTH_SIGNING_KEY_ENCRYPTION_KEY = env_str("OAUTH_SIGNING_KEY_ENCRYPTION_KEY") o
 )
 # A rotated-in key is published this many seconds before it signs (the JWKS is cached for less).
 OAUTH_SIGNING_KEY_PUBLISH_AHEAD = env_int("OAUTH_SIGNING_KEY_PUBLISH_AHEAD", 600)
+# JWT access tokens (RFC 9068) for resource servers registered with --token-format jwt
+# (oauthclients.jwtokens, docs/verifying-tokens.md): signed with the current key of this algorithm.
+OAUTH_JWT_ACCESS_TOKEN_ALGORITHM = env_str("OAUTH_JWT_ACCESS_TOKEN_ALGORITHM", "ES256")
+if OAUTH_JWT_ACCESS_TOKEN_ALGORITHM not in ("ES256", "RS256"):
+    raise ImproperlyConfigured("OAUTH_JWT_ACCESS_TOKEN_ALGORITHM must be ES256 or RS256.")
+# Token status lists (oauthclients.statuslist): how long a resource server may keep one (so how long
+# a revoked JWT may still pass there), and how many tokens one list holds (a multiple of 256).
+OAUTH_STATUS_LIST_TTL = env_int("OAUTH_STATUS_LIST_TTL", 10, minimum=1)
+OAUTH_STATUS_LIST_SIZE = env_int("OAUTH_STATUS_LIST_SIZE", 131072, minimum=256)
+if OAUTH_STATUS_LIST_SIZE % 256:
+    raise ImproperlyConfigured("OAUTH_STATUS_LIST_SIZE must be a multiple of 256.")
 OAUTH_JWKS_PATH = "/.well-known/jwks.json"
 # OpenID Connect (docs/openid-connect.md): discovery, userinfo, RP-initiated logout.
 OAUTH_OPENID_CONFIGURATION_PATH = "/.well-known/openid-configuration"

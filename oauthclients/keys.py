@@ -173,7 +173,7 @@ class KeyState:
 
 # --- signing in the hot path: the current key, decrypted, kept a short while per process ---------
 
-SIGNER_SECONDS = 30
+SIGNER_SECONDS = 5
 _signers: dict[str, tuple[float, "SigningKey", jwk.JWK]] = {}
 
 

@@ -10,7 +10,9 @@ only by the environment:
   JWKS and status lists (scopes.jwt; register this service with `--token-format jwt`), and sends
   any opaque token to introspection when the credentials below are set. JWT mode reads
   `OAUTH_ISSUER` (the authorization server, default the introspection URL's origin),
-  `OAUTH_JWT_LEEWAY` (30) and `OAUTH_STATUS_LIST_MAX_STALENESS` (60)
+  `OAUTH_JWT_LEEWAY` (30), `OAUTH_STATUS_LIST_MAX_STALENESS` (60) and `OAUTH_JWKS_MAX_AGE` (300: less
+  than the authorization server's OAUTH_SIGNING_KEY_PUBLISH_AHEAD, so a rotated-in key is known here
+  before it signs)
 
 - `OAUTH_INTROSPECTION_URL` (default http://127.0.0.1:8000/v2/auth/oauth2/introspect, `make run`'s)
 - `OAUTH_RESOURCE_SERVER_ID`, `OAUTH_RESOURCE_SERVER_SECRET` (from
@@ -69,6 +71,7 @@ if OAUTH_TOKEN_FORMAT not in VERIFIERS:
 OAUTH_TOKEN_VERIFIER = VERIFIERS[OAUTH_TOKEN_FORMAT]
 OAUTH_JWT_LEEWAY = _env_int("OAUTH_JWT_LEEWAY", 30)
 OAUTH_STATUS_LIST_MAX_STALENESS = _env_int("OAUTH_STATUS_LIST_MAX_STALENESS", 60, minimum=1)
+OAUTH_JWKS_MAX_AGE = _env_int("OAUTH_JWKS_MAX_AGE", 300, minimum=1)
 _origin = urlsplit(OAUTH_INTROSPECTION_URL)
 OAUTH_ISSUER = _env("OAUTH_ISSUER", f"{_origin.scheme}://{_origin.netloc}").rstrip("/")
 OAUTH_RESOURCE_URI = _env("OAUTH_RESOURCE_URI", "http://127.0.0.1:8001/v2").rstrip("/")

@@ -140,11 +140,14 @@ def running_server(
     env: dict[str, str] | None = None,
     app: str = "config.wsgi",
     environment: dict[str, str] | None = None,
+    port: int = 0,
+    access_log: bool = False,
 ) -> Iterator[LiveServer]:
     """gunicorn with `workers` sync workers on 127.0.0.1, stopped (process group) on exit.
 
     `app` and `environment` serve another WSGI application (the example resource server) with
-    exactly that environment instead of this project's production settings.
+    exactly that environment instead of this project's production settings. `port` binds a known
+    port (0: any free one); `access_log` writes a line per request to the log (to count them).
     """
     with tempfile.NamedTemporaryFile(prefix="gunicorn-", suffix=".log", delete=False) as log_file:
         log_path = Path(log_file.name)
@@ -158,7 +161,7 @@ def running_server(
         "--worker-class",
         "sync",
         "--bind",
-        "127.0.0.1:0",
+        f"127.0.0.1:{port}",
         # Workers load the app in the master and fork: a worker killed by a test is back at once.
         "--preload",
         "--timeout",
@@ -169,6 +172,7 @@ def running_server(
         "--no-control-socket",
         "--log-level",
         "info",
+        *(["--access-logfile", "-"] if access_log else []),
     ]
     with log_path.open("ab") as log_file:
         process = subprocess.Popen(
@@ -197,3 +201,12 @@ def running_server(
 def print_log(server: LiveServer) -> None:
     """Shown by pytest only for a failing test (captured output)."""
     sys.stdout.write(f"\n--- server log ({server.log_path}) ---\n{server.log_tail()}\n")
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (for a server whose URL must be known before it starts)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
