@@ -28,6 +28,7 @@ ROUTES = {
         "authorize": "/auth/oauth2/authorize",
         "consent": "/auth/oauth2/authorize/allow",
         "introspect": "/v2/auth/oauth2/introspect",
+        "status_list": "/v2/auth/oauth2/status-lists/",
         # The framework floor (scenario 0): DRF's empty view stands for the project's side.
         "empty": "/floor/empty-drf",
     },
@@ -36,6 +37,13 @@ ROUTES = {
     "local": {"bookings": "/local/v2/bookings"},
     "remote": {"bookings": "/v2/bookings"},
     "remote-cached": {"bookings": "/v2/bookings"},
+    # JWT access tokens: the project's token endpoint with codes bound to a JWT resource server
+    # (scenarios 2 and 3), and the example service verifying JWTs itself (scenario 6).
+    "jwt": {
+        "token": "/v2/auth/oauth2/token",
+        "bookings": "/v2/bookings",
+        "status_list": "/v2/auth/oauth2/status-lists/",
+    },
     "floor": {
         "me": "/floor/me",
         "token": "/floor/token",
@@ -53,6 +61,9 @@ ROUTES = {
     },
 }
 
+
+# The resource server whose tokens are JWTs in the bench (the example service in JWT mode).
+JWT_RESOURCE = "http://127.0.0.1:8002/v2"
 
 # Seeded credentials are numbered: the seeder writes rows for a range of numbers with one
 # INSERT ... SELECT FROM generate_series, and the load generator computes the same values.

@@ -271,6 +271,8 @@ class Target:
         self.seed_path = entry["seed"]
         self.seed = SEEDS[self.seed_path]
         self.routes = ROUTES[entry.get("routes", self.kind)]
+        # The seeded codes this target exchanges: bound to the JWT resource server for "jwt".
+        self.code_key = self.seed_path + ("#jwt" if self.kind == "jwt" else "")
 
     def url(self, route: str) -> str:
         return self.host + self.routes[route]
@@ -352,7 +354,7 @@ class RefreshUser(BenchUser):
         target = self.target()
         try:
             if target.label not in self.refresh_tokens:
-                tokens = self.exchange(target, codes.take(target.seed_path), "2 setup (exchange)")
+                tokens = self.exchange(target, codes.take(target.code_key), "2 setup (exchange)")
             else:
                 params = {"grant_type": "refresh_token", "refresh_token": self.refresh_tokens[target.label]}
                 tokens = self.token_request(target, params, "2 refresh")
@@ -369,7 +371,7 @@ class ExchangeUser(BenchUser):
     def exchange_code(self):
         target = self.target()
         with contextlib.suppress(FlowFailed):
-            self.exchange(target, codes.take(target.seed_path), "3 exchange")
+            self.exchange(target, codes.take(target.code_key), "3 exchange")
 
 
 class FlowUser(BenchUser):
@@ -471,7 +473,25 @@ class BookingsUser(BenchUser):
     @task
     def bookings(self):
         target = self.target()
-        token = token_value(self.number % target.seed["tokens"])
+        if target.kind == "jwt":  # the example service verifying JWTs itself
+            token = target.seed["jwt_tokens"][self.number % len(target.seed["jwt_tokens"])]
+        else:
+            token = token_value(self.number % target.seed["tokens"])
         self.client.get(
             target.url("bookings"), headers={"Authorization": f"Bearer {token}"}, name=target.name("6 bookings")
         )
+
+
+class StatusListUser(BenchUser):
+    """Scenario 7: a resource server fetching a token status list (bench/statuslists.py made them:
+    a million live JWTs' bits over the lists, some set), as many as it likes."""
+
+    @task
+    def status_list(self):
+        target = self.target()
+        number = random.choice(target.seed["status_lists"])
+        with self.client.get(
+            target.url("status_list") + str(number), name=target.name("7 status list"), catch_response=True
+        ) as response:
+            if response.status_code != 200 or response.headers.get("Content-Type") != "application/statuslist+jwt":
+                response.failure(f"HTTP {response.status_code}: {(response.text or '')[:200]}")

@@ -11,8 +11,10 @@ from pathlib import Path
 TARGETS = ("project", "floor", "stock")
 # Scenario 6's targets: the same endpoint verifying in process, and in the example service by
 # introspection without and with its cache.
-SERVICE_TARGETS = ("local", "remote", "remote-cached")
-CPU_ROWS = ("0", "0d", "1", "1M", "2", "3", "4", "5", "5M", "6")
+SERVICE_TARGETS = ("local", "remote", "remote-cached", "jwt")
+# Scenarios 2 and 3 also issue JWT access tokens (codes bound to a JWT resource server): "jwt".
+JWT_ROWS = ("2", "3")
+CPU_ROWS = ("0", "0d", "1", "1M", "2", "3", "4", "5", "5M", "6", "7")
 # (row key, label, the run's scenario, request name, at the grown token count?)
 ROWS = [
     ("0", "0. framework floor: empty Django view (project: empty DRF view)", "0", "0 empty", False),
@@ -26,6 +28,7 @@ ROWS = [
     ("4c", "   4c. code exchange", "4", "4c exchange", False),
     ("5", "5. introspection by a resource server", "5", "5 introspect", False),
     ("5M", "5. introspection, {grown:,} live tokens", "5", "5 introspect", True),
+    ("7", "7. token status list GET (a million live JWTs' lists)", "7", "7 status list", False),
 ]
 SERVICE_ROWS = [("6", "6. GET /v2/bookings (example resource server)", "6", "6 bookings", False)]
 FLOW_STEPS = ("4a authorize page", "4b consent (allow)", "4c exchange")
@@ -42,7 +45,8 @@ def _run(runs, target, scenario, grown, config):
 def summarize(runs: list[dict], config: dict) -> dict:
     """{row key: {target: {rps, p50_ms, p99_ms, queries, failures, count}}}"""
     summary = {}
-    rows = [(row, TARGETS) for row in ROWS] + [(row, SERVICE_TARGETS) for row in SERVICE_ROWS]
+    rows = [(row, TARGETS + (("jwt",) if row[0] in JWT_ROWS else ())) for row in ROWS]
+    rows += [(row, SERVICE_TARGETS) for row in SERVICE_ROWS]
     for (key, _label, scenario, name, grown), targets in rows:
         summary[key] = {}
         for target in targets:
@@ -91,7 +95,7 @@ LIMITER_BATCH = 25  # plumbing.ratelimit.Ledger.MAX_BATCH (tests/bench: the two 
 LIMITER_STATEMENTS = dict.fromkeys(("2", "3", "4c"), 1 / LIMITER_BATCH)
 
 
-def evaluate(summary: dict, grown: int = 1_000_000) -> list[dict]:
+def evaluate(summary: dict, grown: int = 1_000_000, jwt: dict | None = None) -> list[dict]:
     """The issue's targets, each with what was required, what was measured and whether it was met."""
     targets = []
 
@@ -161,6 +165,42 @@ def evaluate(summary: dict, grown: int = 1_000_000) -> list[dict]:
     # Informational: what verifying in another service costs against verifying in process.
     ratio("Scenario 6 remote (cache 0) vs local", "6", "local", None, ours_target="remote")
     ratio("Scenario 6 remote (cache on) vs local", "6", "local", None, ours_target="remote-cached")
+    # JWT access tokens (issue 19): verified in the example service at in-process speed, and issued
+    # at nearly the cost of opaque ones.
+    ratio("Scenario 6 JWT verifier (example service) vs local", "6", "local", 0.9, ours_target="jwt")
+    ratio("Scenario 2 (refresh) issuing JWTs vs opaque", "2", "project", 0.9, ours_target="jwt")
+    ratio("Scenario 3 (code exchange) issuing JWTs vs opaque", "3", "project", 0.9, ours_target="jwt")
+    revocation = (jwt or {}).get("revocation")
+    if revocation:
+        bound = revocation["ttl_s"] + 2
+        targets.append(
+            {
+                "target": "A revocation reaches the JWT resource server (status list ttl 10 s)",
+                "required": f"max <= {bound} s (ttl + 2 s)",
+                "measured": f"p50 {revocation['p50_s']:.2f} s, max {revocation['max_s']:.2f} s "
+                f"({revocation['samples']} tokens)",
+                "value": revocation["max_s"],
+                "met": revocation["max_s"] <= bound,
+            }
+        )
+    lists = (jwt or {}).get("status_lists")
+    if lists:
+        for name, what in (("per_list", "a list"), ("one_list_of_a_million", "one list")):
+            costs = lists[name]
+            targets.append(
+                {
+                    "target": f"Revocation cost, {what} of {costs['list_bits']:,} bits "
+                    f"({lists['live_jwts']:,} live JWTs, {lists['revoked_share']:.0%} revoked)",
+                    "required": "(informational)",
+                    "measured": f"bit set p50 {costs['bit_set']['p50_ms']:.2f} ms "
+                    f"(max {costs['bit_set']['max_ms']:.1f}); signed again p50 "
+                    f"{costs['signed_again']['p50_ms']:.2f} ms (max {costs['signed_again']['max_ms']:.1f}); "
+                    f"{costs['signed_bytes']:,} bytes signed",
+                    "value": costs["signed_again"]["p50_ms"],
+                    "met": True,
+                    "informational": True,
+                }
+            )
     # Statements per request: never more than before the hot-paths work (issue 14's baseline).
     for key, before in STATEMENTS_BEFORE.items():
         mean_statements(f"Statements per request, {key}", key, before)
@@ -193,14 +233,15 @@ def evaluate(summary: dict, grown: int = 1_000_000) -> list[dict]:
     return targets
 
 
-def build(*, runs, meta, config, profiles=None, trials=None) -> dict:
+def build(*, runs, meta, config, profiles=None, trials=None, jwt=None) -> dict:
     summary = summarize(runs, config)
     return {
         "trials": trials or [],
         "meta": meta,
         "config": config,
         "summary": summary,
-        "targets": evaluate(summary, config.get("grown_tokens", 1_000_000)),
+        "jwt": jwt or {},
+        "targets": evaluate(summary, config.get("grown_tokens", 1_000_000), jwt),
         "profiles": profiles or {},
         "runs": runs,
     }
@@ -279,8 +320,8 @@ def render(results: dict) -> str:
         "",
         "Scenario 6: the example resource server's GET /v2/bookings, verifying the token in the "
         "project's process (local), or in the example service by introspection with no cache "
-        "(remote) and with its cache on (remote-cached); CPU is every worker's, both services', "
-        "plus PostgreSQL",
+        "(remote) and with its cache on (remote-cached), or there as a JWT with the JWKS and the "
+        "status list (jwt); CPU is every worker's, both services', plus PostgreSQL",
         "",
         "| scenario | target | req/s | p50 ms | p99 ms | CPU ms per request |",
         "|---|---|---:|---:|---:|---:|",
@@ -292,6 +333,7 @@ def render(results: dict) -> str:
             cpu = f"{app:.2f} + {db:.2f}" if app is not None and db is not None else "–"
             cells = [label, target, _cell(entry, "rps", ".1f"), _cell(entry, "p50_ms", ".1f")]
             lines.append("| " + " | ".join([*cells, _cell(entry, "p99_ms", ".1f"), cpu]) + " |")
+    lines += jwt_lines(results)
     lines += breakdown_lines(results)
     lines += trial_lines(results)
     lines += ["", "| target | required | measured | |", "|---|---|---|---|"]
@@ -305,6 +347,33 @@ def render(results: dict) -> str:
     else:
         lines += ["", "No failed requests."]
     return "\n".join(lines)
+
+
+def jwt_lines(results: dict) -> list[str]:
+    """Scenarios 2 and 3 issuing JWT access tokens, beside the same scenarios issuing opaque ones."""
+    summary = results["summary"]
+    if not any(summary.get(key, {}).get("jwt") for key in JWT_ROWS):
+        return []
+    lines = [
+        "",
+        "JWT access tokens: scenarios 2 and 3 with codes bound to a resource server registered for JWTs "
+        "(signed ES256, a status list index each), beside the same scenarios issuing opaque tokens",
+        "",
+        "| scenario | opaque req/s | JWT req/s | opaque p50 ms | JWT p50 ms | opaque CPU ms | JWT CPU ms "
+        "| statements |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key, label, *_ in ROWS:
+        if key not in JWT_ROWS:
+            continue
+        opaque, jwt = summary.get(key, {}).get("project"), summary.get(key, {}).get("jwt")
+        cpu = [cpu_total(summary, key, target) for target in ("project", "jwt")]
+        lines.append(
+            f"| {label} | {_cell(opaque, 'rps', '.1f')} | {_cell(jwt, 'rps', '.1f')} "
+            f"| {_cell(opaque, 'p50_ms', '.1f')} | {_cell(jwt, 'p50_ms', '.1f')} "
+            f"| {cpu[0] or 0:.2f} | {cpu[1] or 0:.2f} | {_queries_cell(jwt)} |"
+        )
+    return lines
 
 
 def breakdown_lines(results: dict, scenario: str = "2") -> list[str]:

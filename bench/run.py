@@ -49,6 +49,7 @@ from pathlib import Path
 import psycopg
 
 from bench import report
+from bench.common import JWT_RESOURCE, code_value
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -64,6 +65,11 @@ PHASE = float(os.environ.get("BENCH_PHASE", "2"))
 TOKENS = int(os.environ.get("BENCH_TOKENS", "1000"))
 GROWN_TOKENS = int(os.environ.get("BENCH_GROWN_TOKENS", "1000000"))
 CODES = {"project": int(os.environ.get("BENCH_CODES", "60000")), "grown": 0, "stock": 5000}
+# Codes bound to the JWT resource server (scenarios 2 and 3 issuing JWTs), numbered after CODES.
+JWT_CODES = int(os.environ.get("BENCH_JWT_CODES", "40000"))
+# The project serves on a port known before it starts: its issuer URL is in every JWT it signs,
+# and the example service fetches the JWKS and the status lists there.
+ISSUER_PORTS: dict[str, int] = {}
 PG_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432").rstrip("/")
 PROFILE = os.environ.get("BENCH_PROFILE") == "1"
 
@@ -76,6 +82,7 @@ SCENARIOS = [
     ("4", "FlowUser", "4 flow"),
     ("5", "IntrospectUser", "5 introspect"),
     ("6", "BookingsUser", "6 bookings"),
+    ("7", "StatusListUser", "7 status list"),
 ]
 # Stock DOT runs the first four (it has no resource servers and no example service).
 STOCK_SCENARIOS = SCENARIOS[1:5]
@@ -164,15 +171,103 @@ def environment(database: str, secret_key: str) -> dict:
         DJANGO_SECRET_KEY=secret_key,
         DJANGO_ALLOWED_HOSTS="127.0.0.1",
         DJANGO_LOG_LEVEL="WARNING",
-        OAUTH_ISSUER="http://127.0.0.1",
+        OAUTH_ISSUER=f"http://127.0.0.1:{ISSUER_PORTS[database]}" if database in ISSUER_PORTS else "http://127.0.0.1",
+        OAUTH_SIGNING_KEY_ENCRYPTION_KEY="bench-signing-keys-" + secret_key,
         PYTHONPATH=str(ROOT),
         PYTHONUNBUFFERED="1",
     )
     return env
 
 
-def example_server(bench: "Bench", project: "Server", cache_seconds: int, log_path: Path) -> "Server":
-    """The example resource server (examples/bookings_service), configured as its README says."""
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def revocation_latency(bench: "Bench", project: "Server", service: "Server", samples: int = 20) -> dict:
+    """From a revocation at the project to the example service (JWT mode) refusing the token: each
+    sample exchanges a seeded code bound to the JWT resource server, calls the service (200),
+    revokes the token, then calls the service every 50 ms until it answers 401."""
+    import threading
+
+    import requests
+
+    seed = json.loads(bench.seeds["project"].read_text())
+    first = bench.next_code["project#jwt"]
+    bench.next_code["project#jwt"] += samples
+    credentials = {"client_id": seed["client_id"], "client_secret": seed["client_secret"]}
+    elapsed, errors = [], []
+
+    def sample(number: int) -> None:
+        try:
+            code = code_value(number)
+            issued = requests.post(
+                project.url + "/v2/auth/oauth2/token",
+                data={"grant_type": "authorization_code", "code": code, "redirect_uri": seed["redirect_uri"]}
+                | credentials,
+                timeout=30,
+            ).json()
+            token = issued["access_token"]
+            headers = {"Authorization": f"Bearer {token}"}
+            if requests.get(service.url + "/v2/bookings", headers=headers, timeout=30).status_code != 200:
+                raise BenchError("a fresh JWT was refused by the example service")
+            answer = requests.post(
+                project.url + "/v2/auth/oauth2/revoke", data={"token": token} | credentials, timeout=30
+            )
+            revoked = time.monotonic()
+            if answer.status_code != 200:
+                raise BenchError(f"revocation answered {answer.status_code}")
+            while requests.get(service.url + "/v2/bookings", headers=headers, timeout=30).status_code == 200:
+                if time.monotonic() - revoked > 120:
+                    raise BenchError("a revoked JWT was still accepted after 120 s")
+                time.sleep(0.05)
+            elapsed.append(time.monotonic() - revoked)
+        except Exception as exc:  # reported with the results
+            errors.append(f"{type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=sample, args=(first + n,)) for n in range(samples)]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.5)  # spread over the ttl, as revocations come
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise BenchError("revocation latency: " + "; ".join(errors[:3]))
+    ordered = sorted(elapsed)
+    result = {"samples": len(ordered), "p50_s": ordered[len(ordered) // 2], "max_s": ordered[-1], "ttl_s": 10}
+    log(f"revocation to refusal (JWT mode): p50 {result['p50_s']:.2f} s, max {result['max_s']:.2f} s")
+    return result
+
+
+def status_list_costs(bench: "Bench") -> dict:
+    """bench/statuslists.py in the project's environment: the lists of a million live JWTs."""
+    out = bench.workdir / "statuslists.json"
+    run_checked(
+        [str(BIN / "python"), "-m", "bench.statuslists", "--seed", str(bench.seeds["project"]), "--out", str(out)],
+        bench.env("project"),
+        bench.workdir / "setup-project.log",
+        "measuring status lists",
+    )
+    result = json.loads(out.read_text())
+    per_list, big = result["per_list"], result["one_list_of_a_million"]
+    log(
+        f"status lists ({result['lists']} of {per_list['list_bits']:,} bits): bit set p50 "
+        f"{per_list['bit_set']['p50_ms']:.2f} ms, signed again p50 {per_list['signed_again']['p50_ms']:.2f} ms; "
+        f"one list of {big['list_bits']:,} bits signed again p50 {big['signed_again']['p50_ms']:.2f} ms"
+    )
+    return result
+
+
+def example_server(
+    bench: "Bench", project: "Server", log_path: Path, *, cache_seconds: int = 0, jwt: bool = False
+) -> "Server":
+    """The example resource server (examples/bookings_service), configured as its README says: by
+    introspection (with its cache for `cache_seconds`), or with `jwt` in JWT mode
+    (OAUTH_TOKEN_FORMAT=jwt), verifying the JWTs the project issues for its resource URI with the
+    project's JWKS and status lists, asking nothing per request."""
     seed = json.loads(bench.seeds["project"].read_text())
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "OAUTH_", "DATABASE_"))}
     env.update(
@@ -181,12 +276,14 @@ def example_server(bench: "Bench", project: "Server", cache_seconds: int, log_pa
         DJANGO_ALLOWED_HOSTS="127.0.0.1",
         DJANGO_LOG_LEVEL="WARNING",
         OAUTH_INTROSPECTION_URL=project.url + "/v2/auth/oauth2/introspect",
-        OAUTH_RESOURCE_SERVER_ID=seed["resource_server_id"],
-        OAUTH_RESOURCE_SERVER_SECRET=seed["resource_server_secret"],
+        OAUTH_RESOURCE_SERVER_ID=seed["jwt_resource_server_id" if jwt else "resource_server_id"],
+        OAUTH_RESOURCE_SERVER_SECRET=seed["jwt_resource_server_secret" if jwt else "resource_server_secret"],
         OAUTH_INTROSPECTION_CACHE_SECONDS=str(cache_seconds),
         PYTHONPATH=str(ROOT),
         PYTHONUNBUFFERED="1",
     )
+    if jwt:
+        env.update(OAUTH_TOKEN_FORMAT="jwt", OAUTH_ISSUER=project.url, OAUTH_RESOURCE_URI=JWT_RESOURCE)
     return Server("project", env, log_path, app="examples.bookings_service.wsgi", probe="/v2/slots", upstream=project)
 
 
@@ -221,8 +318,10 @@ class Server:
         workers: int | None = None,
         worker_class: str = "sync",
         threads: int = 1,
+        port: int = 0,
     ):
         self.database, self.env, self.log_path = database, env, log_path
+        self.port = port
         self.app = app
         self.workers, self.worker_class, self.threads = workers or WORKERS, worker_class, threads
         self.probe = probe or ("/stock/me" if database == "stock" else "/floor/me")
@@ -247,7 +346,7 @@ class Server:
             "--keep-alive",
             "10",
             "--bind",
-            "127.0.0.1:0",
+            f"127.0.0.1:{self.port}",
             "--timeout",
             "120",
             "--graceful-timeout",
@@ -329,7 +428,7 @@ class Bench:
         self.workdir = workdir
         self.secret_key = secrets.token_urlsafe(50)
         self.seeds: dict[str, Path] = {}
-        self.next_code = dict.fromkeys(DATABASES, 0)
+        self.next_code = dict.fromkeys(DATABASES, 0) | {"project#jwt": CODES["project"]}
         self.samples: dict[tuple, dict] = {}  # (target, scenario, tokens) -> what locust measured
 
     def env(self, database: str) -> dict:
@@ -353,8 +452,17 @@ class Bench:
             self.workdir / f"setup-{database}.log",
             f"migrating {DATABASES[database]}",
         )
+        jwt = ["--jwt-codes", str(JWT_CODES)] if database == "project" else []
         self.seed(
-            database, database, "--users", str(max(USERS, 16)), "--tokens", str(TOKENS), "--codes", str(CODES[database])
+            database,
+            database,
+            "--users",
+            str(max(USERS, 16)),
+            "--tokens",
+            str(TOKENS),
+            "--codes",
+            str(CODES[database]),
+            *jwt,
         )
         log(f"{DATABASES[database]}: migrated and seeded in {time.monotonic() - started:.0f} s")
 
@@ -415,7 +523,14 @@ class Bench:
             "BENCH_PHASE": str(phase),
             "BENCH_WARMUP": str(warmup),
             "BENCH_OUT": str(out),
-            "BENCH_CODES": json.dumps({seed: [self.next_code[db], CODES[db]] for seed, db in databases.items()}),
+            "BENCH_CODES": json.dumps(
+                {seed: [self.next_code[db], CODES[db]] for seed, db in databases.items()}
+                | {
+                    f"{seed}#jwt": [self.next_code["project#jwt"], CODES["project"] + JWT_CODES]
+                    for seed, db in databases.items()
+                    if db == "project"
+                }
+            ),
         }
         args = [
             str(BIN / "locust"),
@@ -450,7 +565,9 @@ class Bench:
             raise BenchError(f"locust wrote no results for scenario {scenario}; its output:\n{tail(logfile)}")
         result = json.loads(out.read_text())
         for seed, next_code in result["codes_next"].items():
-            self.next_code[databases[seed]] = max(self.next_code[databases[seed]], next_code)
+            path, _, kind = seed.partition("#")
+            key = databases[path] + ("#" + kind if kind else "")
+            self.next_code[key] = max(self.next_code[key], next_code)
         if not keep:
             return result
         for (server, target), entry in zip(plan, entries, strict=True):
@@ -554,6 +671,7 @@ def main() -> int:
     try:
         check_postgres()
         meta = machine()
+        ISSUER_PORTS["project"] = free_port()
         bench = Bench(workdir)
         log(
             f"work files in {workdir}; {USERS} users, {WORKERS} workers, {WARMUP:.0f} s warm-up + "
@@ -563,7 +681,9 @@ def main() -> int:
         grow_seconds = bench.prepare_grown()
         bench.prepare("stock")
 
-        project = Server("project", bench.env("project"), workdir / "gunicorn-project.log").start()
+        project = Server(
+            "project", bench.env("project"), workdir / "gunicorn-project.log", port=ISSUER_PORTS["project"]
+        ).start()
         grown = Server("grown", bench.env("grown"), workdir / "gunicorn-grown.log").start()
         servers += [project, grown]
         # The framework floor: an empty Django view and an empty DRF view, same middleware.
@@ -576,9 +696,11 @@ def main() -> int:
             )
         grown.stop()
         for scenario, user_class, _ in SCENARIOS[2:5]:
-            # Scenario 4's flows last longer: longer phases, so fewer straddle two.
+            # Scenario 4's flows last longer: longer phases, so fewer straddle two. Scenarios 2 and
+            # 3 also issue JWTs (codes bound to the JWT resource server) beside the opaque tokens.
+            jwt = [(project, "jwt")] if scenario in ("2", "3") else []
             bench.measure(
-                [(project, "project"), (project, "floor")],
+                [(project, "project"), (project, "floor"), *jwt],
                 scenario,
                 user_class,
                 phase=PHASE * 2 if scenario == "4" else PHASE,
@@ -586,15 +708,25 @@ def main() -> int:
         # Scenario 6: the example resource server verifying by introspection at `project`, without
         # and with its cache, against the same endpoint verifying in the project's own process.
         examples = [
-            example_server(bench, project, cache_seconds, workdir / f"gunicorn-example-{cache_seconds}.log").start()
+            example_server(
+                bench, project, workdir / f"gunicorn-example-{cache_seconds}.log", cache_seconds=cache_seconds
+            ).start()
             for cache_seconds in (0, CACHE_SECONDS)
         ]
+        jwt_example = example_server(bench, project, workdir / "gunicorn-example-jwt.log", jwt=True).start()
+        examples.append(jwt_example)
         servers += examples
         bench.measure(
-            [(project, "local"), (examples[0], "remote"), (examples[1], "remote-cached")], "6", "BookingsUser"
+            [(project, "local"), (examples[0], "remote"), (examples[1], "remote-cached"), (jwt_example, "jwt")],
+            "6",
+            "BookingsUser",
         )
+        revocation = revocation_latency(bench, project, jwt_example)
         for example in examples:
             example.stop()
+        # Scenario 7: the status lists of a million live JWTs, served, and what a revocation costs.
+        status_lists = status_list_costs(bench)
+        bench.measure([(project, "project")], "7", "StatusListUser")
         trials = run_trials(bench, project, workdir) if RUN_TRIALS else []
         profiles = {}
         if PROFILE:
@@ -615,6 +747,7 @@ def main() -> int:
             meta=meta,
             profiles=profiles,
             trials=trials,
+            jwt={"revocation": revocation, "status_lists": status_lists},
             config={
                 "users": USERS,
                 "workers": WORKERS,

@@ -21,7 +21,7 @@ from importlib import import_module
 
 import django
 
-from bench.common import CODE_VALUE_SQL, REDIRECT_URI, TOKEN_VALUE_SQL, sha256_sql
+from bench.common import CODE_VALUE_SQL, JWT_RESOURCE, REDIRECT_URI, TOKEN_VALUE_SQL, sha256_sql
 
 LONG_LIFETIME = "interval '1 day'"  # far beyond any bench run: nothing seeded expires during one
 
@@ -93,7 +93,7 @@ def _users(count: int):
     return owner, end_users
 
 
-def seed_project(users: int, tokens: int, codes: int) -> dict:
+def seed_project(users: int, tokens: int, codes: int, jwt_codes: int = 0) -> dict:
     from oauthclients import services
     from oauthclients.models import AccessToken, Grant
 
@@ -127,6 +127,8 @@ def seed_project(users: int, tokens: int, codes: int) -> dict:
         "sessions": _sessions(end_users),
     }
     seed["tokens"] = _seed_tokens(AccessToken, seed, 0, tokens, stored_token="''")
+    if jwt_codes:
+        seed.update(_seed_jwt(owner, seed, tokens, codes, jwt_codes))
     seed["codes"] = _insert_series(
         Grant,
         0,
@@ -141,6 +143,77 @@ def seed_project(users: int, tokens: int, codes: int) -> dict:
         },
     )
     return seed
+
+
+def _seed_jwt(owner, seed: dict, tokens: int, codes: int, jwt_codes: int) -> dict:
+    """JWT access tokens (oauthclients.jwtokens): a resource server registered for them, a signing
+    key, `tokens` live JWTs bound to it (scenario 6's example service in JWT mode), and codes
+    numbered [codes, codes + jwt_codes) bound to it (scenarios 2 and 3 issuing JWTs)."""
+    import random
+    from datetime import timedelta
+
+    from django.db import connection
+    from django.utils import timezone
+    from oauth2_provider.models import set_token_value
+
+    from oauthclients import services
+    from oauthclients.jwtokens import access_token_jwt
+    from oauthclients.keys import signing_key_create
+    from oauthclients.models import AccessToken, Grant, OAuthClient
+
+    signing_key_create(algorithm="ES256")
+    server = services.resource_server_create(
+        owner=owner, name="Bench JWT Bookings API", resource_uri=JWT_RESOURCE, actor=owner, token_format="jwt"
+    )
+    client = OAuthClient.objects.get(pk=seed["client_pk"])
+    jwts, rows = [], []
+    for number in range(tokens):
+        user_id = seed["user_ids"][number % len(seed["user_ids"])]
+        token, (status_list, status_index) = access_token_jwt(
+            user_pk=user_id,
+            client_id=client.client_id,
+            scope=seed["scope"],
+            audience=[JWT_RESOURCE],
+            auth_time=int(time.time()),
+            lifetime=86400,
+        )
+        row = AccessToken(
+            user_id=user_id,
+            application=client,
+            scope=seed["scope"],
+            expires=timezone.now() + timedelta(days=1),
+            resource=[JWT_RESOURCE],
+            status_list=status_list,
+            status_index=status_index,
+        )
+        set_token_value(row, token)
+        rows.append(row)
+        jwts.append(token)
+    AccessToken.objects.bulk_create(rows)
+    user_ids = seed["user_ids"]
+    _insert_series(
+        Grant,
+        codes,
+        codes + jwt_codes,
+        {
+            "user_id": _round_robin(user_ids),
+            "application_id": ("%s", [client.pk]),
+            "code": (sha256_sql(CODE_VALUE_SQL), []),
+            "redirect_uri": ("%s", [REDIRECT_URI]),
+            "scope": ("%s", [seed["scope"]]),
+            "expires": (f"now() + {LONG_LIFETIME}", []),
+            "resource": ("%s::jsonb", [json.dumps([JWT_RESOURCE])]),
+        },
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {connection.ops.quote_name(Grant._meta.db_table)}")
+    random.shuffle(jwts)
+    return {
+        "jwt_tokens": jwts,
+        "jwt_codes": [codes, codes + jwt_codes],
+        "jwt_resource_server_id": server.client.client_id,
+        "jwt_resource_server_secret": server.secret.plaintext,
+    }
 
 
 def _seed_tokens(model, seed: dict, start: int, stop: int, *, stored_token: str) -> int:
@@ -233,6 +306,7 @@ def main(argv=None) -> None:
     parser.add_argument("--users", type=int, default=16)
     parser.add_argument("--tokens", type=int, default=1000, help="live access tokens (grow: the new total)")
     parser.add_argument("--codes", type=int, default=50000)
+    parser.add_argument("--jwt-codes", type=int, default=0, help="project: codes bound to the JWT resource server")
     args = parser.parse_args(argv)
 
     django.setup()
@@ -241,7 +315,7 @@ def main(argv=None) -> None:
     started = time.monotonic()
     with transaction.atomic():
         if args.what == "project":
-            seed = seed_project(args.users, args.tokens, args.codes)
+            seed = seed_project(args.users, args.tokens, args.codes, args.jwt_codes)
         elif args.what == "stock":
             seed = seed_stock(args.users, args.tokens, args.codes)
         else:

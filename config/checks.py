@@ -90,4 +90,28 @@ def signing_keys_ready(app_configs=None, databases=None, **kwargs) -> list:
                 id="config.W003",
             )
         )
+    problems += _jwt_signing_key_ready()
     return problems
+
+
+def _jwt_signing_key_ready() -> list:
+    """JWT access tokens (oauthclients.jwtokens) are signed by the current key of
+    OAUTH_JWT_ACCESS_TOKEN_ALGORITHM: a retired one does not sign."""
+    from oauthclients.keys import signing_key_current
+    from oauthclients.models import ClientKind, ClientStatus, OAuthClient, TokenFormat
+
+    algorithm = settings.OAUTH_JWT_ACCESS_TOKEN_ALGORITHM
+    jwt_servers = OAuthClient.objects.filter(
+        client_type=ClientKind.RESOURCE_SERVER, token_format=TokenFormat.JWT, status=ClientStatus.APPROVED
+    )
+    if not jwt_servers.exists() or signing_key_current(algorithm) is not None:
+        return []
+    return [
+        Warning(
+            f"No current {algorithm} signing key: JWT access tokens cannot be signed, so exchanges and refreshes "
+            "for the resource servers registered for them are refused, and the token status lists answer 503.",
+            hint=f"`manage.py signingkey create --alg {algorithm}` (or set OAUTH_JWT_ACCESS_TOKEN_ALGORITHM to the "
+            "algorithm of a current key).",
+            id="config.W004",
+        )
+    ]

@@ -629,13 +629,12 @@ class StatusList(models.Model):
     """A token status list (draft-ietf-oauth-status-list): one bit per JWT access token, 1 = revoked.
 
     Global index g of a JWT is list g // size, bit g % size; lists are made as indices reach them
-    and deleted once every token they hold has expired (oauthclients.statuslist).
+    and deleted once every token they hold has expired (oauthclients.statuslist). The set bits
+    are the list's `StatusRevocation` rows: a revocation is an INSERT, never a rewrite of the list.
     """
 
     number = models.PositiveIntegerField(primary_key=True)
     size = models.PositiveIntegerField()
-    bits = models.BinaryField()  # size / 8 bytes; bit i is bit i % 8 (least significant first) of byte i // 8
-    updated = models.DateTimeField(default=timezone.now)
     last_issued = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -643,6 +642,19 @@ class StatusList(models.Model):
 
     def __str__(self):
         return f"Token status list {self.number}"
+
+
+class StatusRevocation(models.Model):
+    """One set bit: the JWT access token at `index` of list `status_list` is revoked."""
+
+    status_list = models.PositiveIntegerField()
+    index = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["status_list", "index"], name="status_revocation_once")]
+
+    def __str__(self):
+        return f"Revoked: list {self.status_list}, index {self.index}"
 
 
 class StatusCounter(models.Model):

@@ -622,10 +622,11 @@ class Validator(OAuth2Validator):
                     RefreshToken.objects.filter(pk=previous.pk).update(revoked=now, access_token=None, updated=now)
                     if previous.access_token_id:
                         AccessToken.objects.filter(pk=previous.access_token_id)._raw_delete(AccessToken.objects.db)
-                # A JWT access token lives on in the resource servers until its status bit is set.
-                old_access = previous.access_token if previous.access_token_id else None
-                if old_access is not None and old_access.status_index is not None:
-                    status_bits_set([(old_access.status_list, old_access.status_index)])
+                    # A JWT access token lives on in the resource servers until its status bit is
+                    # set (a claim's own statement set it: oauthclients.claims).
+                    old_access = previous.access_token if previous.access_token_id else None
+                    if old_access is not None and old_access.status_index is not None:
+                        status_bits_set([(old_access.status_list, old_access.status_index)])
                 family = previous.token_family or uuid.uuid4()
                 auth_time = previous.auth_time
             else:

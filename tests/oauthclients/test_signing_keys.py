@@ -154,3 +154,19 @@ def test_seed_demo_without_an_encryption_key_makes_no_key_and_says_so(db, settin
     call_command("seed_demo", stdout=StringIO(), stderr=err)
     assert "No signing key made: OAUTH_SIGNING_KEY_ENCRYPTION_KEY" in err.getvalue()
     assert not SigningKey.objects.exists()
+
+
+def test_check_deploy_warns_when_jwt_access_tokens_have_no_current_key(db, settings, reviewer):
+    from oauthclients import services
+
+    run("create", "--alg", "RS256")
+    run("create")  # ES256, the JWT access tokens' algorithm by default
+    services.resource_server_create(
+        owner=reviewer, name="Bookings", resource_uri="https://bookings.example.com/v2", token_format="jwt"
+    )
+    assert signing_keys_ready(databases=["default"]) == []
+    es256 = SigningKey.objects.get(algorithm="ES256")
+    run("retire", es256.kid)  # still published, no longer signing
+    assert [problem.id for problem in signing_keys_ready(databases=["default"])] == ["config.W004"]
+    settings.OAUTH_JWT_ACCESS_TOKEN_ALGORITHM = "RS256"
+    assert signing_keys_ready(databases=["default"]) == []
