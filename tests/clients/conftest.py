@@ -1,10 +1,20 @@
-"""The end user's browser for the live-server tests of this package: each module names its own `server`."""
+"""The end user's browser for the live-server tests of this package (each module names its own
+`server`), and the Node package of tests/clients/node installed for them."""
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 import requests
 
 from tests.clients.test_client_libraries import CSRF_RE, TIMEOUT
 from tests.factories import PASSWORD
+
+NODE_PACKAGE = Path(__file__).parent / "node"
+PACKAGE_FILES = ("package.json", "package-lock.json", "flow.mjs", "jwt_access_token.mjs")
 
 
 @pytest.fixture
@@ -23,3 +33,28 @@ def user_agent(server, end_user):
     assert response.status_code == 302, response.text[:500]
     with session:
         yield session
+
+
+@pytest.fixture(scope="session")
+def node_package() -> Path:
+    """tests/clients/node installed by `npm ci` (its lock, exactly) in a cache directory."""
+    npm, node = shutil.which("npm"), shutil.which("node")
+    if npm is None or node is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("node and npm are needed for the Node client library tests")
+        pytest.skip("npm is not installed")
+    fingerprint = hashlib.sha256(b"".join((NODE_PACKAGE / name).read_bytes() for name in PACKAGE_FILES)).hexdigest()
+    cache = Path(os.environ.get("OIDC_NODE_CACHE") or Path.home() / ".cache" / "oidc-client-tests")
+    target = cache / fingerprint[:16]
+    if not (target / "node_modules" / "openid-client").is_dir():
+        target.mkdir(parents=True, exist_ok=True)
+        for name in PACKAGE_FILES:
+            shutil.copy(NODE_PACKAGE / name, target / name)
+        subprocess.run(
+            [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"],
+            cwd=target,
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+    return target

@@ -8,15 +8,14 @@ Allow) is the requests.Session of tests/clients/conftest.py posting the forms as
 A wrong expected nonce must make each library refuse the ID token.
 
 The Node package is installed with `npm ci` from its committed lock into a cache directory
-(OIDC_NODE_CACHE, else ~/.cache); without npm the Node tests skip, except under CI=true.
+(OIDC_NODE_CACHE, else ~/.cache) by tests/clients/conftest.py; without npm the Node tests skip,
+except under CI=true.
 """
 
-import hashlib
 import json
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 import requests
@@ -31,8 +30,6 @@ from profiles.models import Profile
 from tests.clients.test_client_libraries import TIMEOUT, allow
 from tests.factories import make_client
 
-NODE_PACKAGE = Path(__file__).parent / "node"
-PACKAGE_FILES = ("package.json", "package-lock.json", "flow.mjs")
 SCOPE = "openid profile email PROFILE_READ"
 REDIRECT_URI = "http://127.0.0.1:8765/callback"
 
@@ -63,31 +60,6 @@ def _app(owner, *, kind: str, algorithm: str = "RS256"):
     created.client.id_token_signed_response_alg = algorithm
     created.client.save(update_fields=["id_token_signed_response_alg"])
     return created.client, (created.secret.plaintext if kind == "confidential" else "")
-
-
-@pytest.fixture(scope="session")
-def node_package() -> Path:
-    """tests/clients/node installed by `npm ci` (its lock, exactly) in a cache directory."""
-    npm, node = shutil.which("npm"), shutil.which("node")
-    if npm is None or node is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("node and npm are needed for the OpenID client library tests")
-        pytest.skip("npm is not installed")
-    fingerprint = hashlib.sha256(b"".join((NODE_PACKAGE / name).read_bytes() for name in PACKAGE_FILES)).hexdigest()
-    cache = Path(os.environ.get("OIDC_NODE_CACHE") or Path.home() / ".cache" / "oidc-client-tests")
-    target = cache / fingerprint[:16]
-    if not (target / "node_modules" / "openid-client").is_dir():
-        target.mkdir(parents=True, exist_ok=True)
-        for name in PACKAGE_FILES:
-            shutil.copy(NODE_PACKAGE / name, target / name)
-        subprocess.run(
-            [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"],
-            cwd=target,
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-    return target
 
 
 def run_node_flow(node_package, server, user_agent, *, library, client, secret, algorithm="RS256", wrong_nonce=False):
