@@ -345,3 +345,39 @@ def test_token_pages_never_show_the_token_or_its_checksum(staff, end_user, appro
         page = response.content.decode()
         assert raw not in page
         assert token.token_checksum not in page
+
+
+def test_the_admin_switches_a_resource_servers_token_format_and_refuses_an_app(staff, reviewer, owner):
+    server = services.resource_server_create(
+        owner=reviewer, name="Bookings", resource_uri="https://bookings.example.com/v2", actor=reviewer
+    ).client
+    no_uri = services.resource_server_create(owner=reviewer, name="Old API", actor=reviewer).client
+    app = make_client(owner, approve=True).client
+    response = run_action(staff, "issue_jwt_access_tokens", [server, no_uri, app])
+    assert refreshed(server).token_format == "jwt"
+    assert refreshed(no_uri).token_format == "opaque" and refreshed(app).token_format == "opaque"
+    said = " ".join(messages_of(response))
+    assert "need a resource URI" in said and "Only a resource server has a token format" in said
+    assert "Changed 1 resource server." in said
+    run_action(staff, "issue_opaque_access_tokens", [server])
+    assert refreshed(server).token_format == "opaque"
+
+
+def test_the_admins_add_form_takes_the_token_format(staff, reviewer):
+    response = staff.post(
+        reverse("admin:oauthclients_oauthclient_add"),
+        {
+            "owner": reviewer.pk,
+            "name": "Rooms",
+            "client_type": "resource_server",
+            "resource_uri": "https://rooms.example.com/v2",
+            "token_format": "jwt",
+        },
+    )
+    assert response.status_code == 200, response.content[:300]
+    assert OAuthClient.objects.get(name="Rooms").token_format == "jwt"
+    refused = staff.post(
+        reverse("admin:oauthclients_oauthclient_add"),
+        {"owner": reviewer.pk, "name": "Halls", "client_type": "resource_server", "token_format": "jwt"},
+    )
+    assert b"need a resource URI" in refused.content and not OAuthClient.objects.filter(name="Halls").exists()
