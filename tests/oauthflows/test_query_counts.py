@@ -67,9 +67,9 @@ def test_the_consent_post_statements_first_time_and_after(browser, confidential)
         response, statements = queries(lambda: browser.post(allow))
         assert response.status_code == 302
         # session, user, client (once: the validated client is reused by the validator), then
-        # the code (Django's INSERT), the consent (one upsert) and its audit row: one statement on
-        # PostgreSQL (two data-modifying CTEs), two elsewhere (OAUTH_CONSENT_STATEMENT=1 puts the
-        # code into that statement too: tests/oauthflows/test_consent_statement.py)
-        expected = 5 if connection.vendor == "postgresql" else 6
+        # the code, the consent (one upsert) and its audit row: one statement on PostgreSQL
+        # (three data-modifying CTEs, OAUTH_CONSENT_STATEMENT: tests/oauthflows/test_consent_statement.py),
+        # three elsewhere
+        expected = 4 if connection.vendor == "postgresql" else 6
         assert len(statements) == expected, statements
         assert sum("oauthclients_oauthclient" in sql and sql.startswith("SELECT") for sql in statements) == 1
