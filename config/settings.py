@@ -192,8 +192,8 @@ OAUTH_REPLAY_GRACE_SECONDS = env_int("OAUTH_REPLAY_GRACE_SECONDS", 5)
 OAUTH_FAST_REDEMPTION = env_bool("OAUTH_FAST_REDEMPTION", True)
 # PostgreSQL: 1, the default, writes the authorization code in the same statement as the consent and
 # its audit row (oauthflows/services.py); 0 lets Django INSERT the code. Four make bench trials side
-# by side measured the single statement at 1.03-1.05 x the flow, where a trial that changes nothing
-# measures 0.98-1.01 x (README, "The hot paths", 7): a gain beyond the noise, so it is kept.
+# by side measured the single statement at 1.03-1.05 x the flow, and a fifth the INSERT at 0.92 x:
+# all one way, where a trial that changes nothing reads 0.97-1.04 x (README, "The hot paths", 7).
 OAUTH_CONSENT_STATEMENT = env_bool("OAUTH_CONSENT_STATEMENT", True)
 
 OAUTH_AUTHORIZE_PATH = "/auth/oauth2/authorize"
