@@ -83,7 +83,7 @@ def access_token_jwt(*, user_pk, client_id: str, scope: str, audience: list[str]
     signer = signer_current(access_token_algorithm())
     if signer is None:
         raise NoSigningKey(access_token_algorithm())
-    key, private = signer
+    key, op_key = signer
     number, index = allocator.take()
     issued = int(time.time())
     claims = {
@@ -98,4 +98,4 @@ def access_token_jwt(*, user_pk, client_id: str, scope: str, audience: list[str]
         "auth_time": auth_time,
         "status": {"status_list": {"idx": index, "uri": list_uri(number)}},
     }
-    return sign(claims, typ=ACCESS_TOKEN_TYPE, key=key, private=private), (number, index)
+    return sign(claims, typ=ACCESS_TOKEN_TYPE, key=key, op_key=op_key), (number, index)

@@ -174,26 +174,31 @@ class KeyState:
 # --- signing in the hot path: the current key, decrypted, kept a short while per process ---------
 
 SIGNER_SECONDS = 5
-_signers: dict[str, tuple[float, "SigningKey", jwk.JWK]] = {}
+_signers: dict[str, tuple[float, SigningKey]] = {}
+_op_keys: dict[str, object] = {}  # kid -> its private key as `cryptography` signs with it
 
 
-def signer_current(algorithm: str) -> tuple[SigningKey, jwk.JWK] | None:
-    """The current key of `algorithm` and its private JWK, looked up and decrypted at most every
-    SIGNER_SECONDS (and at once in this process when a key changes): a rotated-in key takes over
-    here within that time; the key it replaces stays published meanwhile (signing_key_rotate)."""
+def signer_current(algorithm: str) -> tuple[SigningKey, object] | None:
+    """The current key of `algorithm` and its private key as `cryptography` signs with it: looked
+    up at most every SIGNER_SECONDS (and at once in this process when a key changes), decrypted
+    once per key and process. A rotated-in key takes over here within that time; the key it
+    replaces stays published meanwhile (signing_key_rotate)."""
     now = time.monotonic()
     held = _signers.get(algorithm)
-    if held is not None and held[0] > now:
-        return held[1], held[2]
-    key = signing_key_current(algorithm)
-    if key is None:
-        _signers.pop(algorithm, None)
-        return None
-    until = now + SIGNER_SECONDS
-    if key.retired_at is not None:
-        until = min(until, now + max(0.0, (key.retired_at - timezone.now()).total_seconds()))
-    _signers[algorithm] = (until, key, private_key(key))
-    return key, _signers[algorithm][2]
+    if held is None or held[0] <= now:
+        key = signing_key_current(algorithm)
+        if key is None:
+            _signers.pop(algorithm, None)
+            return None
+        until = now + SIGNER_SECONDS
+        if key.retired_at is not None:
+            until = min(until, now + max(0.0, (key.retired_at - timezone.now()).total_seconds()))
+        held = _signers[algorithm] = (until, key)
+    key = held[1]
+    op_key = _op_keys.get(key.kid)
+    if op_key is None:
+        op_key = _op_keys[key.kid] = private_key(key).get_op_key("sign")
+    return key, op_key
 
 
 def signers_forget(**kwargs) -> None:

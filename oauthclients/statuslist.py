@@ -45,11 +45,11 @@ STATUS_LIST_PATH = "/v2/auth/oauth2/status-lists/"
 
 
 def list_size() -> int:
-    return int(getattr(settings, "OAUTH_STATUS_LIST_SIZE", 131072))
+    return settings.OAUTH_STATUS_LIST_SIZE
 
 
 def list_ttl() -> int:
-    return int(getattr(settings, "OAUTH_STATUS_LIST_TTL", 10))
+    return settings.OAUTH_STATUS_LIST_TTL
 
 
 def list_uri(number: int) -> str:
@@ -140,8 +140,8 @@ def status_list_bits(number: int, size: int) -> bytes:
 
 # --- serving -------------------------------------------------------------------------------------
 
-# (number, updated, kid) -> (signed list, made at): re-signed only when the list changed or its
-# signature would be older than the ttl.
+# number -> ((revocations' count, newest row, kid), signed list, made at): signed again only when
+# the list or the key changed, or its signature would be older than the ttl.
 _signed: dict[int, tuple[tuple, str, float]] = {}
 _signed_lock = threading.Lock()
 
@@ -150,15 +150,14 @@ def status_list_token(number: int) -> str | None:
     """The signed `statuslist+jwt` of list `number`, or None when there is no such list. Two
     indexed queries (the list, its revocations' count and newest row); built and signed again only
     when those changed, or when the signature would be older than the ttl."""
-    row = StatusList.objects.filter(number=number).values_list("size", flat=True).first()
-    if row is None:
+    size = StatusList.objects.filter(number=number).values_list("size", flat=True).first()
+    if size is None:
         return None
-    size = row
     version = StatusRevocation.objects.filter(status_list=number).aggregate(count=Count("id"), newest=Max("id"))
     signer = signer_current(access_token_algorithm())
     if signer is None:
         raise LookupError("no signing key")
-    key, private = signer
+    key, op_key = signer
     version = (version["count"], version["newest"], key.kid)
     now = time.time()
     held = _signed.get(number)
@@ -173,32 +172,27 @@ def status_list_token(number: int) -> str | None:
         "ttl": list_ttl(),
         "status_list": {"bits": 1, "lst": _b64(zlib.compress(status_list_bits(number, size), 9))},
     }
-    token = sign(claims, typ="statuslist+jwt", key=key, private=private)
+    token = sign(claims, typ="statuslist+jwt", key=key, op_key=op_key)
     with _signed_lock:
         _signed[number] = (version, token, now)
     return token
 
 
 def access_token_algorithm() -> str:
-    return getattr(settings, "OAUTH_JWT_ACCESS_TOKEN_ALGORITHM", "ES256")
+    return settings.OAUTH_JWT_ACCESS_TOKEN_ALGORITHM
 
 
-_op_keys: dict[str, object] = {}
-
-
-def sign(claims: dict, *, typ: str, key, private) -> str:
-    """A compact JWS of `claims` with this key (header alg, kid, typ): RFC 7515 with the
-    `cryptography` key jwcrypto holds, signed directly (a third of jwcrypto's JWS time per token,
-    measured; tests verify the result with jwcrypto and with oauth4webapi)."""
+def sign(claims: dict, *, typ: str, key, op_key) -> str:
+    """A compact JWS of `claims` with this key (header alg, kid, typ): RFC 7515 signed by
+    `cryptography` directly with the key oauthclients.keys.signer_current holds (a third of
+    jwcrypto's JWS time per token, measured; tests verify the result with jwcrypto and with
+    oauth4webapi)."""
     header = {"alg": key.algorithm, "kid": key.kid, "typ": typ}
     signing_input = (
         _b64(json.dumps(header, separators=(",", ":")).encode())
         + "."
         + _b64(json.dumps(claims, separators=(",", ":")).encode())
     ).encode("ascii")
-    op_key = _op_keys.get(key.kid)
-    if op_key is None:
-        op_key = _op_keys[key.kid] = private.get_op_key("sign")
     if key.algorithm == "ES256":
         r, s = decode_dss_signature(op_key.sign(signing_input, ec.ECDSA(hashes.SHA256())))
         signature = r.to_bytes(32, "big") + s.to_bytes(32, "big")

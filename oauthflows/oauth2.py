@@ -101,7 +101,6 @@ HOOK_REQUEST_ATTRIBUTES = frozenset(
         "_grant",
         "_new_token_family",
         "_jwt_status",
-        "_auth_time",
         "auth_time",
         "sid",
         "_json_body_pairs",
@@ -143,17 +142,22 @@ def generate_token(request=None) -> str:
     return secrets.token_urlsafe(32)
 
 
+def _authenticated_at(request) -> datetime | None:
+    """When the user logged in for this grant: the presented refresh token's record on refresh,
+    the code's on exchange (None for one from before it was recorded)."""
+    previous = getattr(request, "refresh_token_instance", None)
+    if previous is not None:
+        return previous.auth_time
+    return getattr(getattr(request, "_grant", None), "auth_time", None)
+
+
 def generate_access_token(request=None) -> str:
     """DOT's ACCESS_TOKEN_GENERATOR: an RFC 9068 JWT when the token's audience names only
     resource servers registered for JWTs (oauthclients.jwtokens), else an opaque token."""
     audience = _resource_list(request) if request is not None else []
     if not issues_jwt(audience):
         return generate_token()
-    previous = getattr(request, "refresh_token_instance", None)
-    authenticated = getattr(previous, "auth_time", None) if previous is not None else None
-    if previous is None:
-        authenticated = getattr(getattr(request, "_grant", None), "auth_time", None)
-    request._auth_time = authenticated
+    authenticated = _authenticated_at(request)
     try:
         token, request._jwt_status = access_token_jwt(
             user_pk=request.user.pk,
@@ -628,10 +632,8 @@ class Validator(OAuth2Validator):
                     if old_access is not None and old_access.status_index is not None:
                         status_bits_set([(old_access.status_list, old_access.status_index)])
                 family = previous.token_family or uuid.uuid4()
-                auth_time = previous.auth_time
             else:
                 family = getattr(request, "_new_token_family", None) or uuid.uuid4()
-                auth_time = getattr(getattr(request, "_grant", None), "auth_time", None)
             status_list, status_index = getattr(request, "_jwt_status", None) or (None, None)
             access = AccessToken(
                 user=request.user,
@@ -651,7 +653,7 @@ class Validator(OAuth2Validator):
                 access_token=access,
                 token_family=family,
                 resource=_resource_list(request),
-                auth_time=auth_time,
+                auth_time=_authenticated_at(request),
             )
             set_token_value(refresh, token["refresh_token"])
             refresh.save()

@@ -113,7 +113,6 @@ class _StatusList:
     bits: bytes
     fetched_at: float
     ttl: float
-    expires: float | None
 
 
 class JwtVerifier(TokenVerifier):
@@ -352,4 +351,4 @@ class JwtVerifier(TokenVerifier):
             raise AuthorizationServerUnavailable() from None
         ttl = claims.get("ttl", 0)
         ttl = float(ttl) if isinstance(ttl, int | float) and not isinstance(ttl, bool) and ttl > 0 else 0.0
-        return _StatusList(bits=bits, fetched_at=time.time(), ttl=min(ttl, self.max_staleness), expires=expires)
+        return _StatusList(bits=bits, fetched_at=time.time(), ttl=min(ttl, self.max_staleness))

@@ -1,5 +1,5 @@
-"""The end user's browser for the live-server tests of this package (each module names its own
-`server`), and the Node package of tests/clients/node installed for them."""
+"""The live server as an issuer, the end user's browser for the live-server tests of this package,
+and the Node package of tests/clients/node installed for them."""
 
 import hashlib
 import os
@@ -14,6 +14,20 @@ from tests.clients.test_client_libraries import CSRF_RE, TIMEOUT
 from tests.factories import PASSWORD
 
 NODE_PACKAGE = Path(__file__).parent / "node"
+
+
+@pytest.fixture
+def server(live_server, settings):
+    """The live server's URL, and its issuer everywhere: the metadata, every token's `iss` (ID
+    tokens, JWT access tokens) and RFC 9207 `iss` on the redirect, which strict clients check."""
+    from oauthclients.statuslist import allocator
+
+    settings.OAUTH_ISSUER = live_server.url
+    settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "OIDC_ISS_ENDPOINT": live_server.url}
+    allocator.forget()  # a status-list block of an earlier test's database is gone with it
+    return live_server.url
+
+
 PACKAGE_FILES = ("package.json", "package-lock.json", "flow.mjs", "jwt_access_token.mjs")
 
 

@@ -19,7 +19,6 @@ import pytest
 
 from oauthclients import services
 from oauthclients.keys import signing_key_create
-from oauthclients.statuslist import allocator
 from tests.clients.test_client_libraries import TIMEOUT
 from tests.factories import make_client
 from tests.integration.flows import authorize, exchange
@@ -27,15 +26,6 @@ from tests.integration.flows import authorize, exchange
 RESOURCE = "http://127.0.0.1:8002/v2"  # never called: the library only compares it with `aud`
 REDIRECT_URI = "http://127.0.0.1:8765/callback"
 SCOPE = "BOOKING_READ"
-
-
-@pytest.fixture
-def server(live_server, settings):
-    # The issuer in the metadata and in every JWT's `iss` is the live server's URL.
-    settings.OAUTH_ISSUER = live_server.url
-    settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "OIDC_ISS_ENDPOINT": live_server.url}
-    allocator.forget()  # its block's list rows went with the previous test's data
-    return live_server.url
 
 
 @pytest.fixture

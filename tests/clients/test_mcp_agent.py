@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -35,32 +34,18 @@ from oauthclients import services
 from oauthclients.models import AccessToken, ClientStatus, OAuthClient, digest
 from tests.clients.test_client_libraries import TIMEOUT, allow
 from tests.factories import make_client
-from tests.integration.server import PROJECT_ROOT, stop, wait_until_answering
+from tests.integration.server import PROJECT_ROOT, free_port, stop, wait_until_answering
 from tests.oauthflows.helpers import pkce_pair
 from tests.oauthflows.test_client_metadata_documents import DocumentServer
 
 REDIRECT_URI = "http://127.0.0.1:33418/callback"
 
 
-@pytest.fixture
-def server(live_server, settings):
-    settings.OAUTH_ISSUER = live_server.url
-    # RFC 9207 `iss` on the redirect: the SDK checks it against the metadata's issuer.
-    settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "OIDC_ISS_ENDPOINT": live_server.url}
-    return live_server.url
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextlib.contextmanager
 def running_mcp(server: str, reviewer, tmp_path, *, introspection_url: str | None = None):
     """The example MCP server in its own process, as docs/agents.md runs it, with a resource
     server's credentials; yields its resource URI."""
-    port = _free_port()
+    port = free_port()
     resource = f"http://127.0.0.1:{port}/mcp"
     created = services.resource_server_create(
         owner=reviewer, name=f"Scheduling MCP {port}", resource_uri=resource, actor=reviewer
@@ -259,9 +244,7 @@ def test_a_token_for_another_resource_or_none_is_refused_one_for_it_accepted(ser
 
 @pytest.mark.django_db(transaction=True)
 def test_an_unreachable_authorization_server_is_503_never_allowed(server, reviewer, tmp_path, end_user, owner):
-    with running_mcp(
-        server, reviewer, tmp_path, introspection_url=f"http://127.0.0.1:{_free_port()}/introspect"
-    ) as url:
+    with running_mcp(server, reviewer, tmp_path, introspection_url=f"http://127.0.0.1:{free_port()}/introspect") as url:
         client = make_client(owner, scopes=["PROFILE_READ"], approve=True).client
         response = post_mcp(url, token_for(end_user, client, scope="PROFILE_READ", resource=[url]))
         assert response.status_code == 503

@@ -35,14 +35,6 @@ REDIRECT_URI = "http://127.0.0.1:8765/callback"
 
 
 @pytest.fixture
-def server(live_server, settings):
-    # One issuer everywhere: the metadata, the ID tokens and the authorization response's `iss`.
-    settings.OAUTH_ISSUER = live_server.url
-    settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "OIDC_ISS_ENDPOINT": live_server.url}
-    return live_server.url
-
-
-@pytest.fixture
 def signing_keys(db):
     return {algorithm: signing_key_create(algorithm=algorithm) for algorithm in ("RS256", "ES256")}
 

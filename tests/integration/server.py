@@ -85,6 +85,24 @@ def server_environment(database_url: str, **extra: str) -> dict[str, str]:
     return env
 
 
+def example_service_environment(server_url: str, client_id: str, secret: str, **extra: str) -> dict[str, str]:
+    """The example bookings service's environment, configured only by its own variables (README,
+    "A second service"), pointing at the authorization server at `server_url`."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DJANGO_", "OAUTH_", "DATABASE_", "RATELIMIT_", "REDIS_"))
+    }
+    env.update(
+        OAUTH_INTROSPECTION_URL=server_url + "/v2/auth/oauth2/introspect",
+        OAUTH_RESOURCE_SERVER_ID=client_id,
+        OAUTH_RESOURCE_SERVER_SECRET=secret,
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
 def _die_with_parent() -> None:
     # If the test process dies without cleaning up (SIGKILL, crash), the kernel sends the gunicorn
     # master SIGTERM, and the master stops its workers: no server outlives the test run.

@@ -5,7 +5,6 @@ per request, and refuses a revoked token within the list's ttl."""
 
 import base64
 import json
-import os
 import re
 import threading
 import time
@@ -20,7 +19,13 @@ from oauthclients.keys import signing_key_create, signing_key_rotate
 from oauthclients.statuslist import allocator
 from tests.factories import make_client
 from tests.integration.flows import TIMEOUT, authorize, exchange, login, make_server_user, refresh
-from tests.integration.server import free_port, running_server, server_environment, stop
+from tests.integration.server import (
+    example_service_environment,
+    free_port,
+    running_server,
+    server_environment,
+    stop,
+)
 
 BOOKINGS = "http://127.0.0.1:8001/v2"  # the example service's default OAUTH_RESOURCE_URI
 REVOKE = "/v2/auth/oauth2/revoke"
@@ -64,19 +69,8 @@ def credentials(transactional_db):
 @contextmanager
 def bookings_service(server, credentials, **extra):
     client_id, secret = credentials
-    environment = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("DJANGO_", "OAUTH_", "DATABASE_", "RATELIMIT_", "REDIS_"))
-    }
-    environment.update(
-        OAUTH_TOKEN_FORMAT="jwt",
-        OAUTH_ISSUER=server.url,
-        OAUTH_INTROSPECTION_URL=server.url + "/v2/auth/oauth2/introspect",
-        OAUTH_RESOURCE_SERVER_ID=client_id,
-        OAUTH_RESOURCE_SERVER_SECRET=secret,
-        PYTHONUNBUFFERED="1",
-        **extra,
+    environment = example_service_environment(
+        server.url, client_id, secret, OAUTH_TOKEN_FORMAT="jwt", OAUTH_ISSUER=server.url, **extra
     )
     # One worker: what it fetched (JWKS, lists) serves every later request.
     with running_server(None, workers=1, app="examples.bookings_service.wsgi", environment=environment) as live:

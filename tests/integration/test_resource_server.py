@@ -1,7 +1,6 @@
 """This server and the example resource server (examples/bookings_service) as separate gunicorn
 processes: tokens issued here are verified there by introspection, over real HTTP."""
 
-import os
 import time
 
 import pytest
@@ -10,7 +9,7 @@ import requests
 from oauthclients import services
 from tests.factories import make_client
 from tests.integration.flows import TIMEOUT, authorize, exchange, make_server_user
-from tests.integration.server import running_server, stop
+from tests.integration.server import example_service_environment, running_server, stop
 
 REVOKE = "/v2/auth/oauth2/revoke"
 # The example service's default OAUTH_RESOURCE_URI (examples/bookings_service/settings.py).
@@ -33,17 +32,8 @@ def service_cache_seconds():
 def bookings(server, credentials, service_cache_seconds):
     """The example service, configured only by its four variables, pointing at `server`."""
     client_id, secret = credentials
-    environment = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("DJANGO_", "OAUTH_", "DATABASE_", "RATELIMIT_", "REDIS_"))
-    }
-    environment.update(
-        OAUTH_INTROSPECTION_URL=server.url + "/v2/auth/oauth2/introspect",
-        OAUTH_RESOURCE_SERVER_ID=client_id,
-        OAUTH_RESOURCE_SERVER_SECRET=secret,
-        OAUTH_INTROSPECTION_CACHE_SECONDS=str(service_cache_seconds),
-        PYTHONUNBUFFERED="1",
+    environment = example_service_environment(
+        server.url, client_id, secret, OAUTH_INTROSPECTION_CACHE_SECONDS=str(service_cache_seconds)
     )
     # One worker, so that a cached answer is seen by the next request (the cache is per process).
     with running_server(None, workers=1, app="examples.bookings_service.wsgi", environment=environment) as live:
