@@ -393,13 +393,11 @@ class OAuthClient(AbstractApplication):
 
     @property
     def jwk_key(self):
-        """The private key that signs this client's ID tokens now: the current key of its
-        algorithm in the one key store (oauthclients.keys), never a PEM setting; None when there
-        is none (the validator refuses to issue the ID token)."""
-        from oauthclients.keys import private_key, signing_key_current
-
-        key = signing_key_current(self.id_token_signed_response_alg)
-        return None if key is None else private_key(key)
+        """Never used: DOT reaches its model's jwk_key only from `finalize_id_token` and
+        `_get_key_for_token`, which oauthflows.oauth2.Validator overrides to sign with the key
+        store. Refusing here keeps DOT's fallback (OIDC_RSA_PRIVATE_KEY, or the client secret for
+        HS256) from ever signing, without the models importing the key store."""
+        raise NotImplementedError("ID tokens are signed by the key store (oauthflows.oauth2.Validator)")
 
     def is_usable(self, request) -> bool:
         """DOT asks this before issuing codes and tokens: only an approved client is usable...

@@ -410,3 +410,17 @@ def test_no_table_holds_the_id_token(browser, api, app, signing_keys):
     call_command("dumpdata", stdout=dump)
     for part in id_token.split("."):
         assert part not in dump.getvalue()
+
+
+def test_dots_client_key_is_never_used_the_validator_signs_with_the_key_store():
+    """DOT reads the model's jwk_key only in finalize_id_token and _get_key_for_token: both are
+    ours, and the model refuses rather than fall back to DOT's PEM setting or the client secret."""
+    from oauth2_provider.oauth2_validators import OAuth2Validator
+
+    from oauthclients.models import OAuthClient
+    from oauthflows.oauth2 import Validator
+
+    assert Validator.finalize_id_token is not OAuth2Validator.finalize_id_token
+    assert Validator._get_key_for_token is not OAuth2Validator._get_key_for_token
+    with pytest.raises(NotImplementedError):
+        OAuthClient().jwk_key  # noqa: B018 - the property is the call
