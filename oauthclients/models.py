@@ -541,7 +541,8 @@ class ClientAuditEvent(models.Model):
                 f"{detail.get('days', '?')} days."
             ),
             AuditAction.FAMILY_REVOKED: lambda: (
-                f"A refresh token was replayed for {user}; its token family was revoked."
+                f"{'An authorization code' if 'code' in detail.get('reason', '') else 'A refresh token'} "
+                f"was replayed for {user}; its token family was revoked."
             ),
         }
         make = sentences.get(self.action)

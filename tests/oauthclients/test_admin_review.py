@@ -161,6 +161,9 @@ def test_every_audit_action_has_a_sentence(owner, action):
         detail={"scopes": ["PROFILE_READ"], "changed": ["name"], "because": ["website_url"], "hint": "cs_abcd"},
     )
     sentence = event.sentence()
+    # sentence() falls back to the action's label for an action it has no sentence for: that is
+    # exactly what this test must catch.
+    assert sentence != f"{event.get_action_display()}."
     assert sentence[0].isupper() or sentence.startswith("owner")
     assert "{" not in sentence and "[" not in sentence
 
@@ -185,3 +188,19 @@ def test_times_on_the_client_page_name_their_zone(staff, owner):
     text = soup(staff.get(change_url(app))).select_one(".field-audit_trail").get_text(" ", strip=True)
     zone = timezone.localtime(app.created).strftime("%Z")
     assert zone and f" {zone} ·" in text
+
+
+@pytest.mark.parametrize(
+    ("reason", "said"),
+    [
+        ("authorization code replayed", "An authorization code was replayed"),
+        ("rotated refresh token replayed", "A refresh token was replayed"),
+    ],
+)
+def test_a_family_revocation_says_what_was_replayed(owner, reason, said):
+    from oauthclients.models import AuditAction
+
+    event = ClientAuditEvent.objects.create(
+        client=make_client(owner).client, user=owner, action=AuditAction.FAMILY_REVOKED, detail={"reason": reason}
+    )
+    assert event.sentence().startswith(said)
