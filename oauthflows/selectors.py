@@ -4,15 +4,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.core.cache import caches
-from django.db.models import JSONField, Max, Min, OuterRef, Subquery
+from django.db.models import Max, Min
 from django.http import Http404
 from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
 from oauthclients.models import (
     AccessToken,
-    AuditAction,
-    ClientAuditEvent,
     ClientKind,
     ClientStatus,
     Consent,
@@ -159,28 +157,19 @@ def consent_covers(*, user, client: OAuthClient, scopes: list[str]) -> bool:
     """
     if client.status != ClientStatus.APPROVED:
         return False
-    last_grant = (
-        ClientAuditEvent.objects.filter(client=OuterRef("client"), user=OuterRef("user"))
-        .filter(action=AuditAction.GRANT_AUTHORIZED)
-        .order_by("-created", "-id")
-        .values("detail")[:1]
-    )
     row = (
         Consent.objects.filter(user=user, client=client)
-        .annotate(last_grant=Subquery(last_grant, output_field=JSONField()))
-        .values_list("last_authorized_at", "last_grant")
+        .values_list("last_authorized_at", "scope", "unrestricted")
         .first()
     )
     if row is None:
         return False
-    authorized_at, last = row
+    authorized_at, granted, unrestricted = row
     if client.reviewed_at is not None and authorized_at < client.reviewed_at:
         return False
-    if not isinstance(last, dict):
-        return False
     if not scopes:
-        return last.get("unrestricted") is True
-    return set(scopes) <= set(last.get("scopes") or [])
+        return unrestricted
+    return set(scopes) <= set(granted.split())
 
 
 # OpenID Connect: what a login session carries for the ID token (docs/openid-connect.md).

@@ -38,10 +38,19 @@ def consent_record(*, user, client: OAuthClient, scopes: list[str], code: Grant 
     with transaction.atomic():
         # INSERT ... ON CONFLICT DO UPDATE: first_authorized_at is kept.
         (consent,) = Consent.objects.bulk_create(
-            [Consent(user=user, client=client, first_authorized_at=now, last_authorized_at=now)],
+            [
+                Consent(
+                    user=user,
+                    client=client,
+                    first_authorized_at=now,
+                    last_authorized_at=now,
+                    scope=" ".join(scopes),
+                    unrestricted=not scopes,
+                )
+            ],
             update_conflicts=True,
             unique_fields=["user", "client"],
-            update_fields=["last_authorized_at"],
+            update_fields=["last_authorized_at", "scope", "unrestricted"],
         )
         audit_record(client=client, actor=user, user=user, action=AuditAction.GRANT_AUTHORIZED, **detail)
     return consent
@@ -50,17 +59,29 @@ def consent_record(*, user, client: OAuthClient, scopes: list[str], code: Grant 
 @cache
 def _consent_ctes(alias: str) -> str:
     """Two data-modifying CTEs, `consent` (the upsert) and `event` (its audit row); positional
-    parameters: user, client, now, now (the consent); client, actor, user, action, detail, now (the event)."""
+    parameters: user, client, now, now, scope, unrestricted (the consent); client, actor, user, action,
+    detail, now (the event)."""
     connection = connections[alias]
     quote = connection.ops.quote_name
-    c = quoted_columns(connection, Consent, "id", "user", "client", "first_authorized_at", "last_authorized_at")
+    c = quoted_columns(
+        connection,
+        Consent,
+        "id",
+        "user",
+        "client",
+        "first_authorized_at",
+        "last_authorized_at",
+        "scope",
+        "unrestricted",
+    )
     e = quoted_columns(connection, ClientAuditEvent, "id", "client", "actor", "user", "action", "detail", "created")
     consents, events = quote(Consent._meta.db_table), quote(ClientAuditEvent._meta.db_table)
     return (
         f"consent AS (INSERT INTO {consents} ({c['user']}, {c['client']}, {c['first_authorized_at']}, "
-        f"{c['last_authorized_at']}) VALUES (%s, %s, %s, %s) "
+        f"{c['last_authorized_at']}, {c['scope']}, {c['unrestricted']}) VALUES (%s, %s, %s, %s, %s, %s) "
         f"ON CONFLICT ({c['user']}, {c['client']}) DO UPDATE "
-        f"SET {c['last_authorized_at']} = EXCLUDED.{c['last_authorized_at']} "
+        f"SET {c['last_authorized_at']} = EXCLUDED.{c['last_authorized_at']}, "
+        f"{c['scope']} = EXCLUDED.{c['scope']}, {c['unrestricted']} = EXCLUDED.{c['unrestricted']} "
         f"RETURNING {c['id']} AS id, {c['first_authorized_at']} AS first_authorized_at), "
         f"event AS (INSERT INTO {events} ({e['client']}, {e['actor']}, {e['user']}, {e['action']}, {e['detail']}, "
         f"{e['created']}) VALUES (%s, %s, %s, %s, %s, %s) RETURNING {e['id']} AS id)"
@@ -85,7 +106,21 @@ def _consent_record_in_one_statement(connection, *, user, client, now, detail, c
     `code` (an unsaved Grant), the authorization code is inserted by the same statement."""
     action = AuditAction.GRANT_AUTHORIZED
     detail_value = ClientAuditEvent._meta.get_field("detail").get_db_prep_save(detail, connection)
-    params = [user.pk, client.pk, now, now, client.pk, user.pk, user.pk, action.value, detail_value, now]
+    scope, unrestricted = " ".join(detail["scopes"]), detail["unrestricted"]
+    params = [
+        user.pk,
+        client.pk,
+        now,
+        now,
+        scope,
+        unrestricted,
+        client.pk,
+        user.pk,
+        user.pk,
+        action.value,
+        detail_value,
+        now,
+    ]
     ctes, selected, sources = (
         [_consent_ctes(connection.alias)],
         ["consent.id", "consent.first_authorized_at", "event.id"],
@@ -104,7 +139,13 @@ def _consent_record_in_one_statement(connection, *, user, client, now, detail, c
         code.pk = code_id[0]
         _saved(code, connection.alias)
     consent = Consent(
-        id=consent_id, user=user, client=client, first_authorized_at=first_authorized_at, last_authorized_at=now
+        id=consent_id,
+        user=user,
+        client=client,
+        first_authorized_at=first_authorized_at,
+        last_authorized_at=now,
+        scope=scope,
+        unrestricted=unrestricted,
     )
     event = ClientAuditEvent(
         id=event_id, client=client, actor=user, user=user, action=action, detail=detail, created=now

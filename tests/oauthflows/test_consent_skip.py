@@ -94,3 +94,45 @@ def test_a_deny_is_not_a_standing_consent(browser, wide):
     browser.get(url)
     browser.post(url.replace(AUTHORIZE + "?", AUTHORIZE + "/deny?", 1))
     assert browser.get(url).status_code == 200
+
+
+def test_the_granted_scopes_are_state_of_the_consent_not_of_the_audit_trail(browser, wide):
+    """STYLE "what not to copy": the audit trail's JSON is history; a change to it (or its loss)
+    must not turn skipping on or off."""
+    from oauthclients.models import ClientAuditEvent, Consent
+
+    client, _ = wide
+    get_code(browser, client, scope="PROFILE_READ BOOKING_READ")
+    consent = Consent.objects.get(client=client)
+    assert consent.scopes == ["PROFILE_READ", "BOOKING_READ"] and consent.unrestricted is False
+
+    ClientAuditEvent.objects.filter(client=client).update(detail={})
+    assert browser.get(authorize_url(client, scope="BOOKING_READ")).status_code == 302
+
+    Consent.objects.filter(client=client).update(scope="PROFILE_READ")
+    assert browser.get(authorize_url(client, scope="BOOKING_READ")).status_code == 200
+
+
+def test_the_migration_fills_the_columns_from_the_latest_grant_in_the_audit_trail(browser, wide, end_user):
+    import importlib
+
+    from django.apps import apps
+
+    from oauthclients.models import AuditAction, ClientAuditEvent, Consent
+
+    client, _ = wide
+    get_code(browser, client, scope="PROFILE_READ BOOKING_READ")
+    ClientAuditEvent.objects.create(
+        client=client,
+        actor=end_user,
+        user=end_user,
+        action=AuditAction.GRANT_AUTHORIZED,
+        detail={"scopes": ["BOOKING_READ"]},
+    )
+    Consent.objects.update(scope="", unrestricted=False)  # as the rows were before the migration
+
+    migration = importlib.import_module("oauthclients.migrations.0013_consent_granted_scopes")
+    migration.fill_from_the_audit_trail(apps, None)
+
+    consent = Consent.objects.get(client=client)
+    assert consent.scopes == ["BOOKING_READ"] and consent.unrestricted is False
