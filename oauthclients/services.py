@@ -25,6 +25,7 @@ from oauthclients.exceptions import (
     SecretLimitReached,
     SecretNotFound,
 )
+from oauthclients.grants import GrantsEnded, grants_end
 from oauthclients.models import (
     APP_KINDS,
     AccessToken,
@@ -71,16 +72,6 @@ class IssuedSecret:
     secret: ClientSecret
     # Kept out of repr() so that a logged object or a traceback cannot show the secret (STYLE §8).
     plaintext: str = dataclass_field(repr=False)
-
-
-@dataclass(frozen=True)
-class GrantsRevoked:
-    """What client_grants_revoke ended (counts only: never a token or a code)."""
-
-    access_tokens: int
-    refresh_tokens: int
-    codes: int
-    consents: int
 
 
 @dataclass(frozen=True)
@@ -425,6 +416,18 @@ def client_document_refresh(
     return client
 
 
+def _client_retire(client: OAuthClient, *, reason: str, now) -> GrantsEnded:
+    """A deletion (by its owner, or of an unused registration): the row is kept, rejected and
+    marked deleted, since its audit events belong to it; its secrets and grants end. The caller
+    holds the row lock and audits."""
+    client.status = ClientStatus.REJECTED
+    client.rejection_reason = reason
+    client.deleted_at = now
+    client.save(update_fields=["status", "rejection_reason", "deleted_at", "updated"])
+    client.secrets.filter(revoked_at__isnull=True).update(revoked_at=now)
+    return grants_end(client=client)
+
+
 def unused_registrations_remove(*, now=None) -> int:
     """Self-registered clients, still unverified or pending, that nobody authorized within
     OAUTH_UNUSED_REGISTRATION_DAYS: deleted (kept as rejected, like an owner's deletion, so the
@@ -448,12 +451,9 @@ def unused_registrations_remove(*, now=None) -> int:
             client = OAuthClient.objects.select_for_update().filter(pk=pk, deleted_at__isnull=True).first()
             if client is None or client.status not in (ClientStatus.UNVERIFIED, ClientStatus.PENDING):
                 continue
-            ended = client_grants_revoke(client=client)
-            client.status = ClientStatus.REJECTED
-            client.rejection_reason = f"Removed: nobody authorized it within {days} days of its registration."
-            client.deleted_at = now
-            client.save(update_fields=["status", "rejection_reason", "deleted_at", "updated"])
-            ClientSecret.objects.filter(client=client, revoked_at__isnull=True).update(revoked_at=now)
+            ended = _client_retire(
+                client, reason=f"Removed: nobody authorized it within {days} days of its registration.", now=now
+            )
             _audit(
                 client=client,
                 actor=None,
@@ -742,27 +742,6 @@ def client_approve(*, client: OAuthClient, actor, expected_digest: str | None = 
 
 
 @transaction.atomic
-def client_grants_revoke(*, client: OAuthClient) -> GrantsRevoked:
-    """End every grant of a client: access and refresh tokens, unexchanged codes, consents.
-
-    For every user at once (Connected apps' revoke does the same for one user). The caller audits
-    it as part of its own state change (rejection, deletion) and holds the client's row lock.
-    """
-    now = timezone.now()
-    refresh_tokens = RefreshToken.objects.filter(application=client, revoked__isnull=True).update(
-        revoked=now, access_token=None, updated=now
-    )
-    _, deleted = AccessToken.objects.filter(application=client).delete()
-    access_tokens = deleted.get(AccessToken._meta.label, 0)
-    # RFC 6749 §4.1.2: a code issued but not yet exchanged must not become tokens afterwards.
-    codes = Grant.objects.filter(application=client, used_at__isnull=True).update(
-        used_at=now, token_family=None, updated=now
-    )
-    consents, _ = Consent.objects.filter(client=client).delete()
-    return GrantsRevoked(access_tokens=access_tokens, refresh_tokens=refresh_tokens, codes=codes, consents=consents)
-
-
-@transaction.atomic
 def client_reject(*, client: OAuthClient, actor, reason: str) -> OAuthClient:
     """pending or approved -> rejected, with a reason. A rejected client's tokens stop working."""
     reason = (reason or "").strip()
@@ -777,7 +756,7 @@ def client_reject(*, client: OAuthClient, actor, reason: str) -> OAuthClient:
     previous = client.status
     # Rejection ends every grant, so neither a resubmitting edit nor a later approval brings old
     # tokens back: users must consent again.
-    ended = client_grants_revoke(client=client)
+    ended = grants_end(client=client)
     client.status = ClientStatus.REJECTED
     client.rejection_reason = reason
     client.reviewed_by = actor if getattr(actor, "pk", None) else None
@@ -841,12 +820,7 @@ def client_delete(*, client: OAuthClient, actor) -> OAuthClient:
     if client.deleted_at is not None:
         raise InvalidTransition("This client is already deleted.")
     previous = client.status
-    client.status = ClientStatus.REJECTED
-    client.rejection_reason = "Deleted by its owner."
-    client.deleted_at = timezone.now()
-    client.save(update_fields=["status", "rejection_reason", "deleted_at", "updated"])
-    client.secrets.filter(revoked_at__isnull=True).update(revoked_at=client.deleted_at)
-    ended = client_grants_revoke(client=client)
+    ended = _client_retire(client, reason="Deleted by its owner.", now=timezone.now())
     _audit(
         client=client,
         actor=actor,
@@ -860,45 +834,26 @@ def client_delete(*, client: OAuthClient, actor) -> OAuthClient:
 
 
 @transaction.atomic
-def user_access_end(*, user, actor=None) -> GrantsRevoked:
+def user_access_end(*, user, actor=None) -> GrantsEnded:
     """A deactivated user's codes, tokens and consents end at once, with every client (SECURITY.md).
 
     Reactivating the user brings none of them back: every app must ask again. One audit event per
     client that lost something, with the counts.
     """
-    now = timezone.now()
     per_client: dict[int, dict[str, int]] = {}
 
-    def tally(rows, key: str) -> int:
-        total = 0
+    def tally(queryset, key: str) -> None:
+        rows = queryset.values_list("application_id").annotate(n=Count("id")).values_list("application_id", "n")
         for client_id, count in rows:
-            per_client.setdefault(client_id, {}).setdefault(key, 0)
-            per_client[client_id][key] += count
-            total += count
-        return total
+            per_client.setdefault(client_id, {})[key] = count
 
-    def counts(queryset):
-        return queryset.values_list("application_id").annotate(n=Count("id")).values_list("application_id", "n")
-
-    live_refresh = RefreshToken.objects.filter(user=user, revoked__isnull=True)
-    access = AccessToken.objects.filter(user=user)
-    codes = Grant.objects.filter(user=user, used_at__isnull=True)
-    tally(counts(live_refresh), "revoked_refresh_tokens")
-    tally(counts(access), "revoked_access_tokens")
-    tally(counts(codes), "revoked_codes")
-    refresh_tokens = live_refresh.update(revoked=now, access_token=None, updated=now)
-    _, deleted = access.delete()
-    ended_codes = codes.update(used_at=now, token_family=None, updated=now)
-    consents = Consent.objects.filter(user=user)
-    consent_clients = set(consents.values_list("client_id", flat=True))
-    consent_count, _ = consents.delete()
+    tally(RefreshToken.objects.filter(user=user, revoked__isnull=True), "revoked_refresh_tokens")
+    tally(AccessToken.objects.filter(user=user), "revoked_access_tokens")
+    tally(Grant.objects.filter(user=user, used_at__isnull=True), "revoked_codes")
+    consent_clients = set(Consent.objects.filter(user=user).values_list("client_id", flat=True))
+    ended = grants_end(user=user)
     for client in OAuthClient.objects.filter(pk__in=set(per_client) | consent_clients):
         _audit(
             client=client, actor=actor, user=user, action=AuditAction.USER_DEACTIVATED, **per_client.get(client.pk, {})
         )
-    return GrantsRevoked(
-        access_tokens=deleted.get(AccessToken._meta.label, 0),
-        refresh_tokens=refresh_tokens,
-        codes=ended_codes,
-        consents=consent_count,
-    )
+    return ended

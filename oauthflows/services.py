@@ -10,14 +10,13 @@ from django.utils import timezone
 
 from oauthclients.audit import audit_announce_on_commit, audit_record
 from oauthclients.compiled import quoted_columns
+from oauthclients.grants import grants_end
 from oauthclients.models import (
-    AccessToken,
     AuditAction,
     ClientAuditEvent,
     Consent,
     Grant,
     OAuthClient,
-    RefreshToken,
 )
 from oauthflows.selectors import SESSION_AUTH_TIME_KEY, SESSION_SID_KEY
 
@@ -190,13 +189,6 @@ def consent_deny(*, user, client: OAuthClient) -> None:
 @transaction.atomic
 def connected_app_revoke(*, user, client: OAuthClient) -> int:
     """Kill every token this client holds for this user, at once; returns how many families died."""
-    now = timezone.now()
-    families = RefreshToken.objects.filter(user=user, application=client, revoked__isnull=True).update(
-        revoked=now, access_token=None, updated=now
-    )
-    AccessToken.objects.filter(user=user, application=client).delete()
-    # Codes issued but not yet exchanged must not become tokens afterwards.
-    Grant.objects.filter(user=user, application=client, used_at__isnull=True).update(used_at=now, token_family=None)
-    Consent.objects.filter(user=user, client=client).delete()
+    families = grants_end(user=user, client=client).refresh_tokens
     audit_record(client=client, actor=user, user=user, action=AuditAction.ACCESS_REVOKED, token_families=families)
     return families

@@ -4,6 +4,7 @@ from django.utils import timezone
 
 from oauthclients import services
 from oauthclients.exceptions import InvalidTransition
+from oauthclients.grants import grants_end
 from oauthclients.models import AuditAction, ClientStatus, Consent, RefreshToken
 from oauthflows.selectors import connected_app_list_for_user
 from tests.factories import make_client
@@ -109,14 +110,14 @@ def test_rejecting_ends_every_grant_for_good(browser, api, confidential, owner, 
     assert_tokens(exchange(api, client, get_code(browser, client), secret=secret), "PROFILE_READ")
 
 
-def test_client_grants_revoke_leaves_other_clients_alone(browser, api, confidential, owner):
+def test_ending_a_clients_grants_leaves_other_clients_alone(browser, api, confidential, owner):
     client, secret = confidential
     other = make_client(owner, name="Other", redirect_uris=["https://other.example.com/cb"], approve=True)
     kept = assert_tokens(
         exchange(api, other.client, get_code(browser, other.client), secret=other.secret.plaintext), "PROFILE_READ"
     )
     ended = assert_tokens(exchange(api, client, get_code(browser, client), secret=secret), "PROFILE_READ")
-    result = services.client_grants_revoke(client=client)
+    result = grants_end(client=client)
     assert (result.access_tokens, result.refresh_tokens, result.codes, result.consents) == (1, 1, 0, 1)
     assert me(api, ended["access_token"]).status_code == 401
     assert me(api, kept["access_token"]).status_code == 200
