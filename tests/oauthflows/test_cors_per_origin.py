@@ -259,3 +259,17 @@ def test_an_unused_registration_removed_loses_its_origins(unverified, settings):
     later = timezone.now() + timedelta(days=settings.OAUTH_UNUSED_REGISTRATION_DAYS + 1)
     assert services.unused_registrations_remove(now=later) == 1
     assert origins_of(unverified) == set()
+
+
+def test_the_migration_writes_the_origins_of_clients_made_before_it(unverified, db, owner, reviewer):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    approved = make_client(owner, name="SPA", kind="public", redirect_uris=[SPA + "/cb"], approve=True).client
+    make_client(owner, name="Pending", kind="public", redirect_uris=["https://pending.example/cb"])
+    expected = set(ClientOrigin.objects.values_list("client_id", "origin", "approved"))
+    ClientOrigin.objects.all().delete()  # as before migration 0013
+    import_module("oauthclients.migrations.0013_client_web_origins")._origins_of_existing_clients(apps, None)
+    assert set(ClientOrigin.objects.values_list("client_id", "origin", "approved")) == expected
+    assert expected == {(unverified.pk, AGENT, False), (approved.pk, SPA, True)}
