@@ -44,6 +44,8 @@ ROUTES = {
         "bookings": "/v2/bookings",
         "status_list": "/v2/auth/oauth2/status-lists/",
     },
+    # Scenario 8: the project's /v2/me with 100,000 self-registered clients in its database.
+    "registered": {"me": "/v2/me"},
     "floor": {
         "me": "/floor/me",
         "token": "/floor/token",

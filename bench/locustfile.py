@@ -342,6 +342,42 @@ class MeUser(BenchUser):
         self.client.get(target.url("me"), headers={"Authorization": f"Bearer {token}"}, name=target.name("1 me"))
 
 
+class CorsUser(BenchUser):
+    """Scenario 8: a single-page app's CORS preflight and GET /v2/me from its approved origin, and
+    a preflight from the origin of a self-registered client picked at random (in the database
+    without them, an origin nobody registered): each an Origin that CORS looks up."""
+
+    @task
+    def cors(self):
+        target = self.target()
+        spa = target.seed["spa_origin"]
+        stranger = f"https://agent-{random.randrange(100_000)}.{target.seed.get('registered_domain', 'bench.example')}"
+        for origin, name in ((stranger, "8 cors preflight (self-registered origin)"), (spa, "8 cors preflight")):
+            with self.client.options(
+                target.url("me"),
+                headers={
+                    "Origin": origin,
+                    "Access-Control-Request-Method": "GET",
+                    "Access-Control-Request-Headers": "authorization",
+                },
+                name=target.name(name),
+                catch_response=True,
+            ) as response:
+                allowed = response.headers.get("Access-Control-Allow-Origin")
+                # /v2/me answers approved apps' origins only (oauthflows/cors.py).
+                if response.status_code != 200 or allowed != (spa if origin == spa else None):
+                    response.failure(f"HTTP {response.status_code}, Access-Control-Allow-Origin {allowed!r}")
+        token = token_value(random.randrange(target.seed["tokens"]))
+        with self.client.get(
+            target.url("me"),
+            headers={"Authorization": f"Bearer {token}", "Origin": spa},
+            name=target.name("8 cors"),
+            catch_response=True,
+        ) as response:
+            if response.status_code != 200 or response.headers.get("Access-Control-Allow-Origin") != spa:
+                response.failure(f"HTTP {response.status_code}: {(response.text or '')[:200]}")
+
+
 class RefreshUser(BenchUser):
     """Scenario 2: a refresh_token chain per user (and target), each refresh using the token the last returned."""
 

@@ -14,7 +14,7 @@ TARGETS = ("project", "floor", "stock")
 SERVICE_TARGETS = ("local", "remote", "remote-cached", "jwt")
 # Scenarios 2 and 3 also issue JWT access tokens (codes bound to a JWT resource server): "jwt".
 JWT_ROWS = ("2", "3")
-CPU_ROWS = ("0", "0d", "1", "1M", "2", "3", "4", "5", "5M", "6", "7")
+CPU_ROWS = ("0", "0d", "1", "1M", "2", "3", "4", "5", "5M", "6", "7", "8")
 # (row key, label, the run's scenario, request name, at the grown token count?)
 ROWS = [
     ("0", "0. framework floor: empty Django view (project: empty DRF view)", "0", "0 empty", False),
@@ -31,6 +31,19 @@ ROWS = [
     ("7", "7. token status list GET (a million live JWTs' lists)", "7", "7 status list", False),
 ]
 SERVICE_ROWS = [("6", "6. GET /v2/bookings (example resource server)", "6", "6 bookings", False)]
+# Scenario 8: CORS with no self-registered client (project) and with 100,000 (registered).
+CORS_TARGETS = ("project", "registered")
+CORS_ROWS = [
+    ("8", "8. CORS: GET /v2/me with an Origin (after its preflight)", "8", "8 cors", False),
+    ("8p", "   8p. preflight from the approved SPA's origin", "8", "8 cors preflight", False),
+    (
+        "8s",
+        "   8s. preflight from a self-registered client's origin",
+        "8",
+        "8 cors preflight (self-registered origin)",
+        False,
+    ),
+]
 FLOW_STEPS = ("4a authorize page", "4b consent (allow)", "4c exchange")
 
 
@@ -47,6 +60,7 @@ def summarize(runs: list[dict], config: dict) -> dict:
     summary = {}
     rows = [(row, TARGETS + (("jwt",) if row[0] in JWT_ROWS else ())) for row in ROWS]
     rows += [(row, SERVICE_TARGETS) for row in SERVICE_ROWS]
+    rows += [(row, CORS_TARGETS) for row in CORS_ROWS]
     for (key, _label, scenario, name, grown), targets in rows:
         summary[key] = {}
         for target in targets:
@@ -170,6 +184,10 @@ def evaluate(summary: dict, grown: int = 1_000_000, jwt: dict | None = None) -> 
     ratio("Scenario 6 JWT verifier (example service) vs local", "6", "local", 0.9, ours_target="jwt")
     ratio("Scenario 2 (refresh) issuing JWTs vs opaque", "2", "project", 0.9, ours_target="jwt")
     ratio("Scenario 3 (code exchange) issuing JWTs vs opaque", "3", "project", 0.9, ours_target="jwt")
+    # Issue 28, finding 3: a CORS decision costs the same whatever open registration has added.
+    ratio(
+        "Scenario 8 (CORS) with 100,000 self-registered clients vs none", "8", "project", 0.95, ours_target="registered"
+    )
     revocation = (jwt or {}).get("revocation")
     if revocation:
         bound = revocation["ttl_s"] + 2
@@ -270,6 +288,30 @@ def _queries_cell(entry) -> str:
     return queries if trips == "–" else f"{queries} / {trips}"
 
 
+def render_cors(summary) -> str:
+    """Scenario 8's table: each request with no self-registered client and with 100,000."""
+    lines = [
+        "Scenario 8: a single-page app's CORS preflight and GET /v2/me from its approved origin, and a "
+        "preflight from a self-registered client's origin, with no self-registered client in the "
+        "database (project) and with 100,000 (registered); CPU is the workers' plus PostgreSQL's",
+        "",
+        "| scenario | target | req/s | p50 ms | p99 ms | statements | CPU ms per round |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for key, label, *_ in CORS_ROWS:
+        for target in CORS_TARGETS:
+            entry = summary.get(key, {}).get(target)
+            app, db = _get(summary, key, target, "cpu_app_ms"), _get(summary, key, target, "cpu_db_ms")
+            cpu = f"{app:.2f} + {db:.2f}" if app is not None and db is not None and key == "8" else "–"
+            cells = [label, target, _cell(entry, "rps", ".1f"), _cell(entry, "p50_ms", ".1f")]
+            cells += [_cell(entry, "p99_ms", ".1f"), _cell(entry, "queries", ".2f"), cpu]
+            lines.append("| " + " | ".join(cells) + " |")
+    ours, theirs = _get(summary, "8", "registered", "rps"), _get(summary, "8", "project", "rps")
+    if ours and theirs:
+        lines += ["", f"registered / project (req/s of scenario 8): {ours / theirs:.2f} x (target >= 0.95 x)"]
+    return "\n".join(lines)
+
+
 def per_core(summary, key, target):
     """Requests per second per core: 1000 / CPU ms per request (worker + PostgreSQL)."""
     total = cpu_total(summary, key, target)
@@ -333,6 +375,7 @@ def render(results: dict) -> str:
             cpu = f"{app:.2f} + {db:.2f}" if app is not None and db is not None else "–"
             cells = [label, target, _cell(entry, "rps", ".1f"), _cell(entry, "p50_ms", ".1f")]
             lines.append("| " + " | ".join([*cells, _cell(entry, "p99_ms", ".1f"), cpu]) + " |")
+    lines += ["", render_cors(summary)]
     lines += jwt_lines(results)
     lines += breakdown_lines(results)
     lines += trial_lines(results)

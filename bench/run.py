@@ -55,7 +55,14 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 BIN = Path(sys.executable).parent
 # The bench's own databases, recreated at the start and dropped at the end: nothing else is touched.
-DATABASES = {"project": "bench_project", "grown": "bench_project_grown", "stock": "bench_stock"}
+# BENCH_DATABASE_SUFFIX keeps two benches on one PostgreSQL server (two worktrees) apart.
+_SUFFIX = os.environ.get("BENCH_DATABASE_SUFFIX", "")
+DATABASES = {
+    "project": "bench_project" + _SUFFIX,
+    "grown": "bench_project_grown" + _SUFFIX,
+    "registered": "bench_project_registered" + _SUFFIX,
+    "stock": "bench_stock" + _SUFFIX,
+}
 
 USERS = int(os.environ.get("BENCH_USERS", "8"))
 WORKERS = int(os.environ.get("BENCH_WORKERS", "4"))
@@ -64,7 +71,9 @@ DURATION = float(os.environ.get("BENCH_DURATION", "16"))
 PHASE = float(os.environ.get("BENCH_PHASE", "2"))
 TOKENS = int(os.environ.get("BENCH_TOKENS", "1000"))
 GROWN_TOKENS = int(os.environ.get("BENCH_GROWN_TOKENS", "1000000"))
-CODES = {"project": int(os.environ.get("BENCH_CODES", "60000")), "grown": 0, "stock": 5000}
+CODES = {"project": int(os.environ.get("BENCH_CODES", "60000")), "grown": 0, "registered": 0, "stock": 5000}
+# Scenario 8: self-registered clients in bench_project_registered (a copy of bench_project).
+REGISTERED_CLIENTS = int(os.environ.get("BENCH_REGISTERED_CLIENTS", "100000"))
 # Codes bound to the JWT resource server (scenarios 2 and 3 issuing JWTs), numbered after CODES.
 JWT_CODES = int(os.environ.get("BENCH_JWT_CODES", "40000"))
 # The project serves on a port known before it starts: its issuer URL is in every JWT it signs,
@@ -83,6 +92,7 @@ SCENARIOS = [
     ("5", "IntrospectUser", "5 introspect"),
     ("6", "BookingsUser", "6 bookings"),
     ("7", "StatusListUser", "7 status list"),
+    ("8", "CorsUser", "8 cors"),
 ]
 # Stock DOT runs the first four (it has no resource servers and no example service).
 STOCK_SCENARIOS = SCENARIOS[1:5]
@@ -476,6 +486,19 @@ class Bench:
         log(f"{DATABASES['grown']}: a copy with {GROWN_TOKENS:,} live access tokens, made in {elapsed:.0f} s")
         return elapsed
 
+    def prepare_registered(self) -> float:
+        """bench_project_registered: a copy of bench_project with REGISTERED_CLIENTS self-registered clients."""
+        started = time.monotonic()
+        recreate_database(DATABASES["registered"], template=DATABASES["project"])
+        shutil.copy(self.seeds["project"], self.workdir / "seed-registered.json")
+        self.seed("registered", "register", "--clients", str(REGISTERED_CLIENTS))
+        elapsed = time.monotonic() - started
+        log(
+            f"{DATABASES['registered']}: a copy with {REGISTERED_CLIENTS:,} self-registered clients, "
+            f"made in {elapsed:.0f} s"
+        )
+        return elapsed
+
     def tokens(self, database: str) -> int:
         return json.loads(self.seeds[database].read_text())["tokens"]
 
@@ -727,6 +750,7 @@ def main() -> int:
         # Scenario 7: the status lists of a million live JWTs, served, and what a revocation costs.
         status_lists = status_list_costs(bench)
         bench.measure([(project, "project")], "7", "StatusListUser")
+        cors_scenario(bench, project, workdir, servers)
         trials = run_trials(bench, project, workdir) if RUN_TRIALS else []
         profiles = {}
         if PROFILE:
@@ -791,6 +815,50 @@ def main() -> int:
             log(f"logs kept in {workdir}")
 
 
+def cors_scenario(bench: Bench, project: Server, workdir: Path, servers: list) -> None:
+    """Scenario 8: CORS preflights and GET /v2/me with an Origin, with REGISTERED_CLIENTS
+    self-registered clients in the database (registered) and with none (project), side by side."""
+    bench.prepare_registered()
+    registered = Server("registered", bench.env("registered"), workdir / "gunicorn-registered.log").start()
+    servers.append(registered)
+    try:
+        bench.measure([(project, "project"), (registered, "registered")], "8", "CorsUser")
+    finally:
+        registered.stop()
+
+
+def cors_only() -> int:
+    """`python -m bench.run --cors-only`: scenario 8 alone (seeds only what it needs), a few minutes."""
+    global JWT_CODES
+    signal.signal(signal.SIGTERM, _raise_on_signal)
+    workdir = Path(tempfile.mkdtemp(prefix="bench-cors-"))
+    servers: list[Server] = []
+    try:
+        check_postgres()
+        CODES["project"] = JWT_CODES = 0  # scenario 8 exchanges no code
+        bench = Bench(workdir)
+        bench.prepare("project")
+        project = Server("project", bench.env("project"), workdir / "gunicorn-project.log").start()
+        servers.append(project)
+        cors_scenario(bench, project, workdir, servers)
+        config = {"tokens": TOKENS, "grown_tokens": GROWN_TOKENS}
+        summary = report.summarize(bench.runs(), config)
+        print(report.render_cors(summary))
+        shutil.rmtree(workdir, ignore_errors=True)
+        return 0
+    except BenchError as exc:
+        log(f"ERROR: {exc}; logs kept in {workdir}")
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        for server in servers:
+            server.stop()
+        if os.environ.get("BENCH_KEEP_DATABASES") != "1":
+            for name in (DATABASES["project"], DATABASES["registered"]):
+                drop_database(name)
+
+
 def profile_only() -> int:
     """`python -m bench.run --profile-only`: only the profiles (scenarios 1-3, project and floor), ~3 minutes."""
     import tempfile
@@ -824,4 +892,6 @@ def profile_only() -> int:
 
 
 if __name__ == "__main__":
+    if "--cors-only" in sys.argv[1:]:
+        sys.exit(cors_only())
     sys.exit(profile_only() if "--profile-only" in sys.argv[1:] else main())

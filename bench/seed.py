@@ -24,6 +24,8 @@ import django
 from bench.common import CODE_VALUE_SQL, JWT_RESOURCE, REDIRECT_URI, TOKEN_VALUE_SQL, sha256_sql
 
 LONG_LIFETIME = "interval '1 day'"  # far beyond any bench run: nothing seeded expires during one
+SPA_ORIGIN = "https://spa.bench.example"  # scenario 8's approved single-page app
+REGISTERED_DOMAIN = "bench.example"  # scenario 8: agent-<n>.bench.example, one per registered client
 
 
 def _insert_series(model, start: int, stop: int, exprs: dict, *, order_by: str | None = None) -> int:
@@ -127,6 +129,19 @@ def seed_project(users: int, tokens: int, codes: int, jwt_codes: int = 0) -> dic
         "sessions": _sessions(end_users),
     }
     seed["tokens"] = _seed_tokens(AccessToken, seed, 0, tokens, stored_token="''")
+    # Scenario 8: an approved single-page app whose origin reads /v2/me (CORS, oauthflows/cors.py).
+    services.client_create(
+        owner=owner,
+        actor=owner,
+        name="Bench SPA",
+        purpose="Load benchmark (CORS).",
+        website_url=SPA_ORIGIN,
+        kind="public",
+        redirect_uris=[SPA_ORIGIN + "/callback"],
+        scopes=["PROFILE_READ"],
+        approve=True,
+    )
+    seed["spa_origin"] = SPA_ORIGIN
     if jwt_codes:
         seed.update(_seed_jwt(owner, seed, tokens, codes, jwt_codes))
     seed["codes"] = _insert_series(
@@ -291,6 +306,52 @@ def seed_stock(users: int, tokens: int, codes: int) -> dict:
     return seed
 
 
+def register_clients(seed: dict, count: int) -> dict:
+    """Scenario 8: `count` self-registered (unverified) public clients, as open registration leaves
+    them, each with a redirect URI at an origin of its own, except that one in ten names MCP
+    Inspector's loopback origin and one in a hundred the bench SPA's (registrations that squat an
+    approved app's origin); their ClientOrigin rows as oauthclients.services writes them. Two
+    INSERT ... SELECT statements: 100,000 clients take seconds."""
+    from django.db import connection
+
+    from oauthclients.models import ClientOrigin, OAuthClient
+    from oauthclients.services import self_registered_owner
+
+    origin = (
+        "CASE WHEN mod(i, 100) = 0 THEN %s WHEN mod(i, 10) = 0 THEN 'http://localhost:6274' "
+        "ELSE 'https://agent-' || i || '.' || %s END",
+        [SPA_ORIGIN, REGISTERED_DOMAIN],
+    )
+    added = _insert_series(
+        OAuthClient,
+        0,
+        count,
+        {
+            "user_id": ("%s", [self_registered_owner().pk]),
+            "client_id": ("'bench-agent-' || i", []),
+            "name": ("'Agent ' || i", []),
+            "client_type": ("'public'", []),
+            "status": ("'unverified'", []),
+            "registration_source": ("'dcr'", []),
+            "scopes": ("'PROFILE_READ'", []),
+            "redirect_uris": (f"({origin[0]}) || '/callback'", origin[1]),
+        },
+    )
+    qn = connection.ops.quote_name
+    clients, origins = qn(OAuthClient._meta.db_table), qn(ClientOrigin._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {origins} (client_id, origin, approved) "
+            f"SELECT id, left(redirect_uris, length(redirect_uris) - length('/callback')), false FROM {clients} "
+            "WHERE client_id LIKE 'bench-agent-%%'"
+        )
+        cursor.execute(f"ANALYZE {clients}")
+        cursor.execute(f"ANALYZE {origins}")
+    seed["registered_clients"] = added
+    seed["registered_domain"] = REGISTERED_DOMAIN
+    return seed
+
+
 def grow_project(seed: dict, total: int) -> dict:
     """More live access tokens in the project's table, numbered on from the seeded ones."""
     from oauthclients.models import AccessToken
@@ -301,11 +362,12 @@ def grow_project(seed: dict, total: int) -> dict:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["project", "stock", "grow"])
+    parser.add_argument("what", choices=["project", "stock", "grow", "register"])
     parser.add_argument("--seed", required=True, help="the JSON file to write (grow: to read and update)")
     parser.add_argument("--users", type=int, default=16)
     parser.add_argument("--tokens", type=int, default=1000, help="live access tokens (grow: the new total)")
     parser.add_argument("--codes", type=int, default=50000)
+    parser.add_argument("--clients", type=int, default=100_000, help="register: self-registered clients to add")
     parser.add_argument("--jwt-codes", type=int, default=0, help="project: codes bound to the JWT resource server")
     args = parser.parse_args(argv)
 
@@ -318,6 +380,9 @@ def main(argv=None) -> None:
             seed = seed_project(args.users, args.tokens, args.codes, args.jwt_codes)
         elif args.what == "stock":
             seed = seed_stock(args.users, args.tokens, args.codes)
+        elif args.what == "register":
+            with open(args.seed) as fh:
+                seed = register_clients(json.load(fh), args.clients)
         else:
             with open(args.seed) as fh:
                 seed = grow_project(json.load(fh), args.tokens)

@@ -55,6 +55,8 @@ class ClientKind(models.TextChoices):
 # The kinds a developer can register: applications that act for users.
 APP_KINDS = (ClientKind.CONFIDENTIAL, ClientKind.PUBLIC)
 MAX_RESOURCE_URI_LENGTH = 2000
+# The longest web origin CORS looks up (scheme, a 253-character host, a port): longer is nobody's.
+MAX_ORIGIN_LENGTH = 300
 APP_KIND_CHOICES = [(kind.value, kind.label) for kind in APP_KINDS]
 
 
@@ -445,6 +447,28 @@ class ClientSecret(models.Model):
 
     def matches(self, provided: str) -> bool:
         return hmac.compare_digest(self.digest, digest(provided))
+
+
+class ClientOrigin(models.Model):
+    """A web origin (RFC 6454) of a redirect URI of a public client that users may authorize
+    (approved or unverified, not deleted): the one thing a CORS decision asks, by an indexed
+    lookup of that origin (oauthflows.cors), never by reading every client's redirect URIs.
+
+    Written only by oauthclients.services (`_client_origins_sync`), in the transaction that changes
+    the client's redirect URIs, kind or review state; `approved` copies the state, so that the
+    origins of the approved clients alone are one index range too.
+    """
+
+    client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="web_origins")
+    origin = models.CharField(max_length=MAX_ORIGIN_LENGTH)
+    approved = models.BooleanField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["client", "origin"], name="clientorigin_once_per_client")]
+        indexes = [models.Index(fields=["origin", "approved"], name="clientorigin_origin_approved")]
+
+    def __str__(self):
+        return f"{self.origin} ({self.client_id})"
 
 
 class AuditAction(models.TextChoices):

@@ -28,10 +28,12 @@ from oauthclients.exceptions import (
 from oauthclients.grants import GrantsEnded, grants_end
 from oauthclients.models import (
     APP_KINDS,
+    MAX_ORIGIN_LENGTH,
     AccessToken,
     AuditAction,
     ClientAuditEvent,
     ClientKind,
+    ClientOrigin,
     ClientSecret,
     ClientStatus,
     Consent,
@@ -51,6 +53,7 @@ from oauthclients.validators import (
     validate_redirect_uris,
     validate_resource_uri,
     validate_scope_names,
+    web_origin,
 )
 
 MAX_ACTIVE_SECRETS = 2
@@ -205,6 +208,33 @@ def _validated_new_client(kind: str, clean) -> dict:
     return cleaned
 
 
+def _client_origins_sync(client: OAuthClient, *, created: bool = False) -> None:
+    """The client's ClientOrigin rows, rewritten from what it is now; every service that saves a
+    client's redirect URIs, review state or deletion calls it in its transaction (oauthflows.cors).
+
+    Only a public client that users may authorize (approved or unverified, not deleted) has rows:
+    a confidential client's pages never hold its secret, and a pending or rejected client's redirect
+    URIs are usable by nobody else, so their origins read nothing.
+    """
+    if not created:
+        ClientOrigin.objects.filter(client=client).delete()
+    if (
+        client.client_type != ClientKind.PUBLIC
+        or client.deleted_at is not None
+        or client.status not in (ClientStatus.APPROVED, ClientStatus.UNVERIFIED)
+    ):
+        return
+    origins = {origin for origin in map(web_origin, client.redirect_uri_list) if origin}
+    approved = client.status == ClientStatus.APPROVED
+    ClientOrigin.objects.bulk_create(
+        [
+            ClientOrigin(client=client, origin=origin, approved=approved)
+            for origin in sorted(origins)
+            if len(origin) <= MAX_ORIGIN_LENGTH
+        ]
+    )
+
+
 def _new_secret(*, client: OAuthClient, actor) -> IssuedSecret:
     # 256 bits from `secrets`; stored as a SHA-256 digest plus a short non-secret hint.
     plaintext = SECRET_PREFIX + secrets.token_urlsafe(32)
@@ -269,6 +299,7 @@ def client_create(
     )
     client.set_scope_list(cleaned["scopes"])
     client.save()
+    _client_origins_sync(client, created=True)
     _audit(
         client=client,
         actor=creator,
@@ -361,6 +392,7 @@ def client_self_register(
         client.client_id = client_id
     client.set_scope_list(cleaned["scopes"])
     client.save(force_insert=True)
+    _client_origins_sync(client, created=True)
     _audit(
         client=client,
         actor=None,
@@ -413,6 +445,7 @@ def client_document_refresh(
     client.id_token_signed_response_alg = id_token_signed_response_alg
     client.cimd_expires_at = expires
     client.save()
+    _client_origins_sync(client)
     return client
 
 
@@ -424,6 +457,7 @@ def _client_retire(client: OAuthClient, *, reason: str, now) -> GrantsEnded:
     client.rejection_reason = reason
     client.deleted_at = now
     client.save(update_fields=["status", "rejection_reason", "deleted_at", "updated"])
+    _client_origins_sync(client)
     client.secrets.filter(revoked_at__isnull=True).update(revoked_at=now)
     return grants_end(client=client)
 
@@ -579,6 +613,7 @@ def _apply_edit(client: OAuthClient, *, actor, action: AuditAction, cleaned: dic
         client.reviewed_at = None
         resubmitted = True
     client.save()
+    _client_origins_sync(client)
     _audit(
         client=client,
         actor=actor,
@@ -736,6 +771,7 @@ def client_approve(*, client: OAuthClient, actor, expected_digest: str | None = 
             "updated",
         ]
     )
+    _client_origins_sync(client)
     _audit(client=client, actor=actor, action=AuditAction.CLIENT_APPROVED)
     transaction.on_commit(partial(review_email_send, client_pk=client.pk))
     return client
@@ -762,6 +798,7 @@ def client_reject(*, client: OAuthClient, actor, reason: str) -> OAuthClient:
     client.reviewed_by = actor if getattr(actor, "pk", None) else None
     client.reviewed_at = timezone.now()
     client.save(update_fields=["status", "rejection_reason", "reviewed_by", "reviewed_at", "updated"])
+    _client_origins_sync(client)
     _audit(
         client=client,
         actor=actor,

@@ -17,5 +17,5 @@ class OAuthFlowsConfig(AppConfig):
         from oauthclients.models import OAuthClient
         from oauthflows.cors import cors_origins_changed
 
-        # A client approved, rejected, edited or deleted: the preflights' origin set is rebuilt.
+        # A client approved, rejected, edited or deleted: CORS answers are looked up again.
         post_save.connect(cors_origins_changed, sender=OAuthClient, dispatch_uid="oauthflows.cors_origins")

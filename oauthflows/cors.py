@@ -5,15 +5,19 @@ handler below decides, per request, whether the request's Origin is allowed:
 
 - the metadata document (RFC 8414) is public: any origin may read it, and so is the open
   registration endpoint (RFC 7591: browser-based agents such as MCP Inspector register from a page);
-- the token and revocation endpoints: the exact origins of the redirect URIs registered by the
-  approved public client the request names (client_id in the body, or HTTP Basic). A preflight
-  carries no body, so it is answered for an origin of any approved public client's redirect URIs
-  (one cached set of them all: selectors.cors_registered_origins); the actual request is then
-  readable only by that client's own origins. Unverified clients count as approved ones here;
-  pending, rejected and deleted clients get none.
+- the token and revocation endpoints (and RFC 7592's client configuration endpoint, once it
+  exists): the exact origins of the redirect URIs registered by the public client the request
+  names (client_id in the body, or HTTP Basic), approved or unverified (self-registered: a browser
+  agent must be able to redeem its own codes). A preflight carries no body, so it is answered for
+  an origin of any such client; the actual request is then readable only by that client's own
+  origins. Pending, rejected and deleted clients get none, nor do confidential ones;
+- the project's own bearer API (`/v2/me`) and OpenID Connect's userinfo: the origins of approved
+  public clients only, for the preflight and the call alike. A registration is free and anyone's:
+  if it opened these, the "approved origins" would be every origin anyone cared to name.
 
-- the project's own bearer API (`/v2/me`) and OpenID Connect's userinfo: the origins of every
-  approved public client, for the preflight and the call alike (the bearer token is what authorizes it).
+Each decision looks up the one origin asked about (selectors.cors_origin_is_registered: an indexed
+row per origin, an answer kept per origin in a bounded cache), so that its cost does not grow with
+the number of registered clients (issue 28, finding 3; bench scenario 8).
 
 Never with credentials (CORS_ALLOW_CREDENTIALS is off): these endpoints use no cookies.
 """
@@ -21,7 +25,7 @@ Never with credentials (CORS_ALLOW_CREDENTIALS is off): these endpoints use no c
 from django.conf import settings
 from django.db import DatabaseError, transaction
 
-from oauthflows.selectors import cors_origin_is_registered, cors_origins_for_client, cors_registered_origins_forget
+from oauthflows.selectors import cors_origin_answers_forget, cors_origin_is_clients, cors_origin_is_registered
 from plumbing.ratelimit import per_client
 
 BEARER_API_PATH = "/v2/me"
@@ -41,24 +45,25 @@ def cors_allow_request(sender, request, **kwargs) -> bool:
         return True  # public documents, and open registration (no cookies, no credentials)
     if path in (BEARER_API_PATH, settings.OAUTH_USERINFO_PATH):
         # The project's own bearer API: the token authorizes the call; a page may read the answer
-        # from the origin of any approved public client (never with cookies: no credentials).
+        # from the origin of an approved public client (never with cookies: no credentials).
         try:
-            return cors_origin_is_registered(origin=origin)
+            return cors_origin_is_registered(origin=origin, approved_only=True)
         except DatabaseError:
             return False
     if path not in (settings.OAUTH_TOKEN_PATH, settings.OAUTH_REVOKE_PATH):
         return False  # asked for every other request too: decide without the database
     try:
         if request.method == "OPTIONS":
-            return cors_origin_is_registered(origin=origin)
+            return cors_origin_is_registered(origin=origin, approved_only=False)
         client_id = per_client(request)
-        return bool(client_id) and origin in cors_origins_for_client(client_id=client_id)
+        return bool(client_id) and cors_origin_is_clients(origin=origin, client_id=client_id)
     except DatabaseError:
         return False  # the view answers 503 by itself; no CORS grant without the facts
 
 
 def cors_origins_changed(sender, instance, **kwargs) -> None:
-    """post_save of a client: forget the preflights' origin set now, and again once the change is
-    committed (a preflight in between may have rebuilt it from the rows as they were)."""
-    cors_registered_origins_forget()
-    transaction.on_commit(cors_registered_origins_forget)
+    """post_save of a client: forget this process's CORS answers now, and again once the change is
+    committed (a preflight in between may have read the rows as they were). Other processes follow
+    within selectors.CORS_ORIGIN_CACHE_SECONDS."""
+    cors_origin_answers_forget()
+    transaction.on_commit(cors_origin_answers_forget)

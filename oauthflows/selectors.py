@@ -1,23 +1,25 @@
 """Reads about a user's grants."""
 
+import threading
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.core.cache import caches
 from django.db.models import Max, Min
 from django.http import Http404
 from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
 from oauthclients.models import (
+    MAX_ORIGIN_LENGTH,
     AccessToken,
-    ClientKind,
+    ClientOrigin,
     ClientStatus,
     Consent,
     OAuthClient,
     RefreshToken,
 )
-from oauthclients.validators import web_origin
 from scopes.catalog import OPENID_SCOPES, group_by_resource
 
 
@@ -93,58 +95,65 @@ def connected_app_get_for_user(*, user, client_id: str) -> ConnectedApp:
     raise Http404("No such connected app.")
 
 
-def _cors_clients():
-    # Approved and unverified public clients (any user may authorize those): a pending or rejected
-    # client's redirect URIs are usable by nobody else.
-    return OAuthClient.objects.filter(
-        client_type=ClientKind.PUBLIC,
-        status__in=(ClientStatus.APPROVED, ClientStatus.UNVERIFIED),
-        deleted_at__isnull=True,
-    )
+# CORS (oauthflows.cors): one origin at a time, never the set of all of them. Open registration
+# makes the number of public clients anyone's to choose; a decision must cost the same with none.
+CORS_ORIGIN_CACHE_SIZE = 4096  # origins remembered per process (the least recently asked go first)
+CORS_ORIGIN_CACHE_SECONDS = 30  # how long another process may answer from before a change
+_cors_answers: OrderedDict[tuple[str, bool], tuple[float, bool]] = OrderedDict()
+_cors_answers_lock = threading.Lock()
+_cors_generation = 0  # bumped by every forget: an answer read before it is not kept after it
 
 
-def _origins(redirect_uris: str) -> set[str]:
-    return {origin for origin in map(web_origin, redirect_uris.split()) if origin}
+def _looks_like_origin(origin) -> bool:
+    return isinstance(origin, str) and 0 < len(origin) <= MAX_ORIGIN_LENGTH and "\x00" not in origin
 
 
-def cors_origins_for_client(*, client_id: str) -> set[str]:
-    """The web origins of an approved public client's redirect URIs (none for any other client)."""
-    if not isinstance(client_id, str) or not client_id or len(client_id) > 255 or "\x00" in client_id:
-        return set()
-    client = _cors_clients().filter(client_id=client_id).only("redirect_uris").first()
-    return _origins(client.redirect_uris) if client is not None else set()
+def cors_origin_is_registered(*, origin: str, approved_only: bool) -> bool:
+    """Whether a public client users may authorize (with `approved_only`: an approved one) has a
+    redirect URI at exactly this web origin.
 
-
-CORS_ORIGINS_CACHE_KEY = "cors:registered-origins"
-CORS_ORIGINS_CACHE_SECONDS = 60
-
-
-def cors_registered_origins() -> frozenset[str]:
-    """Every exact origin of every approved public client's redirect URIs, for CORS preflights.
-
-    One set, built from all such clients and kept in the cache for a minute (dropped at once in this
-    process when a client is approved, rejected, edited or deleted), so that no number of other
-    clients' redirect URIs can crowd an app's origin out of it.
+    One indexed lookup of this origin (ClientOrigin, kept by oauthclients.services), whatever the
+    number of clients; the answer, yes or no, is kept in this process for CORS_ORIGIN_CACHE_SECONDS
+    among at most CORS_ORIGIN_CACHE_SIZE origins, and forgotten at once in the process that changes
+    a client (oauthflows.cors.cors_origins_changed).
     """
-    cache = caches["default"]
-    origins = cache.get(CORS_ORIGINS_CACHE_KEY)
-    if origins is None:
-        origins = frozenset(
-            origin for uris in _cors_clients().values_list("redirect_uris", flat=True) for origin in _origins(uris)
-        )
-        cache.set(CORS_ORIGINS_CACHE_KEY, origins, CORS_ORIGINS_CACHE_SECONDS)
-    return origins
-
-
-def cors_registered_origins_forget() -> None:
-    caches["default"].delete(CORS_ORIGINS_CACHE_KEY)
-
-
-def cors_origin_is_registered(*, origin: str) -> bool:
-    """Whether some approved public client has a redirect URI at exactly this web origin."""
-    if not origin or len(origin) > 300 or "\x00" in origin:
+    if not _looks_like_origin(origin):
         return False
-    return origin in cors_registered_origins()
+    key = (origin, approved_only)
+    now = time.monotonic()
+    with _cors_answers_lock:
+        known = _cors_answers.get(key)
+        if known is not None and known[0] > now:
+            _cors_answers.move_to_end(key)
+            return known[1]
+        generation = _cors_generation
+    rows = ClientOrigin.objects.filter(origin=origin)
+    answer = (rows.filter(approved=True) if approved_only else rows).exists()
+    with _cors_answers_lock:
+        if generation == _cors_generation:
+            _cors_answers[key] = (now + CORS_ORIGIN_CACHE_SECONDS, answer)
+            _cors_answers.move_to_end(key)
+            while len(_cors_answers) > CORS_ORIGIN_CACHE_SIZE:
+                _cors_answers.popitem(last=False)
+    return answer
+
+
+def cors_origin_answers_forget() -> None:
+    """Drop this process's remembered CORS answers (a client's origins or state changed)."""
+    global _cors_generation
+    with _cors_answers_lock:
+        _cors_generation += 1
+        _cors_answers.clear()
+
+
+def cors_origin_is_clients(*, origin: str, client_id: str) -> bool:
+    """Whether this origin is a web origin of a redirect URI of this client, a public client users
+    may authorize (approved or unverified): one indexed lookup, not cached (a token request)."""
+    if not _looks_like_origin(origin):
+        return False
+    if not isinstance(client_id, str) or not client_id or len(client_id) > 255 or "\x00" in client_id:
+        return False
+    return ClientOrigin.objects.filter(origin=origin, client__client_id=client_id).exists()
 
 
 def consent_covers(*, user, client: OAuthClient, scopes: list[str]) -> bool:

@@ -64,9 +64,9 @@ def approved(owner):
 
 @pytest.fixture(autouse=True)
 def _no_cached_cors_origins():
-    """The preflights' origin set is cached in-process: no test sees another test's clients in it."""
-    from oauthflows.selectors import cors_registered_origins_forget
+    """CORS answers are cached per origin in-process: no test sees another test's clients in them."""
+    from oauthflows.selectors import cors_origin_answers_forget
 
-    cors_registered_origins_forget()
+    cors_origin_answers_forget()
     yield
-    cors_registered_origins_forget()
+    cors_origin_answers_forget()
