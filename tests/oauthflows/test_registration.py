@@ -29,7 +29,6 @@ from tests.oauthflows.helpers import (
     get_code,
     me,
     pkce_pair,
-    query_of,
     refresh,
 )
 from tests.oauthflows.test_token import assert_token_error
@@ -294,13 +293,12 @@ def test_any_user_can_authorize_it_within_the_ceiling(browser, api, agent):
     assert me(api, tokens["access_token"]).status_code == 200
 
 
-def test_beyond_the_ceiling_is_invalid_scope_on_the_redirect_uri(browser, agent):
+def test_beyond_the_ceiling_is_invalid_scope_on_a_page_not_the_redirect_uri(browser, agent):
+    # RFC 9700 §4.11.2: before its consent page, nobody is sent to an unverified client's URI.
     response = browser.get(authorize_url(agent, scope="PROFILE_READ BOOKING_WRITE", code_challenge=pkce_pair()[1]))
-    assert response.status_code == 302
-    assert response["Location"].startswith(REDIRECT)
-    query = query_of(response["Location"])
-    assert query["error"] == "invalid_scope"
-    assert "BOOKING_WRITE" in query["error_description"] and "unverified" in query["error_description"]
+    assert response.status_code == 400 and not response.has_header("Location")
+    html = response.content.decode()
+    assert "invalid_scope" in html and "BOOKING_WRITE" in html and "unverified" in html
 
 
 def test_a_code_beyond_the_ceiling_is_refused_at_exchange(browser, api, agent, settings):

@@ -51,7 +51,7 @@ def test_the_user_confirms_then_is_logged_out_and_sent_to_the_registered_uri(bro
     assert not _logged_in(browser)
 
 
-def test_dots_post_logout_column_opens_no_redirect(browser, app):
+def test_a_post_logout_uri_written_behind_the_reviews_back_opens_no_redirect(browser, app):
     client, _secret = app
     client.post_logout_redirect_uris = "https://elsewhere.example.com/"
     client.save(update_fields=["post_logout_redirect_uris"])
