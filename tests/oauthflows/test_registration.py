@@ -398,3 +398,20 @@ def test_cleanup_removes_registrations_nobody_used(api, browser, db, settings):
     assert used.deleted_at is None and fresh.deleted_at is None
     event = ClientAuditEvent.objects.get(client=unused, action=AuditAction.CLIENT_UNUSED_REMOVED)
     assert "nobody authorized it" in event.sentence()
+
+
+def test_post_logout_redirect_uris_are_registered_and_returned(api, db):
+    response = register(api, agent_metadata(post_logout_redirect_uris=["https://agent.example.com/bye"]))
+    assert response.status_code == 201, response.content
+    assert response.json()["post_logout_redirect_uris"] == ["https://agent.example.com/bye"]
+    client = OAuthClient.objects.get(client_id=response.json()["client_id"])
+    assert client.post_logout_redirect_uri_list == ["https://agent.example.com/bye"]
+
+
+@pytest.mark.parametrize(
+    "value", ["https://agent.example.com/bye", [1], ["http://agent.example.com/bye"], ["https://a.example/#f"]]
+)
+def test_bad_post_logout_redirect_uris_are_invalid_client_metadata(api, db, value):
+    response = register(api, agent_metadata(post_logout_redirect_uris=value))
+    assert_registration_error(response, "invalid_client_metadata")
+    assert not OAuthClient.objects.filter(registration_source=OAuthClient.RegistrationSource.DCR).exists()
