@@ -77,6 +77,13 @@ class ClientAddForm(forms.Form):
         required=False,
         help_text="One per line, up to 10. None for a resource server.",
     )
+    post_logout_redirect_uris = forms.CharField(
+        label="Post-logout redirect URIs",
+        widget=forms.Textarea(attrs={"rows": 2}),
+        required=False,
+        help_text="Optional, one per line, up to 10: where OpenID Connect logout may send users besides the "
+        "redirect URIs.",
+    )
     scopes = forms.MultipleChoiceField(
         choices=[
             (LEVEL_LABELS[level], [(s.name, s.name) for s in SCOPES.values() if s.level is level])
@@ -240,7 +247,18 @@ class OAuthClientAdmin(admin.ModelAdmin):
                 )
             },
         ),
-        ("Access", {"fields": ("scope_names", "redirect_uri_lines", "resource_uri", "token_format")}),
+        (
+            "Access",
+            {
+                "fields": (
+                    "scope_names",
+                    "redirect_uri_lines",
+                    "post_logout_redirect_uri_lines",
+                    "resource_uri",
+                    "token_format",
+                )
+            },
+        ),
         ("Secrets", {"fields": ("secrets_display",)}),
         ("History", {"fields": ("created", "updated", "audit_trail", "audit_events_link")}),
     )
@@ -404,6 +422,10 @@ class OAuthClientAdmin(admin.ModelAdmin):
     def redirect_uri_lines(self, client):
         return format_html_join(mark_safe("<br>"), "{}", ((uri,) for uri in client.redirect_uri_list))
 
+    @admin.display(description="post-logout redirect URIs")
+    def post_logout_redirect_uri_lines(self, client):
+        return format_html_join(mark_safe("<br>"), "{}", ((uri,) for uri in client.post_logout_redirect_uri_list))
+
     @admin.display(description="audit events")
     def audit_events_link(self, client):
         url = reverse("admin:oauthclients_clientauditevent_changelist")
@@ -446,6 +468,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
                     "privacy policy": client.privacy_policy_url,
                     "terms of service": client.terms_url,
                     **{f"redirect URI {uri}": uri for uri in client.redirect_uri_list},
+                    **{f"post-logout redirect URI {uri}": uri for uri in client.post_logout_redirect_uri_list},
                 },
             ),
         }
@@ -535,6 +558,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
             website_url=data["website_url"],
             kind=data["client_type"],
             redirect_uris=data["redirect_uris"].split(),
+            post_logout_redirect_uris=data["post_logout_redirect_uris"].split(),
             scopes=data["scopes"],
             purpose=data["purpose"],
             is_legacy=data["is_legacy"],

@@ -81,6 +81,16 @@ class ClientForm(forms.Form):
             "match any port. Native apps may use a reverse-domain scheme: com.example.app:/callback."
         ),
     )
+    post_logout_redirect_uris = forms.CharField(
+        label="Post-logout redirect URIs",
+        required=False,
+        max_length=MAX_REDIRECT_URIS * (MAX_REDIRECT_URI_LENGTH + 2),
+        widget=forms.Textarea(attrs={"rows": 2, "spellcheck": "false", "autocapitalize": "off"}),
+        help_text=(
+            f"Optional, one per line, at most {MAX_REDIRECT_URIS}, the same rules as redirect URIs: where "
+            "OpenID Connect logout (post_logout_redirect_uri) may send users besides your redirect URIs."
+        ),
+    )
     scopes = _ScopeNamesField(required=False, choices=[(name, name) for name in SCOPE_NAMES])
 
     def __init__(self, *args, **kwargs):
@@ -89,7 +99,16 @@ class ClientForm(forms.Form):
 
     def service_arguments(self) -> dict:
         """The cleaned values the services take, by name; a posted extra such as is_legacy never passes."""
-        fields = ("name", "purpose", "website_url", "privacy_policy_url", "terms_url", "redirect_uris", "scopes")
+        fields = (
+            "name",
+            "purpose",
+            "website_url",
+            "privacy_policy_url",
+            "terms_url",
+            "redirect_uris",
+            "post_logout_redirect_uris",
+            "scopes",
+        )
         arguments = {field: self.cleaned_data[field] for field in fields}
         upload = self.cleaned_data.get("logo")
         if upload:
@@ -99,6 +118,9 @@ class ClientForm(forms.Form):
 
     def clean_redirect_uris(self) -> list[str]:
         return [line.strip() for line in self.cleaned_data["redirect_uris"].splitlines() if line.strip()]
+
+    def clean_post_logout_redirect_uris(self) -> list[str]:
+        return [line.strip() for line in self.cleaned_data["post_logout_redirect_uris"].splitlines() if line.strip()]
 
     def scope_groups(self) -> list[tuple[str, list[tuple[Scope, bool]]]]:
         """[(level label, [(Scope, checked), ...]), ...] for the grouped checkboxes."""
@@ -158,6 +180,7 @@ class ClientCreateForm(ClientForm):
         "logo",
         "kind",
         "redirect_uris",
+        "post_logout_redirect_uris",
         "scopes",
     ]
 
@@ -179,5 +202,6 @@ class ClientUpdateForm(ClientForm):
             "privacy_policy_url": client.privacy_policy_url,
             "terms_url": client.terms_url,
             "redirect_uris": "\n".join(client.redirect_uri_list),
+            "post_logout_redirect_uris": "\n".join(client.post_logout_redirect_uri_list),
             "scopes": client.scope_list,
         }

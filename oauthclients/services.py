@@ -139,6 +139,7 @@ def _clean_fields(
     terms_url="",
     logo: bytes | None = None,
     website_required: bool = True,
+    post_logout_redirect_uris=(),
 ) -> dict:
     """Validate everything a client is made of; report every field's problem at once.
 
@@ -178,6 +179,14 @@ def _clean_fields(
         cleaned["redirect_uris"] = validate_redirect_uris(list(redirect_uris))
     except ValidationError as exc:
         errors["redirect_uris"] = exc.messages
+    cleaned["post_logout_redirect_uris"] = []
+    if post_logout_redirect_uris:
+        # OpenID Connect RP-Initiated Logout §3.1: the same rules as redirect URIs (they are where
+        # users are sent), none required.
+        try:
+            cleaned["post_logout_redirect_uris"] = validate_redirect_uris(list(post_logout_redirect_uris))
+        except ValidationError as exc:
+            errors["post_logout_redirect_uris"] = exc.messages
     if is_legacy:
         if scopes:
             errors["scopes"] = ["A legacy client has no scopes; select scopes later to migrate it."]
@@ -264,6 +273,7 @@ def client_create(
     is_legacy: bool = False,
     approve: bool = False,
     actor=None,
+    post_logout_redirect_uris: list[str] = (),
 ) -> ClientCreated:
     """Register a client (pending); a confidential one gets its first secret, returned once."""
     cleaned = _validated_new_client(
@@ -279,6 +289,7 @@ def client_create(
             privacy_policy_url=privacy_policy_url,
             terms_url=terms_url,
             logo=logo,
+            post_logout_redirect_uris=post_logout_redirect_uris,
         ),
     )
     # The registration is the owner's doing unless someone else (an administrator) is named;
@@ -295,6 +306,7 @@ def client_create(
         logo_updated_at=timezone.now() if cleaned["logo_png"] else None,
         client_type=kind,
         redirect_uris=" ".join(cleaned["redirect_uris"]),
+        post_logout_redirect_uris=" ".join(cleaned["post_logout_redirect_uris"]),
         is_legacy=is_legacy,
     )
     client.set_scope_list(cleaned["scopes"])
@@ -328,7 +340,9 @@ def self_registered_owner():
     return owner
 
 
-def _clean_self_registered(*, name, website_url, redirect_uris, scopes, privacy_policy_url, terms_url) -> dict:
+def _clean_self_registered(
+    *, name, website_url, redirect_uris, scopes, privacy_policy_url, terms_url, post_logout_redirect_uris=()
+) -> dict:
     """The registry's rules for what a client says about itself: no purpose, no logo, website optional."""
     return _clean_fields(
         name=name,
@@ -340,6 +354,7 @@ def _clean_self_registered(*, name, website_url, redirect_uris, scopes, privacy_
         privacy_policy_url=privacy_policy_url,
         terms_url=terms_url,
         website_required=False,
+        post_logout_redirect_uris=post_logout_redirect_uris,
     )
 
 
@@ -357,6 +372,7 @@ def client_self_register(
     metadata: dict | None = None,
     client_id: str | None = None,
     id_token_signed_response_alg: str = IdTokenAlgorithm.RS256,
+    post_logout_redirect_uris: list[str] = (),
 ) -> ClientCreated:
     """A client that registered itself (RFC 7591, or a client ID metadata document): no owner of
     its own, *unverified* (any user may authorize it within settings.OAUTH_UNVERIFIED_SCOPES,
@@ -372,6 +388,7 @@ def client_self_register(
             scopes=scopes,
             privacy_policy_url=privacy_policy_url,
             terms_url=terms_url,
+            post_logout_redirect_uris=post_logout_redirect_uris,
         ),
     )
     status = ClientStatus.PENDING if settings.OAUTH_DYNAMIC_REGISTRATION == "pending" else ClientStatus.UNVERIFIED
@@ -383,6 +400,7 @@ def client_self_register(
         terms_url=cleaned["terms_url"],
         client_type=kind,
         redirect_uris=" ".join(cleaned["redirect_uris"]),
+        post_logout_redirect_uris=" ".join(cleaned["post_logout_redirect_uris"]),
         status=status,
         registration_source=source,
         registration_metadata=metadata or {},
@@ -421,6 +439,7 @@ def client_document_refresh(
     terms_url: str = "",
     metadata: dict | None = None,
     id_token_signed_response_alg: str = IdTokenAlgorithm.RS256,
+    post_logout_redirect_uris: list[str] = (),
 ) -> OAuthClient:
     """An unverified client ID metadata document client, fetched again: its registration follows
     the document (the registry's rules, as at registration). An approved one is never changed here."""
@@ -431,6 +450,7 @@ def client_document_refresh(
         scopes=scopes,
         privacy_policy_url=privacy_policy_url,
         terms_url=terms_url,
+        post_logout_redirect_uris=post_logout_redirect_uris,
     )
     client = _lock(client)
     if client.status != ClientStatus.UNVERIFIED:
@@ -440,6 +460,7 @@ def client_document_refresh(
     client.privacy_policy_url = cleaned["privacy_policy_url"]
     client.terms_url = cleaned["terms_url"]
     client.redirect_uris = " ".join(cleaned["redirect_uris"])
+    client.post_logout_redirect_uris = " ".join(cleaned["post_logout_redirect_uris"])
     client.set_scope_list(cleaned["scopes"])
     client.registration_metadata = metadata or {}
     client.id_token_signed_response_alg = id_token_signed_response_alg
@@ -566,6 +587,11 @@ def _needs_review(client: OAuthClient, *, cleaned: dict) -> list[str]:
             reasons.append(field)
     if not set(redirect_uris) <= set(client.redirect_uri_list):
         reasons.append("redirect_uris")
+    # Where users are sent after logout: reviewed like the redirect URIs (presentation()).
+    if not set(cleaned.get("post_logout_redirect_uris", client.post_logout_redirect_uri_list)) <= set(
+        client.post_logout_redirect_uri_list
+    ):
+        reasons.append("post_logout_redirect_uris")
     # A legacy client's tokens are unrestricted, so any selection of scopes narrows (spec §5.8).
     if not client.is_legacy and not set(scopes) <= set(client.scope_list):
         reasons.append("scopes")
@@ -582,6 +608,7 @@ def _apply_edit(client: OAuthClient, *, actor, action: AuditAction, cleaned: dic
         "terms_url": client.terms_url,
         "logo": client.logo_updated_at,
         "redirect_uris": client.redirect_uri_list,
+        "post_logout_redirect_uris": client.post_logout_redirect_uri_list,
         "scopes": client.scope_list,
     }
     review_reasons = _needs_review(client, cleaned=cleaned)
@@ -598,6 +625,8 @@ def _apply_edit(client: OAuthClient, *, actor, action: AuditAction, cleaned: dic
         client.logo_png = None
         client.logo_updated_at = None
     client.redirect_uris = " ".join(cleaned["redirect_uris"])
+    if "post_logout_redirect_uris" in cleaned:
+        client.post_logout_redirect_uris = " ".join(cleaned["post_logout_redirect_uris"])
     if cleaned["scopes"]:
         client.set_scope_list(cleaned["scopes"])
         client.is_legacy = False
@@ -630,6 +659,8 @@ def _apply_edit(client: OAuthClient, *, actor, action: AuditAction, cleaned: dic
 def _field_value(client: OAuthClient, field: str):
     if field == "redirect_uris":
         return client.redirect_uri_list
+    if field == "post_logout_redirect_uris":
+        return client.post_logout_redirect_uri_list
     if field == "scopes":
         return client.scope_list
     if field == "logo":
@@ -651,10 +682,12 @@ def client_update(
     terms_url: str | None = None,
     logo: bytes | None = None,
     logo_remove: bool = False,
+    post_logout_redirect_uris: list[str] | None = None,
 ) -> OAuthClient:
     """An owner's edit. Changing what users see or where codes go, or widening access, sends it back to review.
 
-    `privacy_policy_url` and `terms_url` left as None keep their values; `logo` replaces the logo.
+    `privacy_policy_url`, `terms_url` and `post_logout_redirect_uris` left as None keep their
+    values; `logo` replaces the logo.
     """
     client = _lock(client)
     # A legacy client may keep no scopes (editing other fields) or select some (migration).
@@ -669,6 +702,9 @@ def client_update(
         privacy_policy_url=client.privacy_policy_url if privacy_policy_url is None else privacy_policy_url,
         terms_url=client.terms_url if terms_url is None else terms_url,
         logo=logo,
+        post_logout_redirect_uris=client.post_logout_redirect_uri_list
+        if post_logout_redirect_uris is None
+        else post_logout_redirect_uris,
     )
     cleaned["logo_remove"] = logo_remove
     return _apply_edit(client, actor=actor, action=AuditAction.CLIENT_UPDATED, cleaned=cleaned)

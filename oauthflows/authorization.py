@@ -85,10 +85,12 @@ def redirect_uri_mismatch_hint(sent: str, registered: list[str]) -> str | None:
 class AuthorizationRedirectError(Exception):
     """Sent back to the verified redirect_uri as ?error=...&error_description=...&state=...&iss=..."""
 
-    def __init__(self, error: str, description: str, *, redirect_uri: str, state: str | None):
+    def __init__(self, error: str, description: str, *, client: OAuthClient, redirect_uri: str, state: str | None):
         super().__init__(description)
         self.error = error
         self.description = description
+        # Whose redirect URI: whether the browser is sent there is oauthclients.redirects' call.
+        self.client = client
         self.redirect_uri = redirect_uri
         self.state = state
 
@@ -157,7 +159,7 @@ def authorization_request_validate(*, params: QueryDict, user) -> AuthorizationR
     state = params.get("state") or None
 
     def fail(error: str, description: str):
-        raise AuthorizationRedirectError(error, description, redirect_uri=redirect_uri, state=state)
+        raise AuthorizationRedirectError(error, description, client=client, redirect_uri=redirect_uri, state=state)
 
     for name in SINGLE_VALUED:
         if len(params.getlist(name)) > 1:
@@ -166,6 +168,7 @@ def authorization_request_validate(*, params: QueryDict, user) -> AuthorizationR
         raise AuthorizationRedirectError(
             "invalid_request",
             f"state can be at most {MAX_STATE_LENGTH} characters.",
+            client=client,
             redirect_uri=redirect_uri,
             state=None,
         )
@@ -241,13 +244,14 @@ _CLIENT_QUERY = CompiledQuery(
 )
 
 
-def authorization_target_validate(*, params: QueryDict) -> None:
+def authorization_target_validate(*, params: QueryDict) -> OAuthClient:
     """Before asking anyone to log in: is this a client users may be sent to, and is the
     redirect_uri one of its own? Raises AuthorizationPageError otherwise, as Google does, so that a
     misconfigured app never collects a login it cannot use. (A pending client passes: its owner
     may be the one about to log in; the full validation follows the login.)"""
     client = _client(params, None, before_login=True)
     _redirect_uri(params, client)
+    return client
 
 
 def _client(params: QueryDict, user, *, before_login: bool = False) -> OAuthClient:

@@ -9,6 +9,7 @@ import json
 
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse
+from django.shortcuts import render
 from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.cache import never_cache
@@ -21,7 +22,8 @@ from oauth2_provider.exceptions import (
 )
 from oauth2_provider.views.oidc import ConnectDiscoveryInfoView, RPInitiatedLogoutView
 
-from oauthclients.models import IdTokenAlgorithm, OAuthClient
+from oauthclients.models import ClientStatus, IdTokenAlgorithm, OAuthClient
+from oauthclients.redirects import redirect_host, redirect_refusal
 from oauthclients.selectors import MAX_TOKEN_LENGTH
 from oauthflows.endpoints import server_metadata
 from profiles.selectors import profile_get_for_user
@@ -153,10 +155,12 @@ class LogoutView(RPInitiatedLogoutView):
     """GET/POST /auth/oauth2/logout: OpenID Connect RP-Initiated Logout 1.0 on DOT's view.
 
     The user always confirms (OIDC_RP_INITIATED_LOGOUT_ALWAYS_PROMPT). An app is identified by
-    client_id or by an ID token this server signed (id_token_hint); post_logout_redirect_uri must be
-    exactly one of its registered redirect URIs (reviewed with the client; DOT's separate
-    post_logout_redirect_uris column is not used), else an error page and no redirect (never an
-    open redirector). Only the session here ends: apps keep their tokens.
+    client_id or by an ID token this server signed (id_token_hint): an app users may authorize, or
+    a pending one to its signed-in owner (as at sign-in). post_logout_redirect_uri must be exactly
+    one of its registered redirect URIs or post-logout redirect URIs (§3.1; both reviewed with the
+    client), else an error page and no redirect. Even then the browser is sent there only when
+    oauthclients.redirects says so (RFC 9700 §4.11.2): never for an unverified client, whose logout
+    ends with a page of ours instead. Only the session here ends: apps keep their tokens.
     """
 
     template_name = "oauth/logout_confirm.html"
@@ -167,7 +171,7 @@ class LogoutView(RPInitiatedLogoutView):
             if not isinstance(client_id, str) or len(client_id) > 255 or "\x00" in client_id:
                 raise InvalidOIDCClientError()
             client = OAuthClient.objects.filter(client_id=client_id).first()
-            if client is None or not client.can_be_authorized:
+            if client is None or not self.client_known(client):
                 raise InvalidOIDCClientError()
             return client
         if id_token:
@@ -185,11 +189,37 @@ class LogoutView(RPInitiatedLogoutView):
     def validate_post_logout_redirect_uri(self, application, post_logout_redirect_uri):
         if not post_logout_redirect_uri:
             return
-        if application is None or not application.can_be_authorized:
+        if application is None or not self.client_known(application):
             raise InvalidOIDCClientError()
-        # Exact string match against the registered redirect URIs (SECURITY.md), no port tolerance.
-        if post_logout_redirect_uri not in application.redirect_uri_list:
-            raise InvalidOIDCRedirectURIError("post_logout_redirect_uri is not one of this client's redirect URIs.")
+        # Exact string match against the registered URIs (SECURITY.md), no port tolerance.
+        if post_logout_redirect_uri not in application.post_logout_redirect_uri_choices:
+            raise InvalidOIDCRedirectURIError(
+                "post_logout_redirect_uri is not one of this client's redirect URIs or post-logout redirect URIs."
+            )
+
+    def client_known(self, client: OAuthClient) -> bool:
+        """An app users may authorize, or a pending one to its signed-in owner (who tests it)."""
+        if client.can_be_authorized:
+            return True
+        user = self.request.user
+        return (
+            client.status == ClientStatus.PENDING
+            and client.deleted_at is None
+            and not client.is_resource_server
+            and user.is_authenticated
+            and user.pk == client.user_id
+        )
+
+    def do_logout(self, application=None, post_logout_redirect_uri=None, state=None, token_user=None):
+        if not post_logout_redirect_uri:
+            return super().do_logout(application, post_logout_redirect_uri, state, token_user)
+        # Decided before the session ends: a pending client's owner is known by their session.
+        refusal = redirect_refusal(client=application, user=self.request.user, uri=post_logout_redirect_uri)
+        if refusal is None:
+            return super().do_logout(application, post_logout_redirect_uri, state, token_user)
+        super().do_logout(application, None, None, token_user)  # the logout itself; its redirect to / is dropped
+        context = {"logged_out": True, "refusal": refusal, "withheld_host": redirect_host(post_logout_redirect_uri)}
+        return render(self.request, self.template_name, context)
 
     def form_invalid(self, form):
         # A field the form refuses (a NUL byte): the error page, not the form again.
@@ -198,5 +228,10 @@ class LogoutView(RPInitiatedLogoutView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         application = context.get("application")
-        context["shown"] = application.shown if application is not None and application.can_be_authorized else None
+        shown = None
+        if application is not None and application.can_be_authorized:
+            shown = application.shown
+        elif application is not None and self.client_known(application):
+            shown = application.owner_preview  # a pending client, to its owner: their own words
+        context["shown"] = shown
         return context

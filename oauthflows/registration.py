@@ -136,6 +136,9 @@ def metadata_validate(data: dict) -> dict:
         if not scopes:
             raise RegistrationError("invalid_client_metadata", "scope names no scope.")
 
+    # OpenID Connect RP-Initiated Logout §3.1: registered like redirect URIs (the service checks
+    # each); an unverified client's logout never redirects to them (oauthclients.redirects).
+    post_logout_redirect_uris = _string_list(data, "post_logout_redirect_uris", default=[], max_items=MAX_REDIRECT_URIS)
     contacts = _string_list(data, "contacts", default=[], max_items=MAX_CONTACTS)
     for contact in contacts:
         if len(contact) > 254 or has_line_break_or_control(contact):
@@ -163,6 +166,7 @@ def metadata_validate(data: dict) -> dict:
         "name": name,
         "kind": AUTH_METHODS[method],
         "redirect_uris": redirect_uris,
+        "post_logout_redirect_uris": post_logout_redirect_uris,
         "scopes": scopes,
         "website_url": _text(data, "client_uri", max_length=500),
         "privacy_policy_url": _text(data, "policy_uri", max_length=500),
@@ -188,6 +192,8 @@ def registration_document(client: OAuthClient) -> dict:
         "scope": " ".join(client.scope_list),
         "id_token_signed_response_alg": client.id_token_signed_response_alg,
     }
+    if client.post_logout_redirect_uri_list:
+        document["post_logout_redirect_uris"] = client.post_logout_redirect_uri_list
     for key, value in (
         ("client_uri", client.website_url),
         ("policy_uri", client.privacy_policy_url),

@@ -21,6 +21,7 @@ from oauth2_provider.views.mixins import OAuthLibMixin
 from oauthlib.common import add_params_to_uri
 
 from oauthclients.models import ClientStatus, OAuthClient
+from oauthclients.redirects import redirect_host, redirect_refusal, redirect_trusted
 from oauthclients.selectors import resource_names, verified_name_like
 from oauthflows.authorization import (
     MAX_STATE_LENGTH,
@@ -30,6 +31,8 @@ from oauthflows.authorization import (
     authorization_request_validate,
     authorization_target_validate,
 )
+from oauthflows.consentshown import FIELD as CONSENT_SHOWN_FIELD
+from oauthflows.consentshown import consent_shown_mark, consent_was_shown
 from oauthflows.endpoints import ascii_description
 from oauthflows.selectors import (
     connected_app_get_for_user,
@@ -60,7 +63,29 @@ class ClientRedirect(HttpResponseRedirect):
         super().__init__(redirect_to, *args, **kwargs)
 
 
-def _error_redirect(error: AuthorizationRedirectError) -> HttpResponseRedirect:
+def _withheld(request, *, client: OAuthClient, redirect_uri: str, consent_shown: bool, reason: str = ""):
+    """The 400 page instead of a redirect that oauthclients.redirects refuses (RFC 9700 §4.11.2),
+    or None when the browser may be sent to `redirect_uri`."""
+    refusal = redirect_refusal(client=client, user=request.user, uri=redirect_uri, consent_shown=consent_shown)
+    if refusal is None:
+        return None
+    title = "Unverified application" if client.is_unverified else "Application not reviewed"
+    details = {"withheld_host": redirect_host(redirect_uri), "reason": reason}
+    return _error_page(request, AuthorizationPageError(title, refusal, details=details))
+
+
+def _error_redirect(request, error: AuthorizationRedirectError, *, consent_shown: bool = False) -> HttpResponse:
+    """The error sent back to the redirect URI (RFC 6749 §4.1.2.1), if oauthclients.redirects
+    allows a redirect there now; else the 400 page."""
+    withheld = _withheld(
+        request,
+        client=error.client,
+        redirect_uri=error.redirect_uri,
+        consent_shown=consent_shown,
+        reason=f"{error.error}: {ascii_description(error.description)}",
+    )
+    if withheld is not None:
+        return withheld
     params = [("error", error.error), ("error_description", ascii_description(error.description))]
     if error.state is not None:
         params.append(("state", error.state))
@@ -81,19 +106,21 @@ class AuthorizationMixin(LoginRequiredMixin):
         # The client and its redirect URI first: a request that can only fail gets its error page
         # now, not after the user has typed a password for nothing.
         try:
-            authorization_target_validate(params=self.request.GET)
+            client = authorization_target_validate(params=self.request.GET)
         except AuthorizationPageError as error:
             return _error_page(self.request, error)
         if "none" in (self.request.GET.get("prompt") or "").split():
             # OpenID Connect Core §3.1.2.6: no login page may be shown, and nobody is logged in.
             state = self.request.GET.get("state") or None
             return _error_redirect(
+                self.request,
                 AuthorizationRedirectError(
                     "login_required",
                     "The user is not logged in, and prompt=none forbids asking them to.",
+                    client=client,
                     redirect_uri=self.request.GET["redirect_uri"],
                     state=state if state is None or len(state) <= MAX_STATE_LENGTH else None,
-                )
+                ),
             )
         # The login about to happen is fresh: prompt=login and max_age are met by it (a second
         # password prompt after it would be one too many).
@@ -103,14 +130,19 @@ class AuthorizationMixin(LoginRequiredMixin):
         """The validated request, or the response that refuses it (error page or error redirect).
 
         Always from the query string: the consent form posts back to a URL carrying the same
-        query, and the POST body carries nothing but the CSRF token.
+        query, and the POST body carries nothing but the CSRF token and the consent page's mark.
         """
         try:
             return authorization_request_validate(params=self.request.GET, user=self.request.user), None
         except AuthorizationPageError as error:
             return None, _error_page(self.request, error)
         except AuthorizationRedirectError as error:
-            return None, _error_redirect(error)
+            return None, _error_redirect(self.request, error, consent_shown=self.consent_shown())
+
+    def consent_shown(self) -> bool:
+        """Whether the user was shown this request's consent page: only ever on its Allow or Deny
+        POST, carrying the page's mark (oauthflows.consentshown)."""
+        return self.request.method == "POST" and consent_was_shown(self.request)
 
 
 @lru_cache(maxsize=256)
@@ -139,27 +171,31 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
         if authz.prompt & {"login", "select_account"} or _login_too_old(request, authz.max_age):
             if "none" in authz.prompt:
                 return _error_redirect(
+                    request,
                     AuthorizationRedirectError(
                         "login_required",
                         "The last login is older than max_age, and prompt=none forbids asking again.",
+                        client=authz.client,
                         redirect_uri=authz.redirect_uri,
                         state=authz.state,
-                    )
+                    ),
                 )
             return _login_again(request)
         covered = "consent" not in authz.prompt and consent_covers(
             user=request.user, client=authz.client, scopes=authz.scopes
         )
         if covered:
-            return _issue_code(self, request, authz)
+            return _issue_code(self, request, authz, consent_shown=False)
         if "none" in authz.prompt:
             return _error_redirect(
+                request,
                 AuthorizationRedirectError(
                     "consent_required",
                     "The user has not authorized these scopes, and prompt=none forbids asking them.",
+                    client=authz.client,
                     redirect_uri=authz.redirect_uri,
                     state=authz.state,
-                )
+                ),
             )
         query = request.META.get("QUERY_STRING", "")
         this_request = f"{settings.OAUTH_AUTHORIZE_PATH}?{query}" if query else settings.OAUTH_AUTHORIZE_PATH
@@ -184,6 +220,11 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
             "deny_url": f"{settings.OAUTH_AUTHORIZE_PATH}/deny?{query}",
             # "Not you?": log out, log in again, and come back to this same request.
             "switch_account_next": f"{settings.LOGIN_URL}?{urlencode({'next': this_request})}",
+            # What lets the answer redirect to a client nobody reviewed (oauthclients.redirects).
+            "consent_shown_field": CONSENT_SHOWN_FIELD,
+            "consent_shown_mark": ""
+            if redirect_trusted(client=authz.client, user=request.user)
+            else consent_shown_mark(request),
         }
         return render(request, "oauth/consent.html", context)
 
@@ -197,12 +238,15 @@ class AuthorizeDenyView(AuthorizationMixin, View):
             return refusal
         consent_deny(user=request.user, client=authz.client)
         return _error_redirect(
+            request,
             AuthorizationRedirectError(
                 "access_denied",
                 "The user denied the request.",
+                client=authz.client,
                 redirect_uri=authz.redirect_uri,
                 state=authz.state,
-            )
+            ),
+            consent_shown=self.consent_shown(),
         )
 
 
@@ -213,7 +257,7 @@ class AuthorizeAllowView(AuthorizationMixin, OAuthLibMixin, View):
         authz, refusal = self.validated()
         if refusal:
             return refusal
-        return _issue_code(self, request, authz)
+        return _issue_code(self, request, authz, consent_shown=self.consent_shown())
 
 
 def _login_too_old(request, max_age: int | None) -> bool:
@@ -243,8 +287,12 @@ def _login_again(request) -> HttpResponse:
     return redirect_to_login(f"{settings.OAUTH_AUTHORIZE_PATH}?{encoded}" if encoded else settings.OAUTH_AUTHORIZE_PATH)
 
 
-def _issue_code(view: OAuthLibMixin, request, authz: AuthorizationRequest) -> HttpResponse:
+def _issue_code(view: OAuthLibMixin, request, authz: AuthorizationRequest, *, consent_shown: bool) -> HttpResponse:
     """The user allowed (just now, or before for at least these scopes): a code, to the redirect URI."""
+    # Checked before a code exists: no code is made for a redirect that will not happen.
+    withheld = _withheld(request, client=authz.client, redirect_uri=authz.redirect_uri, consent_shown=consent_shown)
+    if withheld is not None:
+        return withheld
     # oauthlib sees the validated, normalised request (see oauthflows.oauth2.Backend).
     request.oauth_normalized_query = authz.oauthlib_query()
     credentials = {
@@ -279,12 +327,15 @@ def _issue_code(view: OAuthLibMixin, request, authz: AuthorizationRequest) -> Ht
         # Everything was validated above, so this is a race (e.g. the client was rejected a
         # moment ago); report it to the verified redirect URI as RFC 6749 §4.1.2.1 says.
         return _error_redirect(
+            request,
             AuthorizationRedirectError(
                 exc.oauthlib_error.error,
                 exc.oauthlib_error.description or "The request could not be completed.",
+                client=authz.client,
                 redirect_uri=authz.redirect_uri,
                 state=authz.state,
-            )
+            ),
+            consent_shown=consent_shown,
         )
     if not credentials["record_consent"]:
         consent_record(user=request.user, client=authz.client, scopes=authz.scopes)

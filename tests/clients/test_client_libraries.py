@@ -20,7 +20,7 @@ from authlib.integrations.requests_client import OAuth2Session as AuthlibSession
 from requests_oauthlib import OAuth2Session as RequestsOAuthlibSession
 
 from tests.factories import make_client
-from tests.oauthflows.helpers import asking_again
+from tests.oauthflows.helpers import asking_again, consent_form
 
 AUTHORIZE = "/auth/oauth2/authorize"
 TOKEN = "/v2/auth/oauth2/token"
@@ -56,7 +56,7 @@ def allow(user_agent, server, authorization_url: str) -> str:
     assert page.status_code == 200, page.text[:500]
     response = user_agent.post(
         authorization_url.replace(AUTHORIZE + "?", AUTHORIZE + "/allow?", 1),
-        data={"csrfmiddlewaretoken": CSRF_RE.search(page.text)[1]},
+        data={"csrfmiddlewaretoken": CSRF_RE.search(page.text)[1], **consent_form(page.text)},
         headers={"Referer": server + "/"},
         allow_redirects=False,
         timeout=TIMEOUT,

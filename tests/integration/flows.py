@@ -13,6 +13,7 @@ import requests
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 
 from tests.factories import PASSWORD, make_user
+from tests.oauthflows.helpers import consent_form
 
 TIMEOUT = 15
 TOKEN = "/v2/auth/oauth2/token"
@@ -77,7 +78,10 @@ def authorize(
     query = urlencode(params | ({"resource": resource} if resource else {}))
     page = browser.get(f"{base_url}/auth/oauth2/authorize?{query}", timeout=TIMEOUT)
     assert page.status_code == 200, (page.status_code, page.text[:300])
-    response = form_post(browser, base_url, f"/auth/oauth2/authorize/allow?{query}", _csrf_token(page))
+    # The consent page's mark that it was shown, if it has one (an unverified client's).
+    response = form_post(
+        browser, base_url, f"/auth/oauth2/authorize/allow?{query}", _csrf_token(page), **consent_form(page.text)
+    )
     assert response.status_code == 302, (response.status_code, response.text[:300])
     return parse_qs(urlsplit(response.headers["Location"]).query)["code"][0]
 

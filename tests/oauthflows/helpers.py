@@ -2,6 +2,7 @@
 
 import base64
 import hashlib
+import re
 import secrets
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
@@ -37,13 +38,24 @@ def asking_again(url: str) -> str:
     return url if "prompt=" in url else url + ("&" if "?" in url else "?") + "prompt=consent"
 
 
+# The consent page's mark that it was shown (oauthflows.consentshown); only on pages whose answer
+# would redirect to a client nobody reviewed.
+CONSENT_MARK_RE = re.compile(r'name="consent_shown" value="([^"]+)"')
+
+
+def consent_form(html: str) -> dict[str, str]:
+    """The consent form's fields besides the CSRF token, as the browser would post them."""
+    match = CONSENT_MARK_RE.search(html)
+    return {"consent_shown": match.group(1)} if match else {}
+
+
 def consent(browser, url: str, *, decision: str = "allow"):
     """GET the consent page (must be 200), then POST the decision like the form's button does."""
     url = asking_again(url)
     page = browser.get(url)
     assert page.status_code == 200, page.content[:500]
     action = url.replace(AUTHORIZE + "?", f"{AUTHORIZE}/{decision}?", 1)
-    return browser.post(action)
+    return browser.post(action, consent_form(page.content.decode()))
 
 
 def get_code(browser, client, **params) -> str:

@@ -29,7 +29,6 @@ from tests.oauthflows.helpers import (
     get_code,
     me,
     pkce_pair,
-    query_of,
     refresh,
 )
 from tests.oauthflows.test_token import assert_token_error
@@ -294,13 +293,12 @@ def test_any_user_can_authorize_it_within_the_ceiling(browser, api, agent):
     assert me(api, tokens["access_token"]).status_code == 200
 
 
-def test_beyond_the_ceiling_is_invalid_scope_on_the_redirect_uri(browser, agent):
+def test_beyond_the_ceiling_is_invalid_scope_on_a_page_not_the_redirect_uri(browser, agent):
+    # RFC 9700 §4.11.2: before its consent page, nobody is sent to an unverified client's URI.
     response = browser.get(authorize_url(agent, scope="PROFILE_READ BOOKING_WRITE", code_challenge=pkce_pair()[1]))
-    assert response.status_code == 302
-    assert response["Location"].startswith(REDIRECT)
-    query = query_of(response["Location"])
-    assert query["error"] == "invalid_scope"
-    assert "BOOKING_WRITE" in query["error_description"] and "unverified" in query["error_description"]
+    assert response.status_code == 400 and not response.has_header("Location")
+    html = response.content.decode()
+    assert "invalid_scope" in html and "BOOKING_WRITE" in html and "unverified" in html
 
 
 def test_a_code_beyond_the_ceiling_is_refused_at_exchange(browser, api, agent, settings):
@@ -400,3 +398,20 @@ def test_cleanup_removes_registrations_nobody_used(api, browser, db, settings):
     assert used.deleted_at is None and fresh.deleted_at is None
     event = ClientAuditEvent.objects.get(client=unused, action=AuditAction.CLIENT_UNUSED_REMOVED)
     assert "nobody authorized it" in event.sentence()
+
+
+def test_post_logout_redirect_uris_are_registered_and_returned(api, db):
+    response = register(api, agent_metadata(post_logout_redirect_uris=["https://agent.example.com/bye"]))
+    assert response.status_code == 201, response.content
+    assert response.json()["post_logout_redirect_uris"] == ["https://agent.example.com/bye"]
+    client = OAuthClient.objects.get(client_id=response.json()["client_id"])
+    assert client.post_logout_redirect_uri_list == ["https://agent.example.com/bye"]
+
+
+@pytest.mark.parametrize(
+    "value", ["https://agent.example.com/bye", [1], ["http://agent.example.com/bye"], ["https://a.example/#f"]]
+)
+def test_bad_post_logout_redirect_uris_are_invalid_client_metadata(api, db, value):
+    response = register(api, agent_metadata(post_logout_redirect_uris=value))
+    assert_registration_error(response, "invalid_client_metadata")
+    assert not OAuthClient.objects.filter(registration_source=OAuthClient.RegistrationSource.DCR).exists()

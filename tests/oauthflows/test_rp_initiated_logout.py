@@ -51,7 +51,7 @@ def test_the_user_confirms_then_is_logged_out_and_sent_to_the_registered_uri(bro
     assert not _logged_in(browser)
 
 
-def test_dots_post_logout_column_opens_no_redirect(browser, app):
+def test_a_post_logout_uri_written_behind_the_reviews_back_opens_no_redirect(browser, app):
     client, _secret = app
     client.post_logout_redirect_uris = "https://elsewhere.example.com/"
     client.save(update_fields=["post_logout_redirect_uris"])
@@ -125,3 +125,56 @@ def test_logging_out_leaves_the_apps_tokens_alone(browser, api, app, id_token):
     client, _secret = app
     browser.post(LOGOUT, {"client_id": client.client_id, "allow": "on"})
     assert AccessToken.objects.count() == before == 1
+
+
+# --- post-logout redirect URIs, and a pending client's owner (issue 29) ---
+
+
+def _app_with_post_logout_uri(owner, *, approve=True):
+    from oauthclients import services
+
+    return services.client_create(
+        owner=owner,
+        name="Signs You In",
+        purpose="Signs users in.",
+        website_url="https://signin.example.com",
+        kind="confidential",
+        redirect_uris=["https://signin.example.com/cb"],
+        post_logout_redirect_uris=["https://signin.example.com/bye"],
+        scopes=["PROFILE_READ"],
+        approve=approve,
+        actor=owner,
+    ).client
+
+
+def test_a_registered_post_logout_uri_of_an_approved_client_is_redirected_to(owner):
+    client = _app_with_post_logout_uri(owner)
+    response = Client().get(
+        _logout_url(client_id=client.client_id, post_logout_redirect_uri="https://signin.example.com/bye", state="s")
+    )
+    assert response.status_code == 302 and response["Location"] == "https://signin.example.com/bye?state=s"
+
+
+def test_a_pending_clients_owner_can_log_out_through_it(owner):
+    client = _app_with_post_logout_uri(owner, approve=False)
+    browser = Client()
+    browser.force_login(owner)
+    url = _logout_url(client_id=client.client_id, post_logout_redirect_uri="https://signin.example.com/bye")
+    page = browser.get(url)
+    assert page.status_code == 200 and "Signs You In asks you to log out" in page.content.decode()
+    response = browser.post(
+        LOGOUT,
+        {"client_id": client.client_id, "post_logout_redirect_uri": "https://signin.example.com/bye", "allow": "on"},
+    )
+    assert response.status_code == 302 and response["Location"] == "https://signin.example.com/bye"
+    assert "_auth_user_id" not in browser.session
+
+
+def test_a_pending_client_is_unknown_to_everyone_but_its_owner(browser, owner):
+    client = _app_with_post_logout_uri(owner, approve=False)
+    for who in (browser, Client()):
+        response = who.get(
+            _logout_url(client_id=client.client_id, post_logout_redirect_uri="https://signin.example.com/bye")
+        )
+        assert response.status_code == 400 and not response.has_header("Location")
+        assert "Signs You In" not in response.content.decode()

@@ -52,6 +52,7 @@ def client_json(client: OAuthClient) -> dict:
         "legacy": client.is_legacy,
         "scopes": client.scope_list,
         "redirect_uris": client.redirect_uri_list,
+        "post_logout_redirect_uris": client.post_logout_redirect_uri_list,
         "website_url": client.website_url,
         "purpose": client.purpose,
         "id_token_signed_response_alg": client.id_token_signed_response_alg,
@@ -124,6 +125,15 @@ class Command(BaseCommand):
             metavar="URI",
             help="Repeat for each URI (1 to 10). https, or http on localhost/127.0.0.1/[::1] only. "
             "Required unless --resource-server.",
+        )
+        create.add_argument(
+            "--post-logout-redirect-uri",
+            dest="post_logout_redirect_uris",
+            action="append",
+            default=[],
+            metavar="URI",
+            help="Repeatable (up to 10), optional: where OpenID Connect logout may send users besides the "
+            "redirect URIs; the same rules as --redirect-uri.",
         )
         create.add_argument(
             "--scope",
@@ -259,6 +269,7 @@ class Command(BaseCommand):
                 resource_uri=options.get("resource_uri") or "",
                 token_format=options.get("token_format") or "opaque",
                 redirect_uris=redirect_uris,
+                post_logout_redirect_uris=options.get("post_logout_redirect_uris") or [],
                 scopes=scopes,
                 website=website,
                 purpose=purpose,
@@ -278,6 +289,7 @@ class Command(BaseCommand):
                 website_url=website if website is not None else origin_of(redirect_uris[0]),
                 kind=ClientKind.PUBLIC if public else ClientKind.CONFIDENTIAL,
                 redirect_uris=redirect_uris,
+                post_logout_redirect_uris=options.get("post_logout_redirect_uris") or [],
                 scopes=split_scopes(scopes),
                 purpose=purpose,
                 is_legacy=legacy,
@@ -297,7 +309,11 @@ class Command(BaseCommand):
         }
 
     def _create_resource_server(self, *, actor, owner, name, resource_uri, token_format, **app_only) -> dict:
-        flags = {"redirect_uris": "--redirect-uri", "scopes": "--scope"}
+        flags = {
+            "redirect_uris": "--redirect-uri",
+            "post_logout_redirect_uris": "--post-logout-redirect-uri",
+            "scopes": "--scope",
+        }
         given = sorted(
             flags.get(option, "--" + option) for option, value in app_only.items() if value not in (None, [], "", False)
         )
