@@ -11,7 +11,7 @@ def forget_unreviewed(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("oauthclients", "0012_jwt_access_tokens"),
+        ("oauthclients", "0014_client_web_origins"),
     ]
 
     operations = [
