@@ -31,13 +31,20 @@ logger = logging.getLogger(__name__)
 def slot_taken(*, pool: str, size: int, lifetime: float) -> Iterator[bool]:
     """Take one of `size` server-wide slots named `pool` for at most `lifetime` seconds, without
     waiting; yields whether one was taken (False: all are in use), and gives it back on exit."""
-    try:
-        cache = caches[settings.RATELIMIT_CACHE]
-        held = _take(cache, pool, size, lifetime)
-    except Exception as exc:  # any cache backend's error: see the module docstring
-        logger.error("Slot %s granted without counting: the cache is unavailable (%s)", pool, type(exc).__name__)
-        yield True
-        return
+    for attempt in (1, 2):
+        try:
+            cache = caches[settings.RATELIMIT_CACHE]
+            held = _take(cache, pool, size, lifetime)
+            break
+        except Exception as exc:  # any cache backend's error: see the module docstring
+            # Once more first: processes using PostgreSQL's counter table for the first time at the
+            # same moment race to create it (IntegrityError), and the second try finds it made.
+            if attempt == 2:
+                logger.error(
+                    "Slot %s granted without counting: the cache is unavailable (%s)", pool, type(exc).__name__
+                )
+                yield True
+                return
     try:
         yield held is not None
     finally:

@@ -122,8 +122,8 @@ def test_concurrent_takers_get_at_most_size_slots(store):
         finally:
             connections.close_all()  # this thread's database connection (the counter table)
 
-    # The counter table is made on first use; twelve first uses at once would race to make it.
-    assert slots_in_use(pool="p", size=size) == 0
+    # The counter table is made on first use: here by twelve first uses at once, which race to make
+    # it (a second try each, in plumbing.slots; counted nonetheless).
     threads = [threading.Thread(target=take) for _ in range(takers)]
     for thread in threads:
         thread.start()
