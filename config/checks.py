@@ -115,3 +115,31 @@ def _jwt_signing_key_ready() -> list:
             id="config.W004",
         )
     ]
+
+
+@register(Tags.database, deploy=True)
+def status_triggers_ready(app_configs=None, databases=None, **kwargs) -> list[Error]:
+    """The database sets JWT access tokens' status bits (oauthclients.statuslist's triggers): a
+    database without them would let a revoked JWT pass at every resource server until it expires.
+    A deployment check, so that `migrate`, which installs them, is not stopped by their absence:
+    `check --deploy --database default` asks it."""
+    from django.db import DatabaseError
+
+    from oauthclients.statuslist import status_triggers_missing
+
+    if not databases or "default" not in databases:
+        return []
+    try:
+        missing = status_triggers_missing()
+    except DatabaseError:
+        return []  # the database's own checks report it
+    if not missing:
+        return []
+    return [
+        Error(
+            f"The database lacks the status list triggers {', '.join(missing)}: revoked JWT access tokens "
+            "would stay valid at the resource servers until they expire.",
+            hint="Run `manage.py migrate`: it installs them after every migration.",
+            id="config.E006",
+        )
+    ]

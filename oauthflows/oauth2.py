@@ -58,7 +58,6 @@ from oauthclients.selectors import (
     access_token_get_valid,
     resource_uri_known,
 )
-from oauthclients.statuslist import status_bits_set
 from oauthclients.tier import ceiling_refusal
 from oauthclients.validators import resource_uri_problem
 from oauthflows.services import consent_record
@@ -625,12 +624,8 @@ class Validator(OAuth2Validator):
                 if not getattr(previous, "claimed", False):
                     RefreshToken.objects.filter(pk=previous.pk).update(revoked=now, access_token=None, updated=now)
                     if previous.access_token_id:
+                        # A JWT's status bit is set by the database as the row goes (oauthclients.statuslist).
                         AccessToken.objects.filter(pk=previous.access_token_id)._raw_delete(AccessToken.objects.db)
-                    # A JWT access token lives on in the resource servers until its status bit is
-                    # set (a claim's own statement set it: oauthclients.claims).
-                    old_access = previous.access_token if previous.access_token_id else None
-                    if old_access is not None and old_access.status_index is not None:
-                        status_bits_set([(old_access.status_list, old_access.status_index)])
                 family = previous.token_family or uuid.uuid4()
             else:
                 family = getattr(request, "_new_token_family", None) or uuid.uuid4()
