@@ -90,8 +90,26 @@ def signing_keys_ready(app_configs=None, databases=None, **kwargs) -> list:
                 id="config.W003",
             )
         )
+    if not any(problem.id == "config.E003" for problem in problems):
+        problems += _signing_keys_decrypt()
     problems += _jwt_signing_key_ready()
     return problems
+
+
+def _signing_keys_decrypt() -> list[Error]:
+    """A wrong OAUTH_SIGNING_KEY_ENCRYPTION_KEY passes every other check and answers 503 wherever
+    a signature is needed (the status lists, OpenID and JWT exchanges): said here, before serving."""
+    from oauthclients.keys import signing_keys_problems
+
+    return [
+        Error(
+            problem,
+            hint="Set OAUTH_SIGNING_KEY_ENCRYPTION_KEY to the value the keys were made under; if that value is "
+            "lost, `manage.py signingkey retire KID` each such key and `manage.py signingkey create` new ones.",
+            id="config.E005",
+        )
+        for problem in signing_keys_problems()
+    ]
 
 
 def _jwt_signing_key_ready() -> list:
