@@ -11,6 +11,9 @@ class AccountsConfig(AppConfig):
     verbose_name = "Accounts and identity providers"
     default_auto_field = "django.db.models.BigAutoField"
 
+    def ready(self) -> None:
+        from accounts import signals  # noqa: F401 - second-factor changes on the audit trail
+
 
 class AllauthAccountConfig(AccountConfig):
     """allauth's `account` app, requiring our wrapper of its middleware (accounts.middleware) where

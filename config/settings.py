@@ -68,6 +68,8 @@ MIDDLEWARE = [
     "accounts.middleware.AccountMiddleware",  # allauth's, off the /v2 and metadata paths
     "profiles.middleware.AdminTimeZoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "accounts.middleware.StaffSecondFactorMiddleware",  # /admin/ only: staff need a second factor
+    "accounts.middleware.RecentLoginMiddleware",  # approve, reject, secrets, identity providers
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -173,6 +175,18 @@ PASSWORD_RESET_TIMEOUT = 60 * 60  # a reset link expires after an hour, and work
 # identifier, the admin's form included). allauth keeps its limits on what ours does not cover:
 # password reset requests, reset links, email verification, re-authentication.
 ACCOUNT_RATE_LIMITS = {"login": False, "login_failed": False}
+# Second factors (allauth.mfa): TOTP with single-use recovery codes, and passkeys (WebAuthn), also
+# for passwordless sign-in. Secrets are sealed with the signing keys' key-encryption key
+# (accounts.adapter.MFAAdapter); the WebAuthn relying party is OAUTH_ISSUER's host.
+MFA_ADAPTER = "accounts.adapter.MFAAdapter"
+MFA_SUPPORTED_TYPES = ["totp", "recovery_codes", "webauthn"]
+MFA_PASSKEY_LOGIN_ENABLED = True
+MFA_TOTP_ISSUER = env_str("MFA_TOTP_ISSUER", "")  # the name authenticator apps show; default the issuer's host
+# Browsers allow WebAuthn over plain http on localhost only: development and tests.
+MFA_WEBAUTHN_ALLOW_INSECURE_ORIGIN = OAUTH_ISSUER.startswith(("http://localhost", "http://127.0.0.1"))
+# Administrators must have a second factor (accounts.middleware.StaffSecondFactorMiddleware); on by
+# default with debug off, and `check --deploy` warns when it is off.
+OAUTH_STAFF_MFA_REQUIRED = env_bool("OAUTH_STAFF_MFA_REQUIRED", not DEBUG)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -432,6 +446,9 @@ LOGGING = {
         # Django's default config gives "django" a console handler of its own (when DEBUG is on)
         # on top of the root's: every record twice ("Watching for file changes" in `make run`).
         "django": {"handlers": [], "level": "INFO"},
+        # Django's template engine logs a failed variable lookup at DEBUG with the exception, whose
+        # text holds the whole template context: on the TOTP set-up page, the secret. Never DEBUG.
+        "django.template": {"level": "INFO", "handlers": ["redact_in_place"]},
     },
 }
 
