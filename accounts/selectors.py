@@ -112,3 +112,10 @@ def _provider_slugs() -> list[str]:
     from accounts.models import IdentityProvider
 
     return list(IdentityProvider.objects.values_list("slug", flat=True))
+
+
+def email_is_verified(*, user, email: str) -> bool:
+    """Whether `user` proved `email` (allauth's EmailAddress, verified)."""
+    from allauth.account.models import EmailAddress
+
+    return EmailAddress.objects.filter(user=user, email__iexact=email, verified=True).exists()
