@@ -187,6 +187,13 @@ MFA_WEBAUTHN_ALLOW_INSECURE_ORIGIN = OAUTH_ISSUER.startswith(("http://localhost"
 # Administrators must have a second factor (accounts.middleware.StaffSecondFactorMiddleware); on by
 # default with debug off, and `check --deploy` warns when it is off.
 OAUTH_STAFF_MFA_REQUIRED = env_bool("OAUTH_STAFF_MFA_REQUIRED", not DEBUG)
+# Upstream OpenID Connect providers (accounts.models.IdentityProvider, `manage.py identityprovider`):
+# accounts made just in time, linked by (provider, sub); no email-only linking (accounts.socialadapter).
+SOCIALACCOUNT_ADAPTER = "accounts.socialadapter.SocialAccountAdapter"
+SOCIALACCOUNT_AUTO_SIGNUP = True
+SOCIALACCOUNT_STORE_TOKENS = False  # upstream tokens are used once, at sign-in, and never stored
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = False
+SOCIALACCOUNT_LOGIN_ON_GET = False  # "Continue with NAME" is a POST (CSRF-protected)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
