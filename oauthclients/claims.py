@@ -74,6 +74,7 @@ def _grant_sql(with_verifier: bool) -> str:
         "nonce",
         "auth_time",
         "sid",
+        "amr",
     )
     quote = connections[router.db_for_write(Grant)].ops.quote_name
     table = quote(Grant._meta.db_table)
@@ -94,8 +95,8 @@ def _grant_sql(with_verifier: bool) -> str:
         # A code of a user deactivated since it was issued is not redeemed (SECURITY.md).
         f"AND EXISTS (SELECT 1 FROM {user_table} u WHERE u.{u['id']} = {table}.{g['user']} AND u.{u['is_active']}) "
         f"RETURNING {g['id']}, {g['user']}, {g['scope']}, {g['expires']}, {g['code_challenge']}, "
-        # OpenID Connect's nonce, auth_time and sid ride along: the ID token needs no second read.
-        f"{g['code_challenge_method']}, {g['resource']}, {g['nonce']}, {g['auth_time']}, {g['sid']}"
+        # OpenID Connect's nonce, auth_time, sid and amr ride along: the ID token needs no second read.
+        f"{g['code_challenge_method']}, {g['resource']}, {g['nonce']}, {g['auth_time']}, {g['sid']}, {g['amr']}"
     )
 
 
@@ -140,7 +141,7 @@ def grant_claim(
         row = cursor.fetchone()
     if row is None:
         return None
-    pk, user_id, scope, expires, challenge, method, resource, nonce, auth_time, sid = row
+    pk, user_id, scope, expires, challenge, method, resource, nonce, auth_time, sid, amr = row
     grant = _instance(
         Grant,
         alias,
@@ -157,6 +158,7 @@ def grant_claim(
             "nonce": nonce,
             "auth_time": auth_time,
             "sid": sid,
+            "amr": amr,
             "used_at": now,
             "token_family": family,
         },
