@@ -19,10 +19,12 @@ from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
 
 from oauthclients.keys import SigningKeyUnusable, jwks_document
+from oauthclients.selectors import client_is_public
 from oauthclients.statuslist import list_ttl, status_list_token
 from oauthflows.oauth2 import ClientCall, client_call, request_attribute_names, request_started_at
 from oauthflows.openapi import introspect_schema, revoke_schema, token_schema
 from plumbing.errors import service_unavailable
+from plumbing.ratelimit import per_client
 from plumbing.requestparams import REPEATABLE_PARAMS, BodyError, basic_credentials, request_json_pairs
 from scopes.catalog import SCOPE_NAMES
 
@@ -116,6 +118,11 @@ class ClientEndpoint(OAuthLibMixin, APIView):
         # those it asks about a token that is not active (a service relaying junk tokens).
         response.answered_resource_server = call.client is not None and call.client.is_resource_server
         response.answered_inactive = getattr(request, "_answered_inactive", False)
+        if response.status_code == 401:
+            # A public client has no secret, so no per-client failure limit (plumbing.ratelimit):
+            # looked up for every failed authentication alike, unknown client_ids included, so
+            # that an unknown client and a wrong secret still take the same time.
+            response.answered_public_client = client_is_public(client_id=per_client(request._request))
         return response
 
     def answer(self, request) -> HttpResponse:
