@@ -143,17 +143,12 @@ def _scopes(request, subject: AccessToken) -> list[str]:
     return wanted
 
 
-def _family(subject: AccessToken):
-    """The grant family the subject token belongs to: its own (an exchanged token) or its refresh token's."""
-    if subject.token_family:
-        return subject.token_family
-    return (
-        RefreshToken.objects.filter(access_token_id=subject.pk).values_list("token_family", flat=True).first() or None
-    )
-
-
-def _auth_time(subject: AccessToken):
-    return RefreshToken.objects.filter(access_token_id=subject.pk).values_list("auth_time", flat=True).first()
+def _family_and_auth_time(subject: AccessToken):
+    """The grant family the subject token belongs to (its own for an exchanged token, else its
+    refresh token's) and the user's login time for it (a JWT's auth_time): one read."""
+    row = RefreshToken.objects.filter(access_token_id=subject.pk).values_list("token_family", "auth_time").first()
+    family, auth_time = row or (None, None)
+    return subject.token_family or family, auth_time
 
 
 class TokenExchangeGrant(GrantTypeBase):
@@ -186,12 +181,12 @@ class TokenExchangeGrant(GrantTypeBase):
                 description="Only a resource server exchanges tokens (RFC 8693), for the services it calls.",
                 request=request,
             )
-        if not ExchangeTarget.objects.filter(client=caller).exists():
+        uri = _target_uri(request)
+        target = exchange_target_get(client=caller, resource_uri=uri)
+        if target is None and not ExchangeTarget.objects.filter(client=caller).exists():
             raise errors.UnauthorizedClientError(
                 description="An administrator has allowed this resource server no token exchange.", request=request
             )
-        uri = _target_uri(request)
-        target = exchange_target_get(client=caller, resource_uri=uri)
         if target is None:
             raise errors.CustomOAuth2Error(
                 error="invalid_target",
@@ -218,7 +213,8 @@ class TokenExchangeGrant(GrantTypeBase):
         request.client = app
         request.scopes = scopes
         request.resource = [target.resource_uri]
-        request._exchange = Exchange(act=act, lifetime=lifetime, family=_family(subject), auth_time=_auth_time(subject))
+        family, auth_time = _family_and_auth_time(subject)
+        request._exchange = Exchange(act=act, lifetime=lifetime, family=family, auth_time=auth_time)
 
     def create_token_response(self, request, token_handler):
         headers = self._get_default_headers()
