@@ -171,7 +171,7 @@ BEARER_COLUMNS = {
 }
 # What a resource server's introspection answers with (RFC 7662 §2.2).
 INTROSPECTION_COLUMNS = {
-    "": ("expires", "scope", "created", "user_id", "application_id", "resource"),
+    "": ("expires", "scope", "created", "user_id", "application_id", "resource", "act"),
     "application": ("client_id", "status"),
     "user": ("username", "is_active"),
 }
