@@ -8,7 +8,7 @@ from allauth.mfa.adapter import DefaultMFAAdapter
 from django.conf import settings
 
 from accounts.selectors import landing_url_for, login_is_recent, user_has_second_factor
-from oauthclients.keys import secret_open, secret_seal
+from signing.keys import secret_open, secret_seal
 
 
 class AccountAdapter(DefaultAccountAdapter):

@@ -49,7 +49,7 @@ class IdentityProvider(models.Model):
     name = models.CharField(max_length=80)
     issuer = models.URLField(max_length=300, unique=True)
     client_id = models.CharField(max_length=300)
-    # Sealed under the signing keys' key-encryption key (oauthclients.keys.secret_seal): never
+    # Sealed under the signing keys' key-encryption key (signing.keys.secret_seal): never
     # shown again after it is entered, not in the admin, not in `identityprovider list`.
     client_secret_sealed = models.TextField(editable=False)
     # Domains this provider is authoritative for (lower case): an email at one of them, verified by

@@ -6,7 +6,7 @@ from django.utils.text import slugify
 
 from accounts.audit import account_audit_record
 from accounts.models import AccountAuditAction, IdentityProvider
-from oauthclients.keys import secret_seal
+from signing.keys import secret_seal
 
 
 @transaction.atomic

@@ -13,7 +13,7 @@ from django.shortcuts import render
 
 from accounts.audit import account_audit_record
 from accounts.models import AccountAuditAction, IdentityProvider
-from oauthclients.keys import secret_open
+from signing.keys import secret_open
 
 
 def _social_app(provider: IdentityProvider):

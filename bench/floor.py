@@ -11,7 +11,7 @@ Per scenario, the statements are:
 1. `GET /floor/me`: one indexed SELECT of the access token joined to its user.
 2. `POST /floor/token` (refresh_token), one transaction: the client secret SELECT (client
    authentication cannot be skipped by a token endpoint), the claim of the presented refresh
-   token (one statement: lock, revoke, delete its access token; oauthclients.claims, the
+   token (one statement: lock, revoke, delete its access token; tokens.redemption, the
    project's own), the INSERTs of the new access and refresh token.
 3. `POST /floor/token` (authorization_code), one transaction: the client secret SELECT, the
    code's claim (one UPDATE ... RETURNING, the project's own), the INSERTs of the access and
@@ -48,9 +48,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from bench.common import me_payload
-from oauthclients.claims import grant_claim, refresh_token_claim
 from oauthclients.models import AccessToken, ClientSecret, ClientStatus, Grant, OAuthClient, RefreshToken, digest
 from plumbing.requestparams import basic_credentials
+from tokens.redemption import grant_claim, refresh_token_claim
 
 ACCESS_TOKEN_LIFETIME = timedelta(seconds=1800)
 
@@ -100,7 +100,7 @@ def _issue_pair(*, user_id, client_pk, scope, family, source_refresh_token_id=No
 
 
 def _exchange_code(params, client_pk) -> dict | None:
-    # The project's own one-statement claim (oauthclients.claims): the same database work.
+    # The project's own one-statement claim (tokens.redemption): the same database work.
     claimed = grant_claim(
         code=params.get("code", ""),
         client_pk=client_pk,

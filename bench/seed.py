@@ -161,7 +161,7 @@ def seed_project(users: int, tokens: int, codes: int, jwt_codes: int = 0) -> dic
 
 
 def _seed_jwt(owner, seed: dict, tokens: int, codes: int, jwt_codes: int) -> dict:
-    """JWT access tokens (oauthclients.jwtokens): a resource server registered for them, a signing
+    """JWT access tokens (signing.jwtokens): a resource server registered for them, a signing
     key, `tokens` live JWTs bound to it (scenario 6's example service in JWT mode), and codes
     numbered [codes, codes + jwt_codes) bound to it (scenarios 2 and 3 issuing JWTs)."""
     import random
@@ -172,9 +172,9 @@ def _seed_jwt(owner, seed: dict, tokens: int, codes: int, jwt_codes: int) -> dic
     from oauth2_provider.models import set_token_value
 
     from oauthclients import services
-    from oauthclients.jwtokens import access_token_jwt
-    from oauthclients.keys import signing_key_create
     from oauthclients.models import AccessToken, Grant, OAuthClient
+    from signing.jwtokens import access_token_jwt
+    from signing.keys import signing_key_create
 
     signing_key_create(algorithm="ES256")
     server = services.resource_server_create(

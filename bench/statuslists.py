@@ -4,7 +4,7 @@ bench/run.py with the project's environment, before scenario 7).
 Makes the lists a million live JWT access tokens fill (OAUTH_STATUS_LIST_SIZE bits each, 1 % of
 the bits set at random: revoked tokens), adds their numbers to the seed file for scenario 7's load,
 and measures in this process what a revocation costs the authorization server: deleting a live JWT's
-row, whose bit the database's trigger sets in the same statement (oauthclients.statuslist), and
+row, whose bit the database's trigger sets in the same statement (signing.statuslist), and
 serving the list again (status_list_token: its revocations read, zlib and the signature), each on a
 list of the configured size and on one list of a million bits. Writes {what: {p50_ms, max_ms, ...}}
 to --out.
@@ -90,7 +90,7 @@ def _regeneration(numbers: list[int], size: int) -> dict:
     """One revocation, then the next fetch of its list: the DELETE (and its trigger's INSERT), then
     the list signed again."""
     from oauthclients.models import AccessToken
-    from oauthclients.statuslist import status_list_token
+    from signing.statuslist import status_list_token
 
     setting, signing, sizes = [], [], []
     for pk, number in _live_rows(numbers, size):
@@ -116,7 +116,7 @@ def main(argv=None) -> None:
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     django.setup()
-    from oauthclients.statuslist import list_size
+    from signing.statuslist import list_size
 
     size = list_size()
     count = -(-LIVE_JWTS // size)

@@ -113,7 +113,7 @@ def signing_keys_ready(app_configs=None, databases=None, **kwargs) -> list:
 def _signing_keys_decrypt() -> list[Error]:
     """A wrong OAUTH_SIGNING_KEY_ENCRYPTION_KEY passes every other check and answers 503 wherever
     a signature is needed (the status lists, OpenID and JWT exchanges): said here, before serving."""
-    from oauthclients.keys import signing_keys_problems
+    from signing.keys import signing_keys_problems
 
     return [
         Error(
@@ -127,10 +127,10 @@ def _signing_keys_decrypt() -> list[Error]:
 
 
 def _jwt_signing_key_ready() -> list:
-    """JWT access tokens (oauthclients.jwtokens) are signed by the current key of
+    """JWT access tokens (signing.jwtokens) are signed by the current key of
     OAUTH_JWT_ACCESS_TOKEN_ALGORITHM: a retired one does not sign."""
-    from oauthclients.keys import signing_key_current
     from oauthclients.models import ClientKind, ClientStatus, OAuthClient, TokenFormat
+    from signing.keys import signing_key_current
 
     algorithm = settings.OAUTH_JWT_ACCESS_TOKEN_ALGORITHM
     jwt_servers = OAuthClient.objects.filter(
@@ -151,13 +151,13 @@ def _jwt_signing_key_ready() -> list:
 
 @register(Tags.database, deploy=True)
 def status_triggers_ready(app_configs=None, databases=None, **kwargs) -> list[Error]:
-    """The database sets JWT access tokens' status bits (oauthclients.statuslist's triggers): a
+    """The database sets JWT access tokens' status bits (signing.statuslist's triggers): a
     database without them would let a revoked JWT pass at every resource server until it expires.
     A deployment check, so that `migrate`, which installs them, is not stopped by their absence:
     `check --deploy --database default` asks it."""
     from django.db import DatabaseError
 
-    from oauthclients.statuslist import status_triggers_missing
+    from signing.statuslist import status_triggers_missing
 
     if not databases or "default" not in databases:
         return []

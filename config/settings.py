@@ -41,6 +41,8 @@ INSTALLED_APPS = [
     "oauth2_provider",
     "scopes",
     "oauthclients",
+    "signing",
+    "tokens",
     "oauthflows",
     "profiles",
     # django-allauth (docs/accounts.md): accounts, second factors, upstream identity providers.
@@ -246,7 +248,7 @@ OAUTH_REFRESH_TOKEN_LIFETIME = env_int("OAUTH_REFRESH_TOKEN_LIFETIME", 60 * 60 *
 OAUTH_REPLAY_GRACE_SECONDS = env_int("OAUTH_REPLAY_GRACE_SECONDS", 5)
 
 # PostgreSQL: redeem a code or refresh token in one hand-written statement when every check
-# passes (oauthclients/claims.py); 0 sends every redemption through the ORM's full path instead.
+# passes (tokens/redemption.py); 0 sends every redemption through the ORM's full path instead.
 OAUTH_FAST_REDEMPTION = env_bool("OAUTH_FAST_REDEMPTION", True)
 # PostgreSQL: 1, the default, writes the authorization code in the same statement as the consent and
 # its audit row (oauthflows/services.py); 0 lets Django INSERT the code. Four make bench trials side
@@ -261,7 +263,7 @@ OAUTH_INTROSPECT_PATH = "/v2/auth/oauth2/introspect"
 # How /v2 views in this process verify bearer tokens (scopes.verifiers): here, one indexed query on
 # the token table. Other services use scopes.introspection.IntrospectionVerifier
 # (docs/protecting-endpoints.md).
-OAUTH_TOKEN_VERIFIER = "oauthclients.verifier.LocalTokenVerifier"
+OAUTH_TOKEN_VERIFIER = "tokens.verifier.LocalTokenVerifier"
 # RFC 8707 / RFC 9728: this server's own API (/v2/me) as a protected resource. Apps may bind a
 # token to it (`resource=`); a token bound to another resource is refused here. A token issued
 # without `resource` is accepted everywhere unless OAUTH_REQUIRE_AUDIENCE is set (docs/agents.md).
@@ -272,7 +274,7 @@ OAUTH_RESOURCE_DOCUMENTATION = env_str("OAUTH_RESOURCE_DOCUMENTATION", f"{OAUTH_
 
 OAUTH_METADATA_PATH = "/.well-known/oauth-authorization-server"
 
-# Signing keys (oauthclients.keys, `manage.py signingkey`): their private parts are stored encrypted
+# Signing keys (signing.keys, `manage.py signingkey`): their private parts are stored encrypted
 # under this key, which lives in the environment only. Under DJANGO_DEBUG (make run) a key derived
 # from the secret key stands in; `check --deploy` errors without a real one.
 OAUTH_SIGNING_KEY_ENCRYPTION_KEY = env_str("OAUTH_SIGNING_KEY_ENCRYPTION_KEY") or (
@@ -281,11 +283,11 @@ OAUTH_SIGNING_KEY_ENCRYPTION_KEY = env_str("OAUTH_SIGNING_KEY_ENCRYPTION_KEY") o
 # A rotated-in key is published this many seconds before it signs (the JWKS is cached for less).
 OAUTH_SIGNING_KEY_PUBLISH_AHEAD = env_int("OAUTH_SIGNING_KEY_PUBLISH_AHEAD", 600)
 # JWT access tokens (RFC 9068) for resource servers registered with --token-format jwt
-# (oauthclients.jwtokens, docs/verifying-tokens.md): signed with the current key of this algorithm.
+# (signing.jwtokens, docs/verifying-tokens.md): signed with the current key of this algorithm.
 OAUTH_JWT_ACCESS_TOKEN_ALGORITHM = env_str("OAUTH_JWT_ACCESS_TOKEN_ALGORITHM", "ES256")
 if OAUTH_JWT_ACCESS_TOKEN_ALGORITHM not in ("ES256", "RS256"):
     raise ImproperlyConfigured("OAUTH_JWT_ACCESS_TOKEN_ALGORITHM must be ES256 or RS256.")
-# Token status lists (oauthclients.statuslist): how long a resource server may keep one (so how long
+# Token status lists (signing.statuslist): how long a resource server may keep one (so how long
 # a revoked JWT may still pass there), and how many tokens one list holds (a multiple of 256).
 OAUTH_STATUS_LIST_TTL = env_int("OAUTH_STATUS_LIST_TTL", 10, minimum=1)
 OAUTH_STATUS_LIST_SIZE = env_int("OAUTH_STATUS_LIST_SIZE", 131072, minimum=256)
@@ -361,7 +363,7 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
     "OIDC_ISS_ENDPOINT": OAUTH_ISSUER,
     # OpenID Connect (docs/openid-connect.md) through DOT's machinery: ID tokens signed by the one
-    # key store (oauthclients.keys; no OIDC_RSA_PRIVATE_KEY), every code exchange through
+    # key store (signing.keys; no OIDC_RSA_PRIVATE_KEY), every code exchange through
     # oauthlib's OpenID grant (oauthflows.oauth2.Server), userinfo and RP-initiated logout ours.
     "OIDC_ENABLED": True,
     "OIDC_SERVER_CLASS": "oauthflows.oauth2.Server",

@@ -202,7 +202,7 @@ class OAuthClient(AbstractApplication):
         constraints = [
             models.CheckConstraint(condition=Q(status__in=ClientStatus.values), name="oauthclient_status_valid"),
             models.CheckConstraint(condition=Q(client_type__in=ClientKind.values), name="oauthclient_kind_valid"),
-            # JWT access tokens are a resource server's choice (oauthclients.jwtokens).
+            # JWT access tokens are a resource server's choice (signing.jwtokens).
             models.CheckConstraint(
                 condition=Q(token_format="opaque")
                 | Q(client_type="resource_server", token_format__in=TokenFormat.values),
@@ -679,11 +679,11 @@ class Grant(AbstractGrant):
 
 
 class AccessToken(AbstractAccessToken):
-    # JWT access tokens only (RFC 9068, oauthclients.statuslist): the token's bit in a status list.
+    # JWT access tokens only (RFC 9068, signing.statuslist): the token's bit in a status list.
     # The row is found by the digest of the whole JWT (`token_checksum`), which includes its jti.
     status_list = models.PositiveIntegerField(null=True, blank=True, editable=False)
     # Its bit is set by the database when the row goes, its user is made inactive or its client is
-    # rejected, whatever the path (oauthclients.statuslist's triggers).
+    # rejected, whatever the path (signing.statuslist's triggers).
     status_index = models.PositiveIntegerField(null=True, blank=True, editable=False)
     # RFC 8693 token exchange (oauthflows.exchange): `act` names the resource server that exchanged
     # (§4.1, nested for a chain), and `token_family` is the family of the user's grant the token
@@ -716,7 +716,7 @@ class StatusList(models.Model):
     """A token status list (draft-ietf-oauth-status-list): one bit per JWT access token, 1 = revoked.
 
     Global index g of a JWT is list g // size, bit g % size; lists are made as indices reach them
-    and deleted once every token they hold has expired (oauthclients.statuslist). The set bits
+    and deleted once every token they hold has expired (signing.statuslist). The set bits
     are the list's `StatusRevocation` rows: a revocation is an INSERT, never a rewrite of the list.
     """
 
@@ -733,7 +733,7 @@ class StatusList(models.Model):
 
 class StatusRevocation(models.Model):
     """One set bit: the JWT access token at `index` of list `status_list` is revoked. Inserted by the
-    database's triggers only (oauthclients.statuslist.status_triggers_install)."""
+    database's triggers only (signing.statuslist.status_triggers_install)."""
 
     status_list = models.PositiveIntegerField()
     index = models.PositiveIntegerField()
@@ -746,7 +746,7 @@ class StatusRevocation(models.Model):
 
 
 class StatusCounter(models.Model):
-    """The next global status index to hand out, in blocks (oauthclients.statuslist; a sequence on
+    """The next global status index to hand out, in blocks (signing.statuslist; a sequence on
     PostgreSQL does the same without this row)."""
 
     next_index = models.BigIntegerField(default=0)
@@ -769,7 +769,7 @@ class SigningKeyAlgorithm(models.TextChoices):
 
 
 class SigningKey(models.Model):
-    """A key this server signs with (JWT access tokens, ID tokens, status lists): oauthclients.keys.
+    """A key this server signs with (JWT access tokens, ID tokens, status lists): signing.keys.
 
     The private part is stored only as a JWE (A256KW + A256GCM) under OAUTH_SIGNING_KEY_ENCRYPTION_KEY,
     never in plain text; the public part is published in the JWKS from `created` until the last

@@ -820,7 +820,7 @@ def _setting_change(client: OAuthClient, field: str, value: str, *, actor) -> OA
 def resource_server_token_format_set(*, client: OAuthClient, token_format: str, actor=None) -> OAuthClient:
     """The format of the access tokens bound to this resource server from now on (tokens already
     issued keep theirs): JWTs it verifies itself (scopes.jwt), or opaque tokens it introspects.
-    Every server process follows within oauthclients.jwtokens.JWT_FORMATS_SECONDS."""
+    Every server process follows within signing.jwtokens.JWT_FORMATS_SECONDS."""
     if client.client_type != ClientKind.RESOURCE_SERVER:
         raise ValidationError({"token_format": ["Only a resource server has a token format."]})
     problem = _token_format_problem(token_format, client.resource_uri)

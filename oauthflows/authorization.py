@@ -10,12 +10,12 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.http import QueryDict
 
-from oauthclients.compiled import CompiledQuery
 from oauthclients.models import ClientKind, ClientStatus, OAuthClient
 from oauthclients.tier import ceiling_refusal
 from oauthclients.validators import is_private_use_redirect
 from oauthflows.cimd import MetadataDocumentError, is_metadata_document_url, metadata_document_client
 from oauthflows.oauth2 import CODE_CHALLENGE_RE, resource_refusal
+from plumbing.compiled import CompiledQuery
 from scopes.catalog import OPENID_SCOPES, UnknownScopeError, parse_scopes
 
 MAX_STATE_LENGTH = 2048
@@ -232,7 +232,7 @@ def _by_client_id(client_id: str):
     return OAuthClient.objects.filter(client_id=client_id)[:1]
 
 
-# The authorization request's client, compiled once (oauthclients/compiled.py): every column but
+# The authorization request's client, compiled once (plumbing/compiled.py): every column but
 # the logo's bytes (the page links to /logos/, and DOT never reads them), with the owner's name
 # for the consent page's "Developer" line.
 _CLIENT_QUERY = CompiledQuery(

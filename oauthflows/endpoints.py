@@ -18,16 +18,17 @@ from oauth2_provider.views.mixins import OAuthLibMixin
 from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
 
-from oauthclients.keys import SigningKeyUnusable, jwks_document
 from oauthclients.selectors import client_is_public
-from oauthclients.statuslist import list_ttl, status_list_token
+from oauthflows.clientcall import ClientCall, client_call
 from oauthflows.exchange import TOKEN_EXCHANGE_GRANT
-from oauthflows.oauth2 import ClientCall, client_call, request_attribute_names, request_started_at
+from oauthflows.oauth2 import request_attribute_names, request_started_at
 from oauthflows.openapi import introspect_schema, revoke_schema, token_schema
 from plumbing.errors import service_unavailable
 from plumbing.ratelimit import per_client
 from plumbing.requestparams import REPEATABLE_PARAMS, BodyError, basic_credentials, request_json_pairs
 from scopes.catalog import SCOPE_NAMES
+from signing.keys import SigningKeyUnusable, jwks_document
+from signing.statuslist import list_ttl, status_list_token
 
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
 JSON_CONTENT_TYPE = "application/json"
@@ -313,7 +314,7 @@ class TokenView(ClientEndpoint):
                 _url, _headers, body, status = self.create_token_response(request)
                 call = client_call.get()
                 if status != 200 and call is not None and call.claimed:
-                    # Refused after its code or refresh token was claimed (oauthclients.claims):
+                    # Refused after its code or refresh token was claimed (tokens.redemption):
                     # the claim is undone with everything else the request wrote.
                     transaction.set_rollback(True)
         finally:
@@ -480,7 +481,7 @@ class JwksView(View):
 
 class StatusListView(View):
     """GET /v2/auth/oauth2/status-lists/<number> (draft-ietf-oauth-status-list): the signed
-    `statuslist+jwt` of one list of JWT access tokens' bits (oauthclients.statuslist), public and
+    `statuslist+jwt` of one list of JWT access tokens' bits (signing.statuslist), public and
     cacheable for its ttl. An unknown list is 404; no signing key is 503 (`check --deploy` warns)."""
 
     http_method_names = ["get", "head", "options"]

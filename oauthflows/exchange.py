@@ -38,9 +38,10 @@ from oauthlib.oauth2.rfc6749.grant_types.base import GrantTypeBase
 
 from oauthclients.exchangetargets import exchange_target_get
 from oauthclients.models import AccessToken, ClientStatus, ExchangeTarget, RefreshToken, digest
-from oauthclients.selectors import MAX_TOKEN_LENGTH
 from oauthclients.tier import ceiling_refusal
+from oauthflows.clientcall import client_call
 from scopes.catalog import SCOPE_NAMES
+from tokens.selectors import MAX_TOKEN_LENGTH
 
 TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"  # RFC 8693 §3
@@ -239,7 +240,6 @@ class TokenExchangeGrant(GrantTypeBase):
 
 def access_token_exchanged_save(*, value: str, request) -> AccessToken:
     """Store the exchanged token's row (its digest; never the token): no refresh token (RFC 8693 §2.2.1)."""
-    from oauthflows.oauth2 import client_call  # oauthflows.oauth2 registers this grant
 
     exchange: Exchange = request._exchange
     status_list, status_index = getattr(request, "_jwt_status", None) or (None, None)

@@ -9,7 +9,7 @@ protection, RFC 9207 `iss`) is kept; what this server needs on top is added in o
 - refresh: the presented token is locked, so concurrent refreshes have exactly one winner;
 - `is_pkce_required` for public clients only; the redirect URI is required at the token endpoint;
 - OpenID Connect (docs/openid-connect.md): ID tokens signed by the one key store
-  (oauthclients.keys), with the grant's nonce, auth_time and sid; `Server` sends every code
+  (signing.keys), with the grant's nonce, auth_time and sid; `Server` sends every code
   exchange through oauthlib's OpenID grant, which adds nothing unless `openid` was granted.
 """
 
@@ -19,7 +19,6 @@ import re
 import secrets
 import time
 import uuid
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -37,10 +36,6 @@ from oauthlib.openid import Server as OpenIDServer
 
 from accounts.selectors import acr_for
 from oauthclients.audit import audit_record
-from oauthclients.claims import grant_claim, refresh_token_claim
-from oauthclients.compiled import CompiledQuery
-from oauthclients.jwtokens import NoSigningKey, access_token_jwt, issues_jwt
-from oauthclients.keys import jwks_document, private_key, signing_key_current
 from oauthclients.models import (
     AccessToken,
     AuditAction,
@@ -49,22 +44,22 @@ from oauthclients.models import (
     ClientStatus,
     Grant,
     IDToken,
-    OAuthClient,
     RefreshToken,
     digest,
 )
-from oauthclients.selectors import (
-    MAX_TOKEN_LENGTH,
-    access_token_get_for_introspection,
-    access_token_get_valid,
-    resource_uri_known,
-)
+from oauthclients.selectors import resource_uri_known
 from oauthclients.tier import ceiling_refusal
 from oauthclients.validators import resource_uri_problem
+from oauthflows.clientcall import client_call
 from oauthflows.exchange import TOKEN_EXCHANGE_GRANT, TokenExchangeGrant
 from oauthflows.services import consent_record
+from plumbing.compiled import CompiledQuery
 from plumbing.requestparams import basic_credentials, request_json_pairs
 from scopes.verifiers import audience_includes
+from signing.jwtokens import NoSigningKey, access_token_jwt, issues_jwt
+from signing.keys import jwks_document, private_key, signing_key_current
+from tokens.redemption import grant_claim, refresh_token_claim
+from tokens.selectors import MAX_TOKEN_LENGTH, access_token_get_for_introspection, access_token_get_valid
 
 # RFC 7636 §4.1 / §4.2: verifier 43-128 unreserved characters; S256 challenge is 43 base64url chars.
 CODE_VERIFIER_RE = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
@@ -73,27 +68,6 @@ MAX_RESOURCES = 5  # RFC 8707 `resource` values in one request
 
 # When the current token request started (set by the token endpoint). See _is_concurrent_duplicate.
 request_started_at: contextvars.ContextVar[datetime | None] = contextvars.ContextVar("request_started_at", default=None)
-
-
-@dataclass
-class ClientCall:
-    """What one request to a client endpoint (token, revoke, introspect) tells the validator, and back.
-
-    Set by the endpoint view for the length of the request: whether a resource server may use it
-    (introspection only), and, once authenticated, the client (so the view and the rate limiter can
-    tell a resource server's call from an app's).
-    """
-
-    resource_servers_allowed: bool = False
-    client: OAuthClient | None = None
-    # A code or refresh token redeemed by its one-statement fast path (oauthclients.claims): if the
-    # request is refused after all, the endpoint rolls its transaction back, undoing the claim.
-    claimed: bool = False
-    # The access token a token request saved: sent with DOT's app_authorized once committed.
-    issued: AccessToken | None = None
-
-
-client_call: contextvars.ContextVar[ClientCall | None] = contextvars.ContextVar("client_call", default=None)
 
 
 # Attributes that these hooks, DOT and oauthlib set on (or read from) oauthlib's Request while
@@ -157,7 +131,7 @@ def _authenticated_at(request) -> datetime | None:
 
 def generate_access_token(request=None) -> str:
     """DOT's ACCESS_TOKEN_GENERATOR: an RFC 9068 JWT when the token's audience names only
-    resource servers registered for JWTs (oauthclients.jwtokens), else an opaque token."""
+    resource servers registered for JWTs (signing.jwtokens), else an opaque token."""
     audience = _resource_list(request) if request is not None else []
     if not issues_jwt(audience):
         return generate_token()
@@ -273,7 +247,7 @@ def _active_secret(secret_digest: str, client_id: str) -> QuerySet[ClientSecret]
     return ClientSecret.objects.filter(digest=secret_digest, revoked_at__isnull=True, client__client_id=client_id)[:1]
 
 
-# Client authentication's one query, compiled once (oauthclients/compiled.py): the active secret
+# Client authentication's one query, compiled once (plumbing/compiled.py): the active secret
 # with this digest joined to its whole client (oauthlib and DOT read the client afterwards).
 _SECRET_QUERY = CompiledQuery(_active_secret, load={"": None, "client": None})
 
@@ -633,11 +607,11 @@ class Validator(OAuth2Validator):
             if previous is not None:
                 # RFC 6749 §6 / RFC 9700 §4.14.2: rotation. The old refresh token is dead from
                 # now on (a later replay revokes the family); its access token goes with it.
-                # A claimed token (oauthclients.claims) was retired by its claim already.
+                # A claimed token (tokens.redemption) was retired by its claim already.
                 if not getattr(previous, "claimed", False):
                     RefreshToken.objects.filter(pk=previous.pk).update(revoked=now, access_token=None, updated=now)
                     if previous.access_token_id:
-                        # A JWT's status bit is set by the database as the row goes (oauthclients.statuslist).
+                        # A JWT's status bit is set by the database as the row goes (signing.statuslist).
                         AccessToken.objects.filter(pk=previous.access_token_id)._raw_delete(AccessToken.objects.db)
                 family = previous.token_family or uuid.uuid4()
             else:

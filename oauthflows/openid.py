@@ -25,11 +25,11 @@ from oauth2_provider.views.oidc import ConnectDiscoveryInfoView, RPInitiatedLogo
 from accounts.selectors import ACR_VALUES_SUPPORTED, email_is_verified
 from oauthclients.models import ClientStatus, IdTokenAlgorithm, OAuthClient
 from oauthclients.redirects import redirect_host, redirect_refusal
-from oauthclients.selectors import MAX_TOKEN_LENGTH
 from oauthflows.endpoints import server_metadata
 from profiles.selectors import profile_get_for_user
 from scopes.catalog import OPENID_SCOPES
 from scopes.verifiers import AuthorizationServerUnavailable, audience_accepted, get_verifier
+from tokens.selectors import MAX_TOKEN_LENGTH
 
 # OpenID Connect Core §5.4: which scope releases which userinfo claim (`sub` is always there).
 PROFILE_CLAIMS = ("preferred_username", "name", "zoneinfo", "locale")

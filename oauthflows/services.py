@@ -9,7 +9,6 @@ from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
 from oauthclients.audit import audit_announce_on_commit, audit_record
-from oauthclients.compiled import quoted_columns
 from oauthclients.grants import grants_end
 from oauthclients.models import (
     AuditAction,
@@ -19,6 +18,7 @@ from oauthclients.models import (
     OAuthClient,
 )
 from oauthflows.selectors import SESSION_AUTH_TIME_KEY, SESSION_SID_KEY
+from plumbing.compiled import quoted_columns
 
 
 def consent_record(*, user, client: OAuthClient, scopes: list[str], code: Grant | None = None) -> Consent:

@@ -126,7 +126,7 @@ def check_scope_declarations(app_configs=None, urlconf=None, **kwargs):
         errors.append(
             Error(
                 "OAUTH_TOKEN_VERIFIER is not set, so scoped views cannot verify tokens.",
-                hint="oauthclients.verifier.LocalTokenVerifier in the authorization server, "
+                hint="tokens.verifier.LocalTokenVerifier in the authorization server, "
                 "scopes.introspection.IntrospectionVerifier in another service.",
                 id="scopes.E002",
             )

@@ -3,7 +3,7 @@
 The scope rules, error bodies and challenges (scopes.authentication, scopes.permissions) are the
 same whichever verifier runs. `OAUTH_TOKEN_VERIFIER` names the class:
 
-- `oauthclients.verifier.LocalTokenVerifier` — in the authorization server's own process: one
+- `tokens.verifier.LocalTokenVerifier` — in the authorization server's own process: one
   indexed query on its token table;
 - `scopes.introspection.IntrospectionVerifier` — in any other service: asks the authorization
   server's introspection endpoint (RFC 7662) as a resource server, with an optional cache.
@@ -105,7 +105,7 @@ def get_verifier() -> TokenVerifier:
     path = getattr(settings, "OAUTH_TOKEN_VERIFIER", None)
     if not path:
         raise ImproperlyConfigured(
-            "OAUTH_TOKEN_VERIFIER is not set: name oauthclients.verifier.LocalTokenVerifier in the "
+            "OAUTH_TOKEN_VERIFIER is not set: name tokens.verifier.LocalTokenVerifier in the "
             "authorization server, or scopes.introspection.IntrospectionVerifier in another service."
         )
     return import_string(path)()

@@ -3,10 +3,11 @@
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["config", "accounts", "oauthclients", "oauthflows", "profiles", "scopes", "plumbing"]
+PACKAGES = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["root_packages"]
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 
@@ -38,7 +39,50 @@ def test_an_import_up_a_layer_fails_with_its_name(tmp_path):
     tree = copy_of_the_tree(tmp_path)
     (tree / "plumbing" / "leak.py").write_text("from oauthflows import cors  # noqa\n")
     (tree / "scopes" / "leak.py").write_text("import oauthclients.models  # noqa\n")
+    (tree / "signing" / "leak.py").write_text("from tokens import redemption  # noqa\n")
+    (tree / "oauthclients" / "leak.py").write_text("from signing import keys  # noqa\n")
     result = lint_imports(tree)
     assert result.returncode != 0
     assert "plumbing.leak -> oauthflows.cors" in result.stdout
     assert "scopes.leak -> oauthclients.models" in result.stdout
+    assert "signing.leak -> tokens.redemption" in result.stdout
+    assert "oauthclients.leak -> signing.keys" in result.stdout
+
+
+def _circles(graph, modules) -> list[list[str]]:
+    """Every import circle among `modules` (imports inside functions included), each once."""
+    found, state = [], {}
+
+    def visit(module, path):
+        state[module] = "open"
+        for imported in sorted(graph.find_modules_directly_imported_by(module)):
+            if imported not in modules:
+                continue
+            if state.get(imported) == "open":
+                found.append(path[path.index(imported) :] + [imported])
+            elif imported not in state:
+                visit(imported, [*path, imported])
+        state[module] = "done"
+
+    for module in sorted(modules):
+        if module not in state:
+            visit(module, [module])
+    return found
+
+
+def test_no_module_imports_itself_back_through_others():
+    """No circle between modules anywhere in the house, hidden in a function or not (issue 32)."""
+    import grimp
+
+    graph = grimp.build_graph(*PACKAGES, include_external_packages=False, cache_dir=None)
+    assert _circles(graph, graph.modules) == []
+
+
+def test_the_circle_finder_finds_a_circle():
+    class Graph:
+        edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+
+        def find_modules_directly_imported_by(self, module):
+            return self.edges[module]
+
+    assert _circles(Graph(), set(Graph.edges)) == [["a", "b", "c", "a"]]

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 
 def _sequence(apps, schema_editor):
-    # oauthclients.statuslist hands out status indices in blocks; on PostgreSQL a sequence numbers
+    # signing.statuslist hands out status indices in blocks; on PostgreSQL a sequence numbers
     # the blocks without a row lock (elsewhere the StatusCounter row does).
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute("CREATE SEQUENCE IF NOT EXISTS oauthclients_status_index_seq")

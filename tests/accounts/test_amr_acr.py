@@ -10,7 +10,7 @@ from django.test import Client
 from jwcrypto import jwk, jwt
 
 from accounts.selectors import ACR_ONE_FACTOR, ACR_TWO_FACTORS
-from oauthclients import keys
+from signing import keys
 from tests.accounts.helpers import log_in, second_step, totp_activate
 from tests.factories import make_client
 from tests.oauthflows.helpers import AUTHORIZE, authorize_url, consent, exchange, query_of

@@ -134,7 +134,7 @@ def test_the_local_bookings_route_verifies_in_process(bench_client, end_user):
     assert Client().get("/local/v2/bookings", HTTP_AUTHORIZATION="Bearer nope").status_code == 401
 
 
-@pytest.mark.postgres_only  # the floor redeems with the project's PostgreSQL claims (oauthclients.claims)
+@pytest.mark.postgres_only  # the floor redeems with the project's PostgreSQL claims (tokens.redemption)
 def test_floor_exchange_then_refresh_chain(bench_client, end_user):
     client, secret = bench_client
     credentials = {"client_id": client.client_id, "client_secret": secret}

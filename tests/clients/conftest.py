@@ -20,7 +20,7 @@ NODE_PACKAGE = Path(__file__).parent / "node"
 def server(live_server, settings):
     """The live server's URL, and its issuer everywhere: the metadata, every token's `iss` (ID
     tokens, JWT access tokens) and RFC 9207 `iss` on the redirect, which strict clients check."""
-    from oauthclients.statuslist import allocator
+    from signing.statuslist import allocator
 
     settings.OAUTH_ISSUER = live_server.url
     settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "OIDC_ISS_ENDPOINT": live_server.url}

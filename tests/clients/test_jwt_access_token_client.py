@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 from oauthclients import services
-from oauthclients.keys import signing_key_create
+from signing.keys import signing_key_create
 from tests.clients.test_client_libraries import TIMEOUT
 from tests.factories import make_client
 from tests.integration.flows import authorize, exchange

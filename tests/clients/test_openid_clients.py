@@ -25,8 +25,8 @@ from authlib.jose import JsonWebKey, jwt
 from authlib.oidc.core import CodeIDToken
 from joserfc.errors import InvalidClaimError  # Authlib 1.9's JOSE layer (its own dependency)
 
-from oauthclients.keys import signing_key_create
 from profiles.models import Profile
+from signing.keys import signing_key_create
 from tests.clients.test_client_libraries import TIMEOUT, allow
 from tests.factories import make_client
 

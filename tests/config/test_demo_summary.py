@@ -30,7 +30,7 @@ def test_seeding_prints_the_summary_and_nothing_else(settings, capsys, mailoutbo
 
 
 def test_the_demo_server_prints_the_summary_after_djangos_banner(settings):
-    from oauthclients.management.commands.demo_server import Command
+    from config.management.commands.demo_server import Command
 
     settings.DEBUG = True
     command = Command(stdout=StringIO())

@@ -15,8 +15,8 @@ import requests
 from django.conf import settings as test_settings
 
 from oauthclients import services
-from oauthclients.keys import signing_key_create, signing_key_rotate
-from oauthclients.statuslist import allocator
+from signing.keys import signing_key_create, signing_key_rotate
+from signing.statuslist import allocator
 from tests.factories import make_client
 from tests.integration.flows import TIMEOUT, authorize, exchange, login, make_server_user, refresh
 from tests.integration.server import (

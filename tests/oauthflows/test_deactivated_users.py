@@ -1,7 +1,7 @@
 """A deactivated user's codes, tokens and grants end at deactivation (red-team finding 7; SECURITY.md).
 
 Runs on SQLite and on PostgreSQL, where codes and refresh tokens are redeemed by the one-statement
-claims (oauthclients.claims): both paths must refuse.
+claims (tokens.redemption): both paths must refuse.
 """
 
 import pytest

@@ -10,9 +10,9 @@ from django.test import Client
 from django.utils import timezone
 from jwcrypto import jwk, jwt
 
-from oauthclients import keys
 from oauthclients.models import ClientStatus, Grant, IDToken
 from oauthflows.selectors import SESSION_AUTH_TIME_KEY
+from signing import keys
 from tests.factories import PASSWORD, make_client, make_user
 from tests.oauthflows.helpers import (
     METADATA,

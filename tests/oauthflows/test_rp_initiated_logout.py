@@ -5,7 +5,7 @@ from urllib.parse import urlencode
 import pytest
 from django.test import Client
 
-from oauthclients.keys import signing_key_create
+from signing.keys import signing_key_create
 from tests.factories import make_client
 from tests.oauthflows.helpers import exchange, get_code
 

@@ -13,15 +13,15 @@ from django.utils import timezone
 
 from oauthclients import services
 from oauthclients.exchangetargets import UnknownExchangeTarget, client_exchange_targets_set, exchange_target_uris
-from oauthclients.keys import signing_key_create
 from oauthclients.models import AccessToken, AuditAction, ClientAuditEvent, ClientStatus, StatusRevocation, digest
-from oauthclients.statuslist import allocator
 from oauthflows.exchange import ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE_GRANT
 from oauthflows.services import connected_app_revoke
+from signing.keys import signing_key_create
+from signing.statuslist import allocator
 from tests.factories import make_client
 from tests.oauthflows.helpers import INTROSPECT, REVOKE, basic, client_post, exchange, get_code, refresh, token_request
-from tests.oauthflows.test_jwt_access_tokens import claims_of, is_jwt
 from tests.oauthflows.test_token import assert_token_error
+from tests.signing.test_jwt_access_tokens import claims_of, is_jwt
 
 MCP = "http://127.0.0.1:8931/mcp"
 BOOKINGS = "https://bookings.example.com/api"

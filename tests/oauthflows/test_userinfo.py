@@ -2,8 +2,8 @@
 
 import pytest
 
-from oauthclients.keys import signing_key_create
 from profiles.models import Profile
+from signing.keys import signing_key_create
 from tests.factories import make_client, make_tokens
 from tests.oauthflows.helpers import exchange, get_code
 

@@ -1,4 +1,4 @@
-"""A wrong OAUTH_SIGNING_KEY_ENCRYPTION_KEY (oauthclients.keys): `check --deploy --database
+"""A wrong OAUTH_SIGNING_KEY_ENCRYPTION_KEY (signing.keys): `check --deploy --database
 default` names it before the process serves (config.E005, from keys.signing_keys_problems), and a
 process that runs anyway answers 503 with Retry-After wherever a signature is needed, never a 500,
 leaving the code or refresh token unused."""
@@ -11,8 +11,8 @@ from django.core.management.base import SystemCheckError
 
 from config.checks import signing_keys_ready
 from oauthclients import services
-from oauthclients.keys import signing_key_create, signing_key_retire, signing_keys_problems
-from oauthclients.statuslist import allocator
+from signing.keys import signing_key_create, signing_key_retire, signing_keys_problems
+from signing.statuslist import allocator
 from tests.oauthflows.helpers import exchange, get_code, refresh
 
 WRONG = "another-key-of-at-least-thirty-two-characters-long"
@@ -97,11 +97,11 @@ def test_a_jwt_exchange_a_jwt_refresh_and_the_status_list_are_503(
     assert api.get(status_list).status_code == 200
     later_code = get_code(browser, client, resource=JWT_SERVICE)
     settings.OAUTH_SIGNING_KEY_ENCRYPTION_KEY = WRONG
-    from oauthclients import keys as key_store
+    from signing import keys as key_store
 
     key_store._op_keys.clear()  # a process started with the wrong value has decrypted nothing
     key_store.signers_forget()
-    from oauthclients import statuslist
+    from signing import statuslist
 
     statuslist._signed.clear()
     assert_unavailable(exchange(api, client, later_code, secret=secret))

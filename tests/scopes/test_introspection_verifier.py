@@ -217,7 +217,7 @@ def test_the_scope_rules_match_the_local_verifier(remote, settings, issue_token)
         return found
 
     remote_answers = answers()
-    settings.OAUTH_TOKEN_VERIFIER = "oauthclients.verifier.LocalTokenVerifier"
+    settings.OAUTH_TOKEN_VERIFIER = "tokens.verifier.LocalTokenVerifier"
     local_answers = answers()
     assert remote_answers == local_answers
     assert [status for status, _body, _challenge in local_answers] == [200, 403, 200, 403, 403, 403, 403]

@@ -15,8 +15,8 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from oauthclients.keys import signing_key_create
 from oauthclients.models import OAuthClient
+from signing.keys import signing_key_create
 from tests.factories import PASSWORD
 from tests.oauthclients.pages import registration_data, url
 from tests.oauthflows.helpers import basic, exchange, get_code, me, pkce_pair, refresh, token_request

@@ -22,8 +22,8 @@ Replaces: Validator.validate_code / invalidate_authorization_code and validate_r
 `select_for_update()…first()` + `save()` / `update()` / `delete()` (the full path, still there and
 switched on for every request by OAUTH_FAST_REDEMPTION=0). Justified by (README, "The hot paths",
 3): exchange 5 → 4 statements, refresh 6 → 4; bench refresh 0.82 → 1.00 × its floor, exchange
-0.74 → 0.98 ×. Kept honest by tests/oauthflows/test_redemption_paths.py (the same scenarios both
-ways, answers and rows compared, PostgreSQL) and tests/oauthflows/test_claims.py.
+0.74 → 0.98 ×. Kept honest by tests/tokens/test_redemption_paths.py (the same scenarios both
+ways, answers and rows compared, PostgreSQL) and tests/tokens/test_redemption.py.
 """
 
 import base64
@@ -36,14 +36,14 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connections, router
 
-from oauthclients.compiled import quoted_columns
 from oauthclients.models import AccessToken, Grant, RefreshToken, digest
+from plumbing.compiled import quoted_columns
 
 
 def _supported(model) -> str | None:
     """The database alias when the one-statement path applies: PostgreSQL, and not switched off by
     OAUTH_FAST_REDEMPTION=0 (then every redemption takes the full path, as on SQLite; the two are
-    compared in tests/oauthflows/test_redemption_paths.py)."""
+    compared in tests/tokens/test_redemption_paths.py)."""
     if not getattr(settings, "OAUTH_FAST_REDEMPTION", True):
         return None
     alias = router.db_for_write(model)
@@ -203,7 +203,7 @@ def _refresh_sql() -> str:
         f"RETURNING {refresh_table}.{r['id']}, {refresh_table}.{r['user']}, {refresh_table}.{r['token_family']}, "
         f"{refresh_table}.{r['created']}, {refresh_table}.{r['resource']}, {refresh_table}.{r['auth_time']}, "
         f"old.access_token_id, old.scope, old.expires, old.status_list, old.status_index), "
-        # A JWT's status bit is set by the database's trigger as its row goes (oauthclients.statuslist).
+        # A JWT's status bit is set by the database's trigger as its row goes (signing.statuslist).
         f"gone AS (DELETE FROM {access_table} WHERE {a['id']} IN (SELECT access_token_id FROM claimed)) "
         f"SELECT * FROM claimed"
     )
@@ -242,7 +242,7 @@ def refresh_token_claim(*, raw: str, client_pk: int, now: datetime, alive_after:
             "auth_time": auth_time,
         },
     )
-    # A JWT's status list place rides along: the caller sets its bit (oauthclients.statuslist).
+    # A JWT's status list place rides along: the caller sets its bit (signing.statuslist).
     access = _instance(
         AccessToken,
         alias,

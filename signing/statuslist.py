@@ -48,8 +48,8 @@ from django.db.models import Count, F, Max
 from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
-from oauthclients.keys import signer_current
 from oauthclients.models import AccessToken, ClientStatus, OAuthClient, StatusCounter, StatusList, StatusRevocation
+from signing.keys import signer_current
 
 BLOCK = 256
 SEQUENCE = "oauthclients_status_index_seq"
@@ -272,7 +272,7 @@ def status_list_token(number: int) -> str | None:
     claims = {
         "sub": list_uri(number),
         "iat": issued,
-        # Within the time its key stays published after retiring (oauthclients.keys).
+        # Within the time its key stays published after retiring (signing.keys).
         "exp": issued + oauth2_settings.ACCESS_TOKEN_EXPIRE_SECONDS,
         "ttl": list_ttl(),
         "status_list": {"bits": 1, "lst": _b64(zlib.compress(status_list_bits(number, size), 9))},
@@ -289,7 +289,7 @@ def access_token_algorithm() -> str:
 
 def sign(claims: dict, *, typ: str, key, op_key) -> str:
     """A compact JWS of `claims` with this key (header alg, kid, typ): RFC 7515 signed by
-    `cryptography` directly with the key oauthclients.keys.signer_current holds (a third of
+    `cryptography` directly with the key signing.keys.signer_current holds (a third of
     jwcrypto's JWS time per token, measured; tests verify the result with jwcrypto and with
     oauth4webapi)."""
     header = {"alg": key.algorithm, "kid": key.kid, "typ": typ}

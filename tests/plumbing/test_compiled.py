@@ -1,4 +1,4 @@
-"""oauthclients.compiled: a queryset compiled once, run with new values, rows as model instances."""
+"""plumbing.compiled: a queryset compiled once, run with new values, rows as model instances."""
 
 from datetime import timedelta
 from unittest import mock
@@ -10,8 +10,8 @@ from django.db.models.sql.compiler import SQLCompiler
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from oauthclients.compiled import CompiledQuery
 from oauthclients.models import AccessToken, ClientSecret, digest
+from plumbing.compiled import CompiledQuery
 from profiles.models import Profile
 from tests.factories import make_client, make_user
 

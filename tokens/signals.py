@@ -6,7 +6,7 @@ sends no signal: deactivate users through `save()` or call the service yourself.
 
 JWT access tokens' status bits need no receiver: the database sets them when a token's row goes,
 its user is made inactive (a bulk update included) or its client is rejected
-(oauthclients.statuslist).
+(signing.statuslist).
 """
 
 from django.contrib.auth import get_user_model

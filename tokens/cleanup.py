@@ -32,7 +32,7 @@ from oauth2_provider.settings import oauth2_settings
 
 from oauthclients.models import AccessToken, Grant, RefreshToken
 from oauthclients.services import unused_registrations_remove
-from oauthclients.statuslist import status_lists_sweep
+from signing.statuslist import status_lists_sweep
 
 DEFAULT_BATCH_SIZE = 1000
 
@@ -47,7 +47,7 @@ class ExpiredTokensDeleted:
     access_tokens: int
     authorization_codes: int
     unused_registrations: int = 0
-    status_lists: int = 0  # token status lists whose every JWT has expired (oauthclients.statuslist)
+    status_lists: int = 0  # token status lists whose every JWT has expired (signing.statuslist)
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)

@@ -1,5 +1,5 @@
 """JWT access tokens (RFC 9068) for resource servers registered with `token_format = jwt`, and the
-token status lists that carry their revocation (oauthclients.jwtokens, oauthclients.statuslist)."""
+token status lists that carry their revocation (signing.jwtokens, signing.statuslist)."""
 
 import base64
 import json
@@ -16,9 +16,9 @@ from django.test import Client
 from jwcrypto import jwk, jws
 
 from oauthclients import services
-from oauthclients.keys import signing_key_create, signing_key_retire
 from oauthclients.models import AccessToken, RefreshToken, StatusList, StatusRevocation, digest
-from oauthclients.statuslist import allocator, status_bit, status_lists_sweep
+from signing.keys import signing_key_create, signing_key_retire
+from signing.statuslist import allocator, status_bit, status_lists_sweep
 from tests.oauthflows.helpers import (
     INTROSPECT,
     REVOKE,

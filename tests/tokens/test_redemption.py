@@ -1,4 +1,4 @@
-"""One-statement redemption of codes and refresh tokens (oauthclients.claims), on PostgreSQL.
+"""One-statement redemption of codes and refresh tokens (tokens.redemption), on PostgreSQL.
 
 The fast path redeems with one statement when everything checks out; anything else goes the
 full path (SELECT FOR UPDATE, checks one by one) and gets its precise error. A request refused
@@ -129,7 +129,7 @@ def test_an_openid_exchange_takes_nonce_auth_time_and_sid_from_the_claim(browser
 
     from jwcrypto import jwk, jwt
 
-    from oauthclients.keys import signing_key_create
+    from signing.keys import signing_key_create
 
     signing_key_create(algorithm="RS256")
     client, secret = confidential

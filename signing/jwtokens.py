@@ -1,12 +1,12 @@
 """JWT access tokens (RFC 9068) for the resource servers registered with `token_format = jwt`.
 
 A token whose audience (RFC 8707 `resource`) names only such resource servers is a JWT signed by
-the current key of OAUTH_JWT_ACCESS_TOKEN_ALGORITHM (ES256 by default; oauthclients.keys):
+the current key of OAUTH_JWT_ACCESS_TOKEN_ALGORITHM (ES256 by default; signing.keys):
 
     header  {"alg", "kid", "typ": "at+jwt"}
     claims  iss, sub (the user's pk, as introspection says it), aud (a string, or a list when
             several), client_id, scope, jti (192 random bits), iat, exp, auth_time,
-            status.status_list {idx, uri} (oauthclients.statuslist),
+            status.status_list {idx, uri} (signing.statuslist),
             act {sub, act?} for a token obtained by exchange (RFC 8693 §4.1, oauthflows.exchange)
 
 Anything else — no audience, this server's own API, an opaque resource server among the audience —
@@ -27,9 +27,9 @@ import time
 from django.conf import settings
 from django.db.models.signals import post_save
 
-from oauthclients.keys import signer_current
 from oauthclients.models import ClientKind, ClientStatus, OAuthClient, TokenFormat
-from oauthclients.statuslist import access_token_algorithm, allocator, list_uri, sign
+from signing.keys import signer_current
+from signing.statuslist import access_token_algorithm, allocator, list_uri, sign
 
 JWT_FORMATS_SECONDS = 30
 ACCESS_TOKEN_TYPE = "at+jwt"
@@ -65,7 +65,7 @@ def formats_forget(**kwargs) -> None:
     _formats = None
 
 
-post_save.connect(formats_forget, sender=OAuthClient, dispatch_uid="oauthclients.jwtokens.formats_forget")
+post_save.connect(formats_forget, sender=OAuthClient, dispatch_uid="signing.jwtokens.formats_forget")
 
 
 def issues_jwt(audience: list[str]) -> bool:

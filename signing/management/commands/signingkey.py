@@ -1,4 +1,4 @@
-"""`manage.py signingkey create|rotate|list|retire`: the server's signing keys (oauthclients.keys).
+"""`manage.py signingkey create|rotate|list|retire`: the server's signing keys (signing.keys).
 
 Prints JSON (one object per line for `list`): kid, algorithm, state, dates. Never a private part.
 """
@@ -9,9 +9,9 @@ from dataclasses import asdict
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
-from oauthclients import keys
 from oauthclients.exceptions import ApplicationError
 from oauthclients.models import SigningKey, SigningKeyAlgorithm
+from signing import keys
 
 
 class Command(BaseCommand):

@@ -1,11 +1,11 @@
 """The token verifier for resource endpoints served by the authorization server's own process.
 
-Plugged into scopes by `OAUTH_TOKEN_VERIFIER = "oauthclients.verifier.LocalTokenVerifier"`; other
+Plugged into scopes by `OAUTH_TOKEN_VERIFIER = "tokens.verifier.LocalTokenVerifier"`; other
 services use scopes.introspection.IntrospectionVerifier and get the same answers over HTTP.
 """
 
-from oauthclients.selectors import access_token_get_valid
 from scopes.verifiers import TokenVerifier, Verification, VerifiedToken
+from tokens.selectors import access_token_get_valid
 
 
 class LocalTokenVerifier(TokenVerifier):

@@ -1,4 +1,4 @@
-"""Signing keys (oauthclients.keys, `manage.py signingkey`, GET /.well-known/jwks.json): made with
+"""Signing keys (signing.keys, `manage.py signingkey`, GET /.well-known/jwks.json): made with
 jwcrypto, the private part stored only encrypted, rotated with overlap, published until the last
 token they could have signed has expired."""
 
@@ -16,8 +16,8 @@ from django.utils import timezone
 from jwcrypto import jwk, jws
 
 from config.checks import signing_keys_ready
-from oauthclients import keys
 from oauthclients.models import SigningKey
+from signing import keys
 
 JWKS = "/.well-known/jwks.json"
 

@@ -1,11 +1,11 @@
-"""`manage.py cleartokens_expired`: remove expired codes and dead tokens (oauthclients.cleanup), for cron."""
+"""`manage.py cleartokens_expired`: remove expired codes and dead tokens (tokens.cleanup), for cron."""
 
 import json
 from datetime import timedelta
 
 from django.core.management.base import BaseCommand, CommandError
 
-from oauthclients.cleanup import DEFAULT_BATCH_SIZE, expired_tokens_delete, refresh_token_lifetime
+from tokens.cleanup import DEFAULT_BATCH_SIZE, expired_tokens_delete, refresh_token_lifetime
 
 
 class Command(BaseCommand):

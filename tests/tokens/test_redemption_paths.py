@@ -1,4 +1,4 @@
-"""The one-statement redemption (oauthclients/claims.py) and the ORM's full path give the same
+"""The one-statement redemption (tokens/redemption.py) and the ORM's full path give the same
 answers and leave the same rows, scenario by scenario, on PostgreSQL: each scenario runs once with
 OAUTH_FAST_REDEMPTION on and once off, on a client of its own, and the two records are compared."""
 

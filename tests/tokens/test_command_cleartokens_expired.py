@@ -1,4 +1,4 @@
-"""`manage.py cleartokens_expired`: a thin wrapper over oauthclients.cleanup, printing JSON counts."""
+"""`manage.py cleartokens_expired`: a thin wrapper over tokens.cleanup, printing JSON counts."""
 
 import json
 from datetime import timedelta

@@ -1,4 +1,4 @@
-"""Status bits from the rows (oauthclients.statuslist): a JWT access token's bit is set when its
+"""Status bits from the rows (signing.statuslist): a JWT access token's bit is set when its
 row goes, its user is made inactive or its client is rejected, whatever the path (the database's
 triggers), bulk updates and cascades included; a live token's bit stays clear."""
 
@@ -15,7 +15,7 @@ from oauth2_provider.models import set_token_value
 from config.checks import status_triggers_ready
 from oauthclients import services
 from oauthclients.models import AccessToken, ClientStatus, OAuthClient, StatusList, StatusRevocation
-from oauthclients.statuslist import (
+from signing.statuslist import (
     TRIGGER_USER_INACTIVE,
     TRIGGERS,
     status_bit,

@@ -1,4 +1,4 @@
-"""oauthclients.cleanup.expired_tokens_delete: each rule's deleted and kept cases.
+"""tokens.cleanup.expired_tokens_delete: each rule's deleted and kept cases.
 
 Tokens come from the real flow (code exchange, refresh) and are then aged by moving their
 timestamps back; a kept token is proved still usable through the token endpoint.
@@ -11,9 +11,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from oauthclients.cleanup import ExpiredTokensDeleted, expired_tokens_delete, refresh_token_lifetime
 from oauthclients.models import AccessToken, Grant, RefreshToken, digest
 from tests.oauthflows.helpers import exchange, get_code, me, refresh
+from tokens.cleanup import ExpiredTokensDeleted, expired_tokens_delete, refresh_token_lifetime
 
 NOTHING = ExpiredTokensDeleted(0, 0, 0, 0, 0)
 

@@ -13,11 +13,11 @@ each must come out as one parameter of the compiled SQL, untouched (a lookup tha
 its value, such as iexact, is refused at compile time rather than silently wrong).
 
 Replaces: `QuerySet.filter(…).select_related(…).first()` built per request (Django's query
-construction and SQLCompiler.as_sql) in selectors.access_token_get_valid and
+construction and SQLCompiler.as_sql) in tokens.selectors.access_token_get_valid and
 access_token_get_for_introspection, Validator.authenticate_client's secret lookup and the consent
 page's client. Justified by (README, "The hot paths", 1): workbench 2.3 → 1.4 ms of CPU for
 `/v2/me`, bench `/v2/me` 0.83 → 1.24 × its floor, introspection 0.73 → 1.15 ×. Kept honest by
-tests/oauthclients/test_compiled_matches_orm.py (each compiled query against the ORM's answer,
+tests/tokens/test_compiled_matches_orm.py (each compiled query against the ORM's answer,
 field for field, and its SQL against a fresh compile of the current models).
 """
 

@@ -1,15 +1,15 @@
 """Every CompiledQuery the hot paths run answers, field for field, what its queryset answers
-through the ORM on the same data (oauthclients/compiled.py: compiled once per process from the
+through the ORM on the same data (plumbing/compiled.py: compiled once per process from the
 queryset, so the SQL follows the models; this checks the rows are read back the same way)."""
 
 import pytest
 
 from oauthclients.models import digest
-from oauthclients.selectors import _BEARER_QUERY, _INTROSPECTION_QUERY
 from oauthflows.authorization import _CLIENT_QUERY
 from oauthflows.oauth2 import _SECRET_QUERY
 from profiles.models import Profile
 from tests.factories import make_client, make_tokens
+from tokens.selectors import _BEARER_QUERY, _INTROSPECTION_QUERY
 
 
 def related(instance, path: str):

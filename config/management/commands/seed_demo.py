@@ -9,8 +9,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.test.utils import override_settings
 
-from oauthclients import keys, selectors, services
+from oauthclients import selectors, services
 from oauthclients.models import ClientKind, OAuthClient, SigningKey, SigningKeyAlgorithm
+from signing import keys
 
 # Well-known passwords: this is why the command refuses to run unless DEBUG is on.
 DEMO_USERS = (

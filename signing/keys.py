@@ -243,7 +243,7 @@ def signers_forget(**kwargs) -> None:
     _signers.clear()
 
 
-post_save.connect(signers_forget, sender=SigningKey, dispatch_uid="oauthclients.keys.signers_forget")
+post_save.connect(signers_forget, sender=SigningKey, dispatch_uid="signing.keys.signers_forget")
 
 
 # --- other secrets at rest under the same key-encryption key ---------------------------------------

@@ -1,0 +1,11 @@
+from django.apps import AppConfig
+
+
+class TokensConfig(AppConfig):
+    """Tokens' redemption, cleanup, verification and lifecycle signals (docs/architecture.md)."""
+
+    name = "tokens"
+    verbose_name = "Tokens"
+
+    def ready(self):
+        from tokens import signals  # noqa: F401 - connects the receivers
