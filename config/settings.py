@@ -43,10 +43,14 @@ INSTALLED_APPS = [
     "oauthclients",
     "oauthflows",
     "profiles",
+    "operations",  # health, readiness, metrics, access logs, traces, the admin's morning view
     "config.apps.ProjectConfig",  # the shell: registers the checks that wire the apps together
 ]
 
 MIDDLEWARE = [
+    # First: /healthz, /readyz and /metrics for their networks before the HTTPS redirect and the
+    # host check (docs/operating.md).
+    "operations.middleware.OperationsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "plumbing.dbfailure.DatabaseUnavailableMiddleware",
     "corsheaders.middleware.CorsMiddleware",
@@ -453,3 +457,9 @@ RATELIMITS = {
     "registrations_per_address": env_rate("RATELIMIT_REGISTRATIONS_PER_ADDRESS", "50/h"),
     "registrations_total": env_rate("RATELIMIT_REGISTRATIONS_TOTAL", "1000/h"),
 }
+
+
+# --- Operations (docs/operating.md) ---
+# Who may call /healthz and /readyz over plain HTTP with any Host (the load balancer, the kubelet):
+# judged by the socket's peer address, never X-Forwarded-For. Default: loopback only.
+HEALTH_CHECK_NETWORKS = env_networks("HEALTH_CHECK_NETWORKS") or ["127.0.0.0/8", "::1/128"]

@@ -1,0 +1,1 @@
+"""Deployment checks of the operations app (`manage.py check --deploy`)."""
