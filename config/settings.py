@@ -463,3 +463,20 @@ RATELIMITS = {
 # Who may call /healthz and /readyz over plain HTTP with any Host (the load balancer, the kubelet):
 # judged by the socket's peer address, never X-Forwarded-For. Default: loopback only.
 HEALTH_CHECK_NETWORKS = env_networks("HEALTH_CHECK_NETWORKS") or ["127.0.0.0/8", "::1/128"]
+# Checks of `check --deploy` that do not apply here, each with its reason; every remaining warning is
+# explained in docs/deploying.md.
+SILENCED_SYSTEM_CHECKS = [
+    # No CsrfViewMiddleware: plumbing.csrf.FetchMetadataCsrfViewMiddleware replaces it (Fetch Metadata,
+    # then Django's token check); operations.E001 errors if neither is installed.
+    "security.W003",
+    # HSTS preload submits the domain and every subdomain to the browsers' lists for good: the
+    # operator's decision, not a default (DJANGO_HSTS_PRELOAD=1 sets it; docs/deploying.md).
+    "security.W021",
+    # http redirect URIs: oauthclients/validators.py allows http only on loopback hosts (RFC 8252
+    # §7.3 native apps); every other redirect URI must be https (SECURITY.md).
+    "oauth2_provider.W008",
+    # PKCE: required per client by oauthflows.oauth2.Validator.is_pkce_required (every public client;
+    # a confidential client that sent a challenge must send the verifier), as SECURITY.md says.
+    "oauth2_provider.W010",
+]
+SECURE_HSTS_PRELOAD = REQUIRE_HTTPS and env_bool("DJANGO_HSTS_PRELOAD", False)
