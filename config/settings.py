@@ -48,7 +48,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # First: /healthz, /readyz and /metrics for their networks before the HTTPS redirect and the
+    "plumbing.requestid.RequestIdMiddleware",  # X-Request-ID on the response and on every log line
+    # Then: /healthz, /readyz and /metrics for their networks before the HTTPS redirect and the
     # host check (docs/operating.md).
     "operations.middleware.OperationsMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -380,12 +381,28 @@ EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
 EMAIL_TIMEOUT = 10
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Scheduling API <no-reply@localhost>")
 
+# Log lines as text, or as JSON objects for a log pipeline (docs/operating.md, "Logs").
+LOG_FORMAT = (env_str("LOG_FORMAT") or "text").strip().lower()
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be text or json (got {LOG_FORMAT!r})")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"redact_credentials": {"()": "plumbing.logfilters.RedactCredentials"}},
+    "filters": {
+        "redact_credentials": {"()": "plumbing.logfilters.RedactCredentials"},
+        "request_id": {"()": "plumbing.requestid.RequestIdFilter"},
+    },
+    # LOG_FORMAT=json: one JSON object per line (operations/logs.py); text otherwise.
+    "formatters": {
+        "text": {"format": "%(message)s"},
+        "json": {"()": "operations.logs.JsonLines"},
+    },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "filters": ["redact_credentials"]},
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["redact_credentials", "request_id"],
+            "formatter": LOG_FORMAT,
+        },
         # oauthlib logs codes and tokens in plaintext at DEBUG (plumbing/logfilters.py). This handler
         # writes nothing: on each library's top logger it redacts the records of all its modules
         # before they propagate to any other handler.

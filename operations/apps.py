@@ -9,4 +9,6 @@ class OperationsConfig(AppConfig):
     verbose_name = "Operations"
 
     def ready(self):
-        from operations import checks  # noqa: F401 - registers its deploy checks
+        from operations import checks, receivers  # noqa: F401 - registers its deploy checks
+
+        receivers.connect()
