@@ -480,6 +480,13 @@ RATELIMITS = {
 # Who may call /healthz and /readyz over plain HTTP with any Host (the load balancer, the kubelet):
 # judged by the socket's peer address, never X-Forwarded-For. Default: loopback only.
 HEALTH_CHECK_NETWORKS = env_networks("HEALTH_CHECK_NETWORKS") or ["127.0.0.0/8", "::1/128"]
+# /metrics (Prometheus): from these networks by the socket's peer (default loopback, a scraper beside
+# the server), or from anywhere with METRICS_TOKEN as a bearer token (unset: no token opens it).
+METRICS_NETWORKS = env_networks("METRICS_NETWORKS") or ["127.0.0.0/8", "::1/128"]
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+# The operator's rotation plan for signing keys: the metrics count down to it and the shipped alert
+# fires past it (`manage.py signingkey rotate`).
+OAUTH_SIGNING_KEY_ROTATION_DAYS = env_int("OAUTH_SIGNING_KEY_ROTATION_DAYS", 90, minimum=1)
 # Checks of `check --deploy` that do not apply here, each with its reason; every remaining warning is
 # explained in docs/deploying.md.
 SILENCED_SYSTEM_CHECKS = [

@@ -38,6 +38,7 @@ from oauth2_provider.settings import oauth2_settings
 
 from oauthclients.keys import signer_current
 from oauthclients.models import StatusCounter, StatusList, StatusRevocation
+from plumbing.observe import status_list_built
 
 BLOCK = 256
 SEQUENCE = "oauthclients_status_index_seq"
@@ -173,6 +174,7 @@ def status_list_token(number: int) -> str | None:
         "status_list": {"bits": 1, "lst": _b64(zlib.compress(status_list_bits(number, size), 9))},
     }
     token = sign(claims, typ="statuslist+jwt", key=key, op_key=op_key)
+    status_list_built.send(sender=None, number=number)
     with _signed_lock:
         _signed[number] = (version, token, now)
     return token

@@ -16,7 +16,7 @@ import time
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from operations import access, views
+from operations import access, metrics, views
 from operations.networks import peer_in
 
 HEALTH_VIEWS = {"/healthz": views.healthz, "/readyz": views.readyz}
@@ -40,6 +40,8 @@ class OperationsMiddleware:
         health = HEALTH_VIEWS.get(path)
         if health is not None and peer_in(request, settings.HEALTH_CHECK_NETWORKS):
             return health(request)
+        if path == "/metrics" and metrics.metrics_allowed(request):
+            return metrics.metrics(request)
         started = time.perf_counter()
         response = self.get_response(request)
         latency = time.perf_counter() - started
@@ -62,6 +64,13 @@ class OperationsMiddleware:
         if endpoint == "token" and request.method == "POST":
             fields["grant_type"] = access.grant_type_of(request)
             fields["outcome"] = access.token_outcome(response)
+        metrics.request_observed(
+            endpoint,
+            status=response.status_code,
+            latency=latency,
+            grant_type=fields.get("grant_type"),
+            outcome=fields.get("outcome"),
+        )
         user_id = access.user_id_of(request)
         if user_id is not None:
             fields["user_id"] = user_id

@@ -1,6 +1,11 @@
-"""Signal receivers of the operations app (connected in OperationsConfig.ready)."""
+"""Signal receivers of the operations app (connected in OperationsConfig.ready): each one a memory write."""
+
+import time
 
 from oauth2_provider.signals import app_authorized
+
+from operations import metrics
+from plumbing.observe import database_unavailable, metadata_document_fetch, ratelimit_refused, status_list_built
 
 
 def _token_issued(sender, request, token, **kwargs):
@@ -8,5 +13,31 @@ def _token_issued(sender, request, token, **kwargs):
     request.operations_user_id = token.user_id
 
 
+def _ratelimit_refused(sender, limit, **kwargs):
+    metrics.RATELIMIT_REFUSALS.labels(limit).inc()
+
+
+def _database_unavailable(sender, error, **kwargs):
+    metrics.DATABASE_UNAVAILABLE.labels(error).inc()
+
+
+def _metadata_document_fetch(sender, phase, outcome=None, **kwargs):
+    if phase == "started":
+        metrics.METADATA_IN_FLIGHT.inc()
+        return
+    if phase == "finished":
+        metrics.METADATA_IN_FLIGHT.dec()
+    metrics.METADATA_FETCHES.labels(outcome or "error").inc()
+
+
+def _status_list_built(sender, **kwargs):
+    metrics.STATUS_LIST_BUILDS.inc()
+    metrics.STATUS_LIST_LAST_BUILD.set(time.time())
+
+
 def connect() -> None:
     app_authorized.connect(_token_issued, dispatch_uid="operations.token_issued")
+    ratelimit_refused.connect(_ratelimit_refused, dispatch_uid="operations.ratelimit_refused")
+    database_unavailable.connect(_database_unavailable, dispatch_uid="operations.database_unavailable")
+    metadata_document_fetch.connect(_metadata_document_fetch, dispatch_uid="operations.metadata_document_fetch")
+    status_list_built.connect(_status_list_built, dispatch_uid="operations.status_list_built")
