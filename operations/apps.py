@@ -12,3 +12,6 @@ class OperationsConfig(AppConfig):
         from operations import checks, receivers  # noqa: F401 - registers its deploy checks
 
         receivers.connect()
+        from operations.tracing import tracing_setup
+
+        tracing_setup()  # only with OTEL_EXPORTER_OTLP_ENDPOINT: nothing is imported otherwise
