@@ -16,7 +16,7 @@ import time
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from operations import access, metrics, views
+from operations import access, hourly, metrics, views
 from operations.networks import peer_in
 
 HEALTH_VIEWS = {"/healthz": views.healthz, "/readyz": views.readyz}
@@ -63,7 +63,13 @@ class OperationsMiddleware:
                 fields["client_id"] = _printable(client_id)
         if endpoint == "token" and request.method == "POST":
             fields["grant_type"] = access.grant_type_of(request)
-            fields["outcome"] = access.token_outcome(response)
+            fields["outcome"] = outcome = access.token_outcome(response)
+            if outcome == "issued":
+                hourly.count(hourly.TOKENS_ISSUED)
+            else:
+                hourly.count(hourly.TOKENS_REFUSED)
+                if fields.get("client_id"):
+                    hourly.count(hourly.REFUSALS_BY_CLIENT, fields["client_id"])
         metrics.request_observed(
             endpoint,
             status=response.status_code,
@@ -74,6 +80,7 @@ class OperationsMiddleware:
         user_id = access.user_id_of(request)
         if user_id is not None:
             fields["user_id"] = user_id
+        hourly.flush_if_due()
         if access_log.isEnabledFor(logging.INFO):
             described = " ".join(f"{key}={value}" for key, value in fields.items() if key not in ("method", "path"))
             access_log.info("%s %s %s", fields["method"], fields["path"], described, extra=fields)

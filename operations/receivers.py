@@ -4,7 +4,7 @@ import time
 
 from oauth2_provider.signals import app_authorized
 
-from operations import metrics
+from operations import hourly, metrics
 from plumbing.observe import database_unavailable, metadata_document_fetch, ratelimit_refused, status_list_built
 
 
@@ -15,6 +15,7 @@ def _token_issued(sender, request, token, **kwargs):
 
 def _ratelimit_refused(sender, limit, **kwargs):
     metrics.RATELIMIT_REFUSALS.labels(limit).inc()
+    hourly.count(hourly.RATELIMIT_REFUSED, limit)
 
 
 def _database_unavailable(sender, error, **kwargs):
