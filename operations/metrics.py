@@ -53,7 +53,11 @@ REQUEST_DURATION = Histogram(
 TIMED_ENDPOINTS = frozenset({"token", "authorize", "introspect"})
 CONSENT_DECISIONS = Counter("oauth_consent_decisions", "Consent pages answered, by decision.", ["decision"])
 RATELIMIT_REFUSALS = Counter("oauth_ratelimit_refusals", "Requests refused by a rate limit (429).", ["limit"])
-HTTP_RESPONSES = Counter("oauth_http_responses", "Responses by status code.", ["code"])
+HTTP_RESPONSES = Counter(
+    "oauth_http_responses",
+    "Responses by endpoint (operations.access; other: any other path) and status code.",
+    ["endpoint", "code"],
+)
 DATABASE_UNAVAILABLE = Counter(
     "oauth_database_unavailable", "Requests answered 503 because the database could not be reached.", ["error"]
 )
@@ -75,7 +79,7 @@ STATUS_LIST_LAST_BUILD = Gauge(
 
 def request_observed(endpoint: str | None, *, status: int, latency: float, grant_type=None, outcome=None) -> None:
     """The middleware's per-request update: a few memory writes."""
-    HTTP_RESPONSES.labels(str(status)).inc()
+    HTTP_RESPONSES.labels(endpoint or "other", str(status)).inc()
     if endpoint is None:
         return
     if endpoint in TIMED_ENDPOINTS:
