@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["config", "oauthclients", "oauthflows", "profiles", "scopes", "plumbing"]
+PACKAGES = ["config", "oauthclients", "oauthflows", "operations", "profiles", "scopes", "plumbing"]
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 
@@ -38,7 +38,10 @@ def test_an_import_up_a_layer_fails_with_its_name(tmp_path):
     tree = copy_of_the_tree(tmp_path)
     (tree / "plumbing" / "leak.py").write_text("from oauthflows import cors  # noqa\n")
     (tree / "scopes" / "leak.py").write_text("import oauthclients.models  # noqa\n")
+    # operations reads every app; no app may import it.
+    (tree / "oauthflows" / "leak.py").write_text("import operations.metrics  # noqa\n")
     result = lint_imports(tree)
     assert result.returncode != 0
     assert "plumbing.leak -> oauthflows.cors" in result.stdout
     assert "scopes.leak -> oauthclients.models" in result.stdout
+    assert "oauthflows.leak -> operations.metrics" in result.stdout
