@@ -487,6 +487,8 @@ METRICS_TOKEN = env_str("METRICS_TOKEN", "")
 # The operator's rotation plan for signing keys: the metrics count down to it and the shipped alert
 # fires past it (`manage.py signingkey rotate`).
 OAUTH_SIGNING_KEY_ROTATION_DAYS = env_int("OAUTH_SIGNING_KEY_ROTATION_DAYS", 90, minimum=1)
+# The admin's morning view: each process writes its hourly counts at most this often (operations.hourly).
+OPERATIONS_HOURLY_FLUSH_SECONDS = 10
 # Checks of `check --deploy` that do not apply here, each with its reason; every remaining warning is
 # explained in docs/deploying.md.
 SILENCED_SYSTEM_CHECKS = [

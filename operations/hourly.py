@@ -1,9 +1,9 @@
 """Hourly counts for the admin's morning view (operations.models.HourlyCount).
 
 The request path only adds to a dictionary in memory (under a lock: gthread workers); every
-FLUSH_SECONDS a process writes what it has in one statement that adds to the shared rows
+OPERATIONS_HOURLY_FLUSH_SECONDS a process writes what it has in one statement that adds to the shared rows
 (INSERT ... ON CONFLICT DO UPDATE SET count = count + excluded.count, on SQLite and PostgreSQL).
-A process killed outright loses at most its last FLUSH_SECONDS of counts: the view is an overview,
+A process killed outright loses at most its last few seconds of counts: the view is an overview,
 the exact figures are Prometheus's.
 """
 
@@ -13,6 +13,7 @@ import threading
 import time
 from collections import defaultdict
 
+from django.conf import settings
 from django.db import DatabaseError, connection
 
 from operations.models import HourlyCount
@@ -23,7 +24,6 @@ TOKENS_ISSUED = "tokens_issued"
 TOKENS_REFUSED = "tokens_refused"
 REFUSALS_BY_CLIENT = "token_refusals_by_client"
 RATELIMIT_REFUSED = "ratelimit_refused"
-FLUSH_SECONDS = 10
 KEPT_HOURS = 48
 SWEEP_ONE_IN = 100
 MAX_LABEL = 255
@@ -44,7 +44,8 @@ def count(name: str, label: str = "") -> None:
 
 
 def flush_if_due() -> None:
-    if time.monotonic() - _flushed_at >= FLUSH_SECONDS:
+    every = settings.OPERATIONS_HOURLY_FLUSH_SECONDS
+    if every is not None and time.monotonic() - _flushed_at >= every:
         flush()
 
 

@@ -80,7 +80,6 @@ class OperationsMiddleware:
         user_id = access.user_id_of(request)
         if user_id is not None:
             fields["user_id"] = user_id
-        hourly.flush_if_due()
         if access_log.isEnabledFor(logging.INFO):
             described = " ".join(f"{key}={value}" for key, value in fields.items() if key not in ("method", "path"))
             access_log.info("%s %s %s", fields["method"], fields["path"], described, extra=fields)

@@ -5,7 +5,7 @@ class HourlyCount(models.Model):
     """What happened in one hour, shared by every process and server: the admin's morning view
     reads these (operations.selectors), never one process's Prometheus counters.
 
-    Each process adds up in memory and writes at most every FLUSH_SECONDS (operations.hourly), one
+    Each process adds up in memory and writes at most every OPERATIONS_HOURLY_FLUSH_SECONDS (operations.hourly), one
     statement for everything it counted; rows older than KEPT_HOURS are swept by the same writer.
     Bounded: a handful of names, and per hour at most the clients that were refused.
     """

@@ -2,6 +2,7 @@
 
 import time
 
+from django.core.signals import request_finished
 from oauth2_provider.signals import app_authorized
 
 from operations import hourly, metrics
@@ -36,7 +37,14 @@ def _status_list_built(sender, **kwargs):
     metrics.STATUS_LIST_LAST_BUILD.set(time.time())
 
 
+def _request_finished(sender, **kwargs):
+    # After the response has gone (gunicorn closes it once written): the hourly counts' write, at
+    # most every OPERATIONS_HOURLY_FLUSH_SECONDS, never inside a request's time or query count.
+    hourly.flush_if_due()
+
+
 def connect() -> None:
+    request_finished.connect(_request_finished, dispatch_uid="operations.request_finished")
     app_authorized.connect(_token_issued, dispatch_uid="operations.token_issued")
     ratelimit_refused.connect(_ratelimit_refused, dispatch_uid="operations.ratelimit_refused")
     database_unavailable.connect(_database_unavailable, dispatch_uid="operations.database_unavailable")
