@@ -95,10 +95,13 @@ def token_outcome(response: HttpResponse) -> str:
 
 
 def client_id_of(request: HttpRequest, endpoint: str | None) -> str | None:
-    if endpoint in ("token", "introspect", "revoke"):
-        return per_client(request)
-    if endpoint == "authorize":
-        return request.GET.get("client_id") or None
+    try:
+        if endpoint in ("token", "introspect", "revoke"):
+            return per_client(request)
+        if endpoint == "authorize":
+            return request.GET.get("client_id") or None
+    except Exception:  # a query or body the view refused (too many fields, not UTF-8): no client_id
+        return None
     return None
 
 

@@ -103,3 +103,11 @@ def test_text_lines_by_default(app, caplog):
     Client().get("/v2/scopes")
     (record,) = [r for r in caplog.records if r.name == "operations.access"]
     assert record.getMessage().startswith("GET /v2/scopes status=200 latency_ms=")
+
+
+@pytest.mark.django_db
+def test_a_request_the_stack_refused_unread_keeps_its_answer():
+    # 3000 parameters: refused 414 before anything parses them; the access line must not parse them
+    # either (Django would raise TooManyFieldsSent and turn the answer into a 400).
+    response = Client().get("/auth/oauth2/authorize?client_id=x" + "&a=1" * 3000)
+    assert response.status_code == 414
