@@ -27,6 +27,10 @@ RATELIMIT_REFUSED = "ratelimit_refused"
 KEPT_HOURS = 48
 SWEEP_ONE_IN = 100
 MAX_LABEL = 255
+# Distinct labels (client_ids, which a stranger chooses) one process keeps per flush; the rest are
+# counted under OTHERS, so that guessing with made-up client_ids cannot grow the table without bound.
+MAX_LABELS_PER_FLUSH = 200
+OTHERS = "(others)"
 
 _lock = threading.Lock()
 _pending: dict[tuple[int, str, str], int] = defaultdict(int)
@@ -38,9 +42,11 @@ def current_hour() -> int:
 
 
 def count(name: str, label: str = "") -> None:
-    hour = current_hour()
+    key = (current_hour(), name, label[:MAX_LABEL])
     with _lock:
-        _pending[(hour, name, label[:MAX_LABEL])] += 1
+        if key not in _pending and label and len(_pending) >= MAX_LABELS_PER_FLUSH:
+            key = (key[0], name, OTHERS)
+        _pending[key] += 1
 
 
 def flush_if_due() -> None:

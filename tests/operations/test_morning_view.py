@@ -102,3 +102,12 @@ def test_a_process_writes_after_a_response_at_most_every_few_seconds(db, setting
     with django_assert_num_queries(1):
         Client().get("/v2/scopes")  # the write comes with request_finished, after the response
     assert HourlyCount.objects.get(name=hourly.TOKENS_ISSUED).count == 1
+
+
+def test_made_up_client_ids_cannot_grow_the_table_without_bound(db):
+    for n in range(hourly.MAX_LABELS_PER_FLUSH + 50):
+        hourly.count(hourly.REFUSALS_BY_CLIENT, f"guess-{n}")
+    hourly.flush()
+    rows = HourlyCount.objects.filter(name=hourly.REFUSALS_BY_CLIENT)
+    assert rows.count() == hourly.MAX_LABELS_PER_FLUSH + 1
+    assert rows.get(label=hourly.OTHERS).count == 50
