@@ -52,10 +52,15 @@ INSTALLED_APPS = [
     "allauth.socialaccount",
     "allauth.socialaccount.providers.openid_connect",
     "accounts.apps.AccountsConfig",
+    "operations",  # health, readiness, metrics, access logs, traces, the admin's morning view
     "config.apps.ProjectConfig",  # the shell: registers the checks that wire the apps together
 ]
 
 MIDDLEWARE = [
+    "plumbing.requestid.RequestIdMiddleware",  # X-Request-ID on the response and on every log line
+    # Then: /healthz, /readyz and /metrics for their networks before the HTTPS redirect and the
+    # host check (docs/operating.md).
+    "operations.middleware.OperationsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "plumbing.dbfailure.DatabaseUnavailableMiddleware",
     "corsheaders.middleware.CorsMiddleware",
@@ -439,12 +444,28 @@ EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
 EMAIL_TIMEOUT = 10
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Scheduling API <no-reply@localhost>")
 
+# Log lines as text, or as JSON objects for a log pipeline (docs/operating.md, "Logs").
+LOG_FORMAT = (env_str("LOG_FORMAT") or "text").strip().lower()
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be text or json (got {LOG_FORMAT!r})")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"redact_credentials": {"()": "plumbing.logfilters.RedactCredentials"}},
+    "filters": {
+        "redact_credentials": {"()": "plumbing.logfilters.RedactCredentials"},
+        "request_id": {"()": "plumbing.requestid.RequestIdFilter"},
+    },
+    # LOG_FORMAT=json: one JSON object per line (operations/logs.py); text otherwise.
+    "formatters": {
+        "text": {"format": "%(message)s"},
+        "json": {"()": "operations.logs.JsonLines"},
+    },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "filters": ["redact_credentials"]},
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["redact_credentials", "request_id"],
+            "formatter": LOG_FORMAT,
+        },
         # oauthlib logs codes and tokens in plaintext at DEBUG (plumbing/logfilters.py). This handler
         # writes nothing: on each library's top logger it redacts the records of all its modules
         # before they propagate to any other handler.
@@ -525,3 +546,35 @@ RATELIMITS = {
     "registrations_per_address": env_rate("RATELIMIT_REGISTRATIONS_PER_ADDRESS", "50/h"),
     "registrations_total": env_rate("RATELIMIT_REGISTRATIONS_TOTAL", "1000/h"),
 }
+
+
+# --- Operations (docs/operating.md) ---
+# Who may call /healthz and /readyz over plain HTTP with any Host (the load balancer, the kubelet):
+# judged by the socket's peer address, never X-Forwarded-For. Default: loopback only.
+HEALTH_CHECK_NETWORKS = env_networks("HEALTH_CHECK_NETWORKS") or ["127.0.0.0/8", "::1/128"]
+# /metrics (Prometheus): from these networks by the socket's peer (default loopback, a scraper beside
+# the server), or from anywhere with METRICS_TOKEN as a bearer token (unset: no token opens it).
+METRICS_NETWORKS = env_networks("METRICS_NETWORKS") or ["127.0.0.0/8", "::1/128"]
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+# The operator's rotation plan for signing keys: the metrics count down to it and the shipped alert
+# fires past it (`manage.py signingkey rotate`).
+OAUTH_SIGNING_KEY_ROTATION_DAYS = env_int("OAUTH_SIGNING_KEY_ROTATION_DAYS", 90, minimum=1)
+# The admin's morning view: each process writes its hourly counts at most this often (operations.hourly).
+OPERATIONS_HOURLY_FLUSH_SECONDS = 10
+# Checks of `check --deploy` that do not apply here, each with its reason; every remaining warning is
+# explained in docs/deploying.md.
+SILENCED_SYSTEM_CHECKS = [
+    # No CsrfViewMiddleware: plumbing.csrf.FetchMetadataCsrfViewMiddleware replaces it (Fetch Metadata,
+    # then Django's token check); operations.E001 errors if neither is installed.
+    "security.W003",
+    # HSTS preload submits the domain and every subdomain to the browsers' lists for good: the
+    # operator's decision, not a default (DJANGO_HSTS_PRELOAD=1 sets it; docs/deploying.md).
+    "security.W021",
+    # http redirect URIs: oauthclients/validators.py allows http only on loopback hosts (RFC 8252
+    # §7.3 native apps); every other redirect URI must be https (SECURITY.md).
+    "oauth2_provider.W008",
+    # PKCE: required per client by oauthflows.oauth2.Validator.is_pkce_required (every public client;
+    # a confidential client that sent a challenge must send the verifier), as SECURITY.md says.
+    "oauth2_provider.W010",
+]
+SECURE_HSTS_PRELOAD = REQUIRE_HTTPS and env_bool("DJANGO_HSTS_PRELOAD", False)

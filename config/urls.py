@@ -28,6 +28,7 @@ urlpatterns = [
     # Public: the consent screen and Connected apps show it; always this origin's re-encoded copy.
     path("logos/<str:client_id>.png", client_logo, name="client_logo"),
     path("", include("oauthflows.urls")),
+    path("", include("operations.urls")),  # /healthz, /readyz (docs/operating.md)
     path("v2/schema/", SpectacularAPIView.as_view(), name="schema"),  # public: README "API documentation"
     path("v2/docs/", SwaggerView.as_view(url_name="schema"), name="api_docs"),
     path("v2/docs/oauth2-redirect.html", SwaggerOAuthRedirectView.as_view(), name="api_docs_oauth2_redirect"),

@@ -55,6 +55,7 @@ from oauth2_provider.settings import oauth2_settings
 from oauthclients.models import ClientStatus, OAuthClient
 from oauthclients.services import client_document_refresh, client_self_register
 from oauthflows.registration import RegistrationError, metadata_validate
+from plumbing.observe import metadata_document_fetch
 from plumbing.slots import slot_taken
 
 log = logging.getLogger(__name__)
@@ -266,6 +267,7 @@ def _fetch(client_id: str) -> tuple[dict, int]:
         raise MetadataDocumentError("This server does not accept client ID metadata documents from this host.")
     backoff_key = dot_cimd._backoff_cache_key(client_id)
     if cache.get(backoff_key):
+        metadata_document_fetch.send(sender=None, phase="skipped", outcome="backoff")
         raise MetadataDocumentError("The document could not be fetched a moment ago; try again in a minute.")
     seconds = oauth2_settings.CIMD_FETCH_TIMEOUT_SECONDS
     with slot_taken(
@@ -276,11 +278,17 @@ def _fetch(client_id: str) -> tuple[dict, int]:
                 "Client ID metadata document not fetched: %s fetches in flight",
                 settings.OAUTH_CLIENT_METADATA_MAX_FETCHES,
             )
+            metadata_document_fetch.send(sender=None, phase="skipped", outcome="busy")
             raise MetadataDocumentError("Too many client ID metadata documents are being fetched; try again.")
         started = time.monotonic()
+        metadata_document_fetch.send(sender=None, phase="started")
+        outcome = "error"
         try:
-            return MetadataFetcher().fetch(client_id)
+            fetched = MetadataFetcher().fetch(client_id)
+            outcome = "fetched"
+            return fetched
         except dot_cimd.CIMDError as exc:
+            outcome = "refused"
             cache.set(backoff_key, True, oauth2_settings.CIMD_FAILURE_BACKOFF_SECONDS)
             log.info("Client ID metadata document refused after %.2fs: %s", time.monotonic() - started, exc)
             raise MetadataDocumentError(f"The client ID metadata document could not be used: {exc}.") from None
@@ -288,6 +296,8 @@ def _fetch(client_id: str) -> tuple[dict, int]:
             cache.set(backoff_key, True, oauth2_settings.CIMD_FAILURE_BACKOFF_SECONDS)
             log.exception("Unexpected error fetching a client ID metadata document")
             raise MetadataDocumentError("The client ID metadata document could not be fetched.") from None
+        finally:
+            metadata_document_fetch.send(sender=None, phase="finished", outcome=outcome)
 
 
 def metadata_document_client(client_id: str, existing: OAuthClient | None) -> OAuthClient:

@@ -8,6 +8,7 @@ next request that uses it, so no worker needs a restart.
 import logging
 
 from plumbing.errors import DATABASE_UNAVAILABLE, service_unavailable
+from plumbing.observe import database_unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -41,4 +42,5 @@ class DatabaseUnavailableMiddleware:
             type(exception).__name__,
             _printable(message),
         )
+        database_unavailable.send(sender=DatabaseUnavailableMiddleware, error=type(exception).__name__)
         return service_unavailable(request)

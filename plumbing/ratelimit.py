@@ -57,6 +57,7 @@ from django.http.multipartparser import MultiPartParserError
 from django.template.loader import render_to_string
 
 from plumbing.clientip import client_address, parse_address
+from plumbing.observe import ratelimit_refused
 from plumbing.requestparams import basic_credentials, request_json_pairs
 
 logger = logging.getLogger(__name__)
@@ -555,6 +556,7 @@ class RateLimitMiddleware:
 
 def _refused(request: HttpRequest, route: Route, limit: Limit, retry_after: int) -> HttpResponse:
     logger.warning("Rate limit %s reached: %s from %s", limit.name, request.path_info, client_address(request))
+    ratelimit_refused.send(sender=RateLimitMiddleware, limit=limit.name)
     response = route.refusal(retry_after)
     response["Retry-After"] = str(retry_after)
     response["Cache-Control"] = "no-store"

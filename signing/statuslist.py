@@ -49,6 +49,7 @@ from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
 from oauthclients.models import AccessToken, ClientStatus, OAuthClient, StatusCounter, StatusList, StatusRevocation
+from plumbing.observe import status_list_built
 from signing.keys import signer_current
 
 BLOCK = 256
@@ -278,6 +279,7 @@ def status_list_token(number: int) -> str | None:
         "status_list": {"bits": 1, "lst": _b64(zlib.compress(status_list_bits(number, size), 9))},
     }
     token = sign(claims, typ="statuslist+jwt", key=key, op_key=op_key)
+    status_list_built.send(sender=None, number=number)
     with _signed_lock:
         _signed[number] = (version, token, now)
     return token

@@ -41,12 +41,15 @@ def test_an_import_up_a_layer_fails_with_its_name(tmp_path):
     (tree / "scopes" / "leak.py").write_text("import oauthclients.models  # noqa\n")
     (tree / "signing" / "leak.py").write_text("from tokens import redemption  # noqa\n")
     (tree / "oauthclients" / "leak.py").write_text("from signing import keys  # noqa\n")
+    # operations reads every app; no app may import it.
+    (tree / "oauthflows" / "leak.py").write_text("import operations.metrics  # noqa\n")
     result = lint_imports(tree)
     assert result.returncode != 0
     assert "plumbing.leak -> oauthflows.cors" in result.stdout
     assert "scopes.leak -> oauthclients.models" in result.stdout
     assert "signing.leak -> tokens.redemption" in result.stdout
     assert "oauthclients.leak -> signing.keys" in result.stdout
+    assert "oauthflows.leak -> operations.metrics" in result.stdout
 
 
 def _circles(graph, modules) -> list[list[str]]:

@@ -160,12 +160,14 @@ def running_server(
     environment: dict[str, str] | None = None,
     port: int = 0,
     access_log: bool = False,
+    extra_args: tuple[str, ...] = (),
 ) -> Iterator[LiveServer]:
     """gunicorn with `workers` sync workers on 127.0.0.1, stopped (process group) on exit.
 
     `app` and `environment` serve another WSGI application (the example resource server) with
     exactly that environment instead of this project's production settings. `port` binds a known
-    port (0: any free one); `access_log` writes a line per request to the log (to count them).
+    port (0: any free one); `access_log` writes a line per request to the log (to count them);
+    `extra_args` go to gunicorn as they are (e.g. `-c config/gunicorn.py`, the production settings).
     """
     with tempfile.NamedTemporaryFile(prefix="gunicorn-", suffix=".log", delete=False) as log_file:
         log_path = Path(log_file.name)
@@ -191,6 +193,7 @@ def running_server(
         "--log-level",
         "info",
         *(["--access-logfile", "-"] if access_log else []),
+        *extra_args,
     ]
     with log_path.open("ab") as log_file:
         process = subprocess.Popen(

@@ -177,12 +177,14 @@ def test_a_database_restart_gives_503s_then_recovers_by_itself(cluster):
                 cluster.stop("fast")
                 down = time.monotonic()
                 page = browser.get(server.url + "/settings/developer/", timeout=15)
+                not_ready = requests.get(server.url + "/readyz", timeout=15)
                 time.sleep(OUTAGE_SECONDS)
                 restarting = time.monotonic()
                 cluster.start()
                 up = time.monotonic()
                 recovered = traffic.wait_for_success(since=up, timeout=RECOVERY_SECONDS)
                 time.sleep(0.5)
+                ready_again = requests.get(server.url + "/readyz", timeout=15)
 
             outcomes = traffic.outcomes
             before = [o for o in outcomes if o.ended < stopping]
@@ -209,6 +211,12 @@ def test_a_database_restart_gives_503s_then_recovers_by_itself(cluster):
             assert page.status_code == 503 and page.headers["Content-Type"].startswith("text/html")
             assert page.headers["Retry-After"] == "5" and "Traceback" not in page.text
             assert "Temporarily unavailable" in page.text
+
+            # Readiness says so, naming the database and nothing of its connection string.
+            assert not_ready.status_code == 503 and not_ready.headers["Cache-Control"] == "no-store"
+            assert not_ready.json()["checks"]["database"].startswith("unavailable (")
+            assert url.rsplit("/", 1)[-1] not in not_ready.text
+            assert ready_again.status_code == 200, ready_again.text
 
             # Back by itself: the same workers (none restarted), their dead connections replaced.
             assert sorted(server.worker_pids()) == workers

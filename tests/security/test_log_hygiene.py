@@ -96,6 +96,26 @@ def test_no_log_line_carries_a_secret_code_token_or_verifier(cast, caplog, log_o
     assert "Validating refresh token [redacted] for client" in output
 
 
+def test_no_json_log_line_carries_a_credential(cast, caplog, log_output, monkeypatch):
+    """LOG_FORMAT=json (operations/logs.py): the same flows, the console writing JSON lines."""
+    from operations.logs import JsonLines
+
+    (console,) = [handler for handler in logging.getLogger().handlers if handler.name == "console"]
+    monkeypatch.setattr(console, "formatter", JsonLines())
+    issued = issue_everything(cast)
+    fail_in_every_way(cast, issued)
+    secrets_from_the_command(issued.ledger)
+
+    output = log_output()
+
+    assert issued.ledger.leaks_in(output) == []
+    # Positive controls: the console did write JSON, access lines with their ids included.
+    assert '"logger": "operations.access"' in output and '"client_id": ' in output and '"request_id": ' in output
+    # Django's `extra={"request": request}` (whose repr shows the query string) is not written.
+    assert '"request": "<WSGIRequest' not in output and '"logger": "django.request"' in output
+    assert "\"message\": \"Created authorization code grant {'code': '[redacted]'" in output
+
+
 # --- the filter itself -----------------------------------------------------------------------
 
 

@@ -1,0 +1,26 @@
+"""JSON lines for a log pipeline (LOG_FORMAT=json): one object per record, with the time, level,
+logger, message, the request id, and whatever the record carries in `extra` (the access line's
+fields). Built on python-json-logger. Credentials are redacted before any formatter runs
+(plumbing.logfilters.RedactCredentials on the handler), so JSON shows what text would.
+
+Imported by the logging configuration, before the apps are ready: nothing here touches models.
+"""
+
+from pythonjsonlogger.json import JsonFormatter
+
+# What a record's `extra` may add: plain values. Anything else is left out, because its repr is not
+# ours to vouch for: Django logs every 4xx/5xx with extra={"request": request}, and a request's repr
+# shows its query string (where a careless client puts its secret).
+PLAIN = (str, int, float, bool, type(None))
+
+
+class JsonLines(JsonFormatter):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("rename_fields", {"asctime": "time", "levelname": "level", "name": "logger"})
+        kwargs.setdefault("timestamp", False)
+        super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s", *args, **kwargs)
+
+    def add_fields(self, log_record, record, message_dict) -> None:
+        super().add_fields(log_record, record, message_dict)
+        for key in [key for key, value in log_record.items() if not isinstance(value, PLAIN)]:
+            del log_record[key]
