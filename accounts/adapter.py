@@ -7,7 +7,7 @@ from allauth.core import context
 from allauth.mfa.adapter import DefaultMFAAdapter
 from django.conf import settings
 
-from accounts.selectors import landing_url_for, login_is_recent, user_has_second_factor
+from accounts.selectors import landing_url_for, login_is_recent, user_has_second_factor, user_has_totp
 from signing.keys import secret_open, secret_seal
 
 
@@ -31,6 +31,11 @@ class AccountAdapter(DefaultAccountAdapter):
         methods = super().get_reauthentication_methods(user)
         if user_has_second_factor(user=user):
             methods = [method for method in methods if method["id"] != "reauthenticate"] or methods
+            # The first is where a confirmation starts: someone with passkeys but no authenticator
+            # app is offered their passkey, not a form asking for a code (recovery codes stay an
+            # alternative on that page).
+            if not user_has_totp(user=user):
+                methods.sort(key=lambda method: method["id"] != "mfa_reauthenticate:webauthn")
         return methods
 
 

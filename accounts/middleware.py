@@ -64,12 +64,14 @@ RECENT_LOGIN_VIEWS = frozenset(
 def reauthentication_url(user) -> str:
     """Where `user` proves it is them again: their second factor if they have one, else their
     password, else the identity provider they signed in with (prompt=login)."""
+    from allauth.account.adapter import get_adapter
     from django.urls import reverse
 
     from accounts.selectors import upstream_reauthentication_url, user_has_second_factor
 
     if user_has_second_factor(user=user):
-        return reverse("mfa_reauthenticate")
+        # The adapter's first method: the authenticator app's code, or a passkey (accounts.adapter).
+        return get_adapter().get_reauthentication_methods(user)[0]["url"]
     if user.has_usable_password():
         return reverse("account_reauthenticate")
     return upstream_reauthentication_url(user=user) or reverse("account_login")
@@ -117,7 +119,7 @@ class StaffSecondFactorMiddleware:
         if session_has_second_factor(request=request):
             return None
         if user_has_second_factor(user=request.user):
-            return _suspend(request, reverse("mfa_reauthenticate"))
+            return _suspend(request, reauthentication_url(request.user))
         messages.warning(request, "Administrators need a second factor: set up an authenticator app or a passkey.")
         return redirect(f"{reverse('mfa_index')}?{urlencode({'next': request.get_full_path()})}")
 
@@ -137,14 +139,13 @@ class RecentLoginMiddleware:
         match = request.resolver_match
         if match is not None and match.view_name == "account_reauthenticate" and request.user.is_authenticated:
             from django.shortcuts import redirect
-            from django.urls import reverse
 
             from accounts.selectors import user_has_second_factor
 
             # Someone with a second factor signs in again with it, never with the password alone.
             if user_has_second_factor(user=request.user):
                 query = request.META.get("QUERY_STRING", "")
-                return redirect(reverse("mfa_reauthenticate") + (f"?{query}" if query else ""))
+                return redirect(reauthentication_url(request.user) + (f"?{query}" if query else ""))
         if (
             request.method == "POST"
             and match is not None

@@ -80,6 +80,12 @@ def user_has_second_factor(*, user) -> bool:
     return is_mfa_enabled(user, list(SECOND_FACTOR_TYPES))
 
 
+def user_has_totp(*, user) -> bool:
+    from allauth.mfa.utils import is_mfa_enabled
+
+    return is_mfa_enabled(user, ["totp"])
+
+
 def login_is_recent(*, request) -> bool:
     """A sign-in within ACCOUNT_REAUTHENTICATION_TIMEOUT seconds, with the user's second factor when
     they have one (SECURITY.md, "Accounts and the login": approving, rotating, changing factors)."""
