@@ -7,7 +7,14 @@ from allauth.core import context
 from allauth.mfa.adapter import DefaultMFAAdapter
 from django.conf import settings
 
-from accounts.selectors import landing_url_for, login_is_recent, user_has_second_factor, user_has_totp
+from accounts.selectors import (
+    UPSTREAM_MFA_AMR,
+    landing_url_for,
+    login_is_recent,
+    upstream_amr_of,
+    user_has_second_factor,
+    user_has_totp,
+)
 from signing.keys import secret_open, secret_seal
 
 
@@ -19,6 +26,12 @@ class AccountAdapter(DefaultAccountAdapter):
     def get_login_redirect_url(self, request) -> str:
         # Without `next`: developers to their clients, everyone else to Connected apps.
         return landing_url_for(request.user)
+
+    def pre_login(self, request, user, **kwargs):
+        sociallogin = (kwargs.get("signal_kwargs") or {}).get("sociallogin")
+        if sociallogin is not None:
+            record_upstream_amr(request, sociallogin)
+        return super().pre_login(request, user, **kwargs)
 
     def is_reauthentication_required(self, *, app: str, **kwargs) -> bool:
         # allauth's own sensitive views (adding or removing a second factor) follow our rule: a
@@ -37,6 +50,27 @@ class AccountAdapter(DefaultAccountAdapter):
             if not user_has_totp(user=user):
                 methods.sort(key=lambda method: method["id"] != "mfa_reauthenticate:webauthn")
         return methods
+
+
+def record_upstream_amr(request, sociallogin) -> None:
+    """Copy the provider's `amr` into this sign-in's session record (allauth wrote it just before):
+    a provider that asked for a second factor satisfies the staff rule and our `acr`
+    (accounts.selectors.session_amr)."""
+    from allauth.account.internal.flows.login import AUTHENTICATION_METHODS_SESSION_KEY
+
+    amr = upstream_amr_of(sociallogin)
+    records = request.session.get(AUTHENTICATION_METHODS_SESSION_KEY) or []
+    for record in reversed(records):
+        if (
+            isinstance(record, dict)
+            and record.get("method") == "socialaccount"
+            and record.get("provider") == sociallogin.account.provider
+            and record.get("uid") == sociallogin.account.uid
+        ):
+            record["upstream_amr"] = amr
+            record["upstream_mfa"] = bool(UPSTREAM_MFA_AMR & set(amr))
+            request.session.modified = True
+            return
 
 
 class MFAAdapter(DefaultMFAAdapter):

@@ -67,8 +67,12 @@ def reauthentication_url(user) -> str:
     from allauth.account.adapter import get_adapter
     from django.urls import reverse
 
-    from accounts.selectors import upstream_reauthentication_url, user_has_second_factor
+    from accounts.selectors import enforcing_provider_for_user, upstream_reauthentication_url, user_has_second_factor
 
+    # An account of an enforced domain proves it is them at its provider (superusers excepted:
+    # their password way in stays, with the second factor).
+    if not user.is_superuser and enforcing_provider_for_user(user=user) is not None:
+        return upstream_reauthentication_url(user=user) or reverse("account_login")
     if user_has_second_factor(user=user):
         # The adapter's first method: the authenticator app's code, or a passkey (accounts.adapter).
         return get_adapter().get_reauthentication_methods(user)[0]["url"]
@@ -80,7 +84,14 @@ def reauthentication_url(user) -> str:
 def _suspend(request, url: str):
     from allauth.account.internal.flows.reauthentication import suspend_request
 
-    # allauth keeps the POST and replays it once the user has signed in again.
+    # allauth keeps the POST and replays it once the user has signed in again. An upstream
+    # provider's URL has a query already: `next` joins it rather than starting a second one.
+    if "?" in url:
+        from django.http import HttpResponseRedirect
+        from django.utils.http import urlencode
+
+        suspend_request(request, url)
+        return HttpResponseRedirect(f"{url}&{urlencode({'next': request.get_full_path()})}")
     return suspend_request(request, url)
 
 

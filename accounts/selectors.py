@@ -25,8 +25,10 @@ def authenticator_list_for_user(*, user) -> list:
 ACR_ONE_FACTOR = "urn:scheduling:acr:1fa"
 ACR_TWO_FACTORS = "urn:scheduling:acr:2fa"
 ACR_VALUES_SUPPORTED = (ACR_ONE_FACTOR, ACR_TWO_FACTORS)
-# Upstream amr values that mean the provider asked for a second factor (RFC 8176 §2).
-UPSTREAM_MFA_AMR = frozenset({"mfa", "otp", "hwk", "sms", "swk", "face", "fpt", "iris", "retina", "vbm"})
+# Upstream amr values that mean the provider asked for a second factor (RFC 8176 §2): "mfa" says
+# so, and a one-time code or a hardware key is never a provider's only factor. A biometric or a
+# software key alone ("face", "swk") can be a single factor, and does not count.
+UPSTREAM_MFA_AMR = frozenset({"mfa", "otp", "hwk"})
 SECOND_FACTOR_TYPES = ("totp", "webauthn")
 
 
@@ -125,3 +127,42 @@ def email_is_verified(*, user, email: str) -> bool:
     from allauth.account.models import EmailAddress
 
     return EmailAddress.objects.filter(user=user, email__iexact=email, verified=True).exists()
+
+
+# --- organizations' domains (IdentityProvider.enforce) ---------------------------------------------
+
+
+def email_domain(email: str) -> str:
+    return email.rpartition("@")[2].strip().lower() if "@" in email else ""
+
+
+def enforcing_provider_for_email(*, email: str):
+    """The identity provider that is the only way in for `email`'s domain (`--enforce`), if any."""
+    from accounts.models import IdentityProvider
+
+    domain = email_domain(email)
+    if not domain:
+        return None
+    for provider in IdentityProvider.objects.filter(enforce=True).order_by("pk"):
+        if domain in provider.domains:
+            return provider
+    return None
+
+
+def enforcing_provider_for_user(*, user):
+    """The provider enforced for any of `user`'s addresses (their account email or another one)."""
+    from allauth.account.models import EmailAddress
+
+    addresses = {user.email or ""} | set(EmailAddress.objects.filter(user=user).values_list("email", flat=True))
+    for address in sorted(a for a in addresses if a):
+        provider = enforcing_provider_for_email(email=address)
+        if provider is not None:
+            return provider
+    return None
+
+
+def upstream_amr_of(sociallogin) -> list[str]:
+    """The `amr` the upstream provider put in its ID token (RFC 8176), strings only."""
+    claims = (sociallogin.account.extra_data or {}).get("id_token") or {}
+    amr = claims.get("amr") if isinstance(claims, dict) else None
+    return sorted({value for value in amr if isinstance(value, str)}) if isinstance(amr, list) else []

@@ -35,6 +35,30 @@ def identity_provider_add(
 
 
 @transaction.atomic
+def identity_provider_change(
+    *, slug: str, name: str, client_id: str, client_secret: str, domains: list[str], enforce: bool, actor=None
+) -> IdentityProvider:
+    """Change what may change (never the issuer: one link, one issuer); an empty secret keeps the old one."""
+    provider = IdentityProvider.objects.select_for_update().get(slug=slug)
+    provider.name = name
+    provider.client_id = client_id
+    if client_secret:
+        provider.client_secret_sealed = secret_seal(client_secret)
+    provider.domains = sorted({domain.strip().lower() for domain in domains if domain.strip()})
+    provider.enforce = enforce
+    provider.save()
+    account_audit_record(
+        actor=actor,
+        action=AccountAuditAction.IDENTITY_PROVIDER_CHANGED,
+        provider=provider.slug,
+        domains=provider.domains,
+        enforce=provider.enforce,
+        secret_replaced=bool(client_secret),
+    )
+    return provider
+
+
+@transaction.atomic
 def identity_provider_remove(*, slug: str, actor=None) -> None:
     provider = IdentityProvider.objects.select_for_update().get(slug=slug)
     account_audit_record(actor=actor, action=AccountAuditAction.IDENTITY_PROVIDER_REMOVED, provider=slug)

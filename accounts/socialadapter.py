@@ -6,6 +6,7 @@ the provider is authoritative for its domain and says the address is verified (t
 of takeovers); an upstream sign-in never grants staff status.
 """
 
+import requests
 from allauth.core.exceptions import ImmediateHttpResponse
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from django.contrib.auth import get_user_model
@@ -78,3 +79,27 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
         user = super().populate_user(request, sociallogin, data)
         user.is_staff = user.is_superuser = False  # never staff from upstream
         return user
+
+
+def upstream_login_redirect(request, *, provider: IdentityProvider, login_hint: str = "", auth_params=None):
+    """Start a sign-in at `provider` from this (CSRF-checked) request, coming back to its `next`."""
+    from allauth.socialaccount.adapter import get_adapter
+
+    client = get_adapter().get_provider(request, provider.slug)
+    try:
+        return _redirect(request, client, login_hint=login_hint, auth_params=auth_params)
+    except (requests.RequestException, KeyError, ValueError):
+        # Its discovery document could not be read: say so rather than fail (no path is a 500).
+        return render(request, "accounts/upstream_unavailable.html", {"provider": provider}, status=502)
+
+
+def _redirect(request, client, *, login_hint: str, auth_params):
+    from allauth.account.utils import get_next_redirect_url
+    from allauth.socialaccount.providers.base.constants import AuthProcess
+
+    params = client.get_auth_params()
+    # OpenID Connect Core §3.1.2.1: the address typed here, so that the provider need not ask again.
+    if login_hint:
+        params["login_hint"] = login_hint
+    params.update(auth_params or {})
+    return client.redirect(request, AuthProcess.LOGIN, next_url=get_next_redirect_url(request), auth_params=params)

@@ -9,7 +9,8 @@ from django.utils.decorators import method_decorator
 from django.views.decorators.cache import never_cache
 from django.views.generic import TemplateView
 
-from accounts.selectors import authenticator_list_for_user
+from accounts.selectors import authenticator_list_for_user, enforcing_provider_for_email
+from accounts.socialadapter import upstream_login_redirect
 from oauthclients.selectors import client_get
 
 
@@ -42,6 +43,16 @@ def asking_client_for(next_url: str):
 
 
 class LoginView(allauth_views.LoginView):
+    def post(self, request, *args, **kwargs):
+        # An email at an enforced domain goes straight to its provider, the password unread: the
+        # provider is the only way in for it (docs/accounts.md, "The domain rule"). Superusers of
+        # that domain sign in with their username, password and second factor (accounts.forms).
+        identifier = (request.POST.get("login") or request.POST.get("username") or "").strip()
+        provider = enforcing_provider_for_email(email=identifier) if "@" in identifier else None
+        if provider is not None:
+            return upstream_login_redirect(request, provider=provider, login_hint=identifier)
+        return super().post(request, *args, **kwargs)
+
     def get_initial(self):
         # OpenID Connect Core §3.1.2.1: the app's login_hint prefills the identifier (a GET only;
         # a failed POST shows what was typed).
