@@ -1,0 +1,248 @@
+"""Signing in through an upstream identity provider nobody here wrote: panva's `oidc-provider`
+(npm, tests/browser/upstream: package.json and its lock), started by the test on a free loopback
+port, with Chromium going through its pages.
+
+- A person of an enforced domain types their email on our login page, comes from an app's
+  authorization request, is sent straight to the provider, signs in there, and lands back on the
+  consent page of the same authorization request; allowing gives the app an ID token whose `amr`
+  says `fed` (and `mfa`: the provider reported a one-time code). The account was made just in
+  time, linked by (provider, sub), and is not staff.
+- A nOAuth attempt: the provider says an unverified email equal to a local administrator's. The
+  sign-in is refused; nothing is linked to the administrator, and the refusal is audited.
+"""
+
+import base64
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit
+
+import pytest
+from django.conf import settings
+
+from tests.browser.conftest import new_page
+from tests.browser.test_journey import ThirdPartyApp
+from tests.integration.server import free_port
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PACKAGE = Path(__file__).parent / "upstream"
+PACKAGE_FILES = ("package.json", "package-lock.json", "provider.mjs")
+UPSTREAM_SECRET = "upstream-client-secret-for-the-test-0123456789"
+ACCOUNTS = {
+    # An organization's person, signed in at the provider with a password and a one-time code.
+    "wile": {"email": "wile@acme.example", "email_verified": True, "amr": ["pwd", "otp"]},
+    # Someone who typed the administrator's address into their upstream profile, unverified.
+    "mallory": {"email": "admin@example.com", "email_verified": False, "amr": ["pwd"]},
+}
+
+
+@pytest.fixture(scope="session")
+def upstream_package() -> Path:
+    """tests/browser/upstream installed by `npm ci` (its lock, exactly) in a cache directory."""
+    npm, node = shutil.which("npm"), shutil.which("node")
+    if npm is None or node is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("node and npm are needed for the upstream identity provider test")
+        pytest.skip("npm is not installed")
+    fingerprint = hashlib.sha256(b"".join((PACKAGE / name).read_bytes() for name in PACKAGE_FILES)).hexdigest()
+    cache = Path(os.environ.get("OIDC_NODE_CACHE") or Path.home() / ".cache" / "oidc-client-tests")
+    target = cache / f"upstream-{fingerprint[:16]}"
+    if not (target / "node_modules" / "oidc-provider").is_dir():
+        target.mkdir(parents=True, exist_ok=True)
+        for name in PACKAGE_FILES:
+            shutil.copy(PACKAGE / name, target / name)
+        subprocess.run(
+            [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"],
+            cwd=target,
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+    return target
+
+
+class Upstream:
+    """The provider's Node process, for one test."""
+
+    def __init__(self, package: Path, *, redirect_uri: str):
+        self.port = free_port()
+        self.issuer = f"http://localhost:{self.port}"
+        config = {
+            "port": self.port,
+            "client": {"client_id": "scheduling", "client_secret": UPSTREAM_SECRET, "redirect_uris": [redirect_uri]},
+            "accounts": ACCOUNTS,
+        }
+        env = {"PATH": os.environ.get("PATH", ""), "UPSTREAM_CONFIG": json.dumps(config), "NODE_ENV": "test"}
+        self.process = subprocess.Popen(
+            ["node", str(package / "provider.mjs")],
+            cwd=package,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        said = []
+        # Its warnings first (a development key, the runtime), then "listening"; "" once it exits.
+        while not said or (said[-1] and "listening" not in said[-1]):
+            said.append(self.process.stdout.readline())
+        if not said[-1]:
+            self.close()
+            raise AssertionError("the upstream provider did not start:\n" + "".join(said))
+
+    def close(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+@pytest.fixture
+def scene(live_server, settings, upstream_package, people):
+    """Our server as issuer, the upstream provider registered with `--enforce` for acme.example,
+    and an approved app of ours that signs people in."""
+    from accounts.services import identity_provider_add
+    from signing.keys import signing_key_create
+    from signing.statuslist import allocator
+
+    signing_key_create(algorithm="RS256")  # our ID tokens
+    settings.OAUTH_ISSUER = live_server.url
+    settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "OIDC_ISS_ENDPOINT": live_server.url}
+    allocator.forget()
+    callback = f"{live_server.url}/accounts/oidc/acme-sso/login/callback/"
+    upstream = Upstream(upstream_package, redirect_uri=callback)
+    identity_provider_add(
+        name="Acme SSO",
+        issuer=upstream.issuer,
+        client_id="scheduling",
+        client_secret=UPSTREAM_SECRET,
+        domains=["acme.example"],
+        enforce=True,
+    )
+    try:
+        yield upstream
+    finally:
+        upstream.close()
+
+
+def _claims(id_token: str) -> dict:
+    payload = id_token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+
+
+def test_an_enforced_domain_signs_in_upstream_and_reaches_the_same_consent(scene, live_server, browser, screenshots):
+    base = live_server.url
+    with ThirdPartyApp(base) as app:
+        app.client_id, app.client_secret = in_thread(lambda: _make_app(app.redirect_uri))
+        query = urlencode(
+            {
+                "client_id": app.client_id,
+                "redirect_uri": app.redirect_uri,
+                "scope": "openid PROFILE_READ",
+                "state": "st-up",
+                "nonce": "n-up",
+                "response_type": "code",
+            }
+        )
+        authorize = f"{settings.OAUTH_AUTHORIZE_PATH}?{query}"
+        page = new_page(browser, width=390, height=844)
+        page.goto(base + authorize)
+        assert urlsplit(page.url).path == "/accounts/login/"
+        screenshots(page, "login")
+        # The person types only their email: the enforced domain sends them to the provider.
+        page.fill("#id_login", "wile@acme.example")
+        with page.expect_navigation(url=re.compile(re.escape(scene.issuer) + "/interaction/")):
+            page.click("main button[type=submit]")
+        screenshots(page, "upstream-login")
+        assert "Acme SSO" in page.inner_text("h1")
+        page.fill("#login", "wile")
+        with page.expect_navigation(url=re.compile(re.escape(base) + ".*" + re.escape(settings.OAUTH_AUTHORIZE_PATH))):
+            page.click("button[type=submit]")
+        # Back on the consent page of the very same authorization request.
+        screenshots(page, "consent")
+        assert urlsplit(page.url).path == settings.OAUTH_AUTHORIZE_PATH
+        assert f"client_id={app.client_id}" in page.url and "state=st-up" in page.url
+        with page.expect_navigation(url=re.compile(re.escape(app.redirect_uri) + r"\?")):
+            page.get_by_role("button", name="Allow", exact=True).click()
+        done = app.callbacks[0]
+        assert done.get("token_status") == 200, done
+        claims = _claims(done["tokens"]["id_token"])
+        assert {"fed", "mfa"} <= set(claims["amr"]), claims
+        assert claims["acr"] == "urn:scheduling:acr:2fa" and claims["nonce"] == "n-up"
+        page.context.close()
+
+    # Made just in time, linked by (provider, sub), never staff.
+    def linked():
+        from allauth.socialaccount.models import SocialAccount
+
+        link = SocialAccount.objects.select_related("user").get(provider="acme-sso")
+        return link.uid, link.user.email, link.user.is_staff or link.user.is_superuser
+
+    assert in_thread(linked) == ("wile", "wile@acme.example", False)
+
+
+def in_thread(work):
+    """ORM work while the browser runs: in a thread of its own, since Playwright's event loop runs
+    in this one and Django refuses the ORM there (tests/browser/conftest.py)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    def run():
+        try:
+            return work()
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(run).result()
+
+
+def _make_app(redirect_uri: str) -> tuple[str, str]:
+    from django.contrib.auth import get_user_model
+
+    from tests.factories import make_client
+
+    owner = get_user_model().objects.get(username="developer")
+    created = make_client(owner, scopes=["PROFILE_READ"], redirect_uris=[redirect_uri], approve=True)
+    return created.client.client_id, created.secret.plaintext
+
+
+def test_noauth_an_unverified_email_of_an_administrator_links_nothing(scene, live_server, browser, screenshots):
+    base = live_server.url
+    page = new_page(browser)
+    page.goto(base + "/accounts/login/")
+    with page.expect_navigation():
+        page.get_by_role("link", name="Acme SSO").click()
+    if urlsplit(page.url).path.startswith("/accounts/oidc/"):  # allauth's "Continue" confirmation
+        with page.expect_navigation():
+            page.click("main button[type=submit]")
+    assert page.url.startswith(scene.issuer + "/interaction/"), page.url
+    page.fill("#login", "mallory")
+    with page.expect_navigation(url=re.compile(re.escape(base))):
+        page.click("button[type=submit]")
+    screenshots(page, "refused")
+    assert "This sign-in cannot be used here" in page.inner_text("main")
+    page.goto(base + "/settings/apps/")
+    assert urlsplit(page.url).path == "/accounts/login/"  # nobody signed in
+    page.context.close()
+
+    def outcome():
+        from allauth.socialaccount.models import SocialAccount
+        from django.contrib.auth import get_user_model
+
+        from accounts.models import AccountAuditAction, AccountAuditEvent
+
+        admin = get_user_model().objects.get(username="admin")
+        return (
+            SocialAccount.objects.count(),
+            get_user_model().objects.filter(email__iexact="admin@example.com").exclude(pk=admin.pk).count(),
+            AccountAuditEvent.objects.filter(action=AccountAuditAction.UPSTREAM_LINK_REFUSED, user=admin).count(),
+        )
+
+    assert in_thread(outcome) == (0, 0, 1)
