@@ -15,6 +15,7 @@ class AccountAuditAction(models.TextChoices):
     UPSTREAM_ACCOUNT_LINKED = "upstream_account_linked", "Identity provider linked by authoritative email"
     UPSTREAM_LINK_REFUSED = "upstream_link_refused", "Identity provider sign-in refused (email of another account)"
     SUPERUSER_PASSWORD_LOGIN = "superuser_password_login", "Superuser signed in by password on an enforced domain"
+    SIGNED_OUT_EVERYWHERE = "signed_out_everywhere", "Signed out everywhere"
 
 
 class AccountAuditEvent(models.Model):

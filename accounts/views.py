@@ -7,8 +7,10 @@ from django.conf import settings
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.utils.decorators import method_decorator
 from django.views.decorators.cache import never_cache
-from django.views.generic import TemplateView
+from django.views.generic import TemplateView, View
 
+from accounts.audit import account_audit_record
+from accounts.models import AccountAuditAction
 from accounts.selectors import authenticator_list_for_user, enforcing_provider_for_email
 from accounts.socialadapter import upstream_login_redirect
 from oauthclients.selectors import client_get
@@ -76,3 +78,30 @@ class SecurityView(LoginRequiredMixin, TemplateView):
         context = super().get_context_data(**kwargs)
         context["authenticators"] = authenticator_list_for_user(user=self.request.user)
         return context
+
+
+@method_decorator(never_cache, name="dispatch")
+class SignOutEverywhereView(LoginRequiredMixin, View):
+    """POST /accounts/security/sign-out-everywhere/: every session of this account ends, this one
+    included (a lost phone, a shared computer): one button on the sign-in methods page."""
+
+    http_method_names = ["post"]
+
+    def post(self, request):
+        from allauth.usersessions.internal.flows.sessions import end_sessions
+        from allauth.usersessions.models import UserSession
+        from django.contrib import messages
+        from django.shortcuts import redirect
+
+        user = request.user
+        sessions = list(UserSession.objects.filter(user_id=user.pk))
+        end_sessions(request, sessions)
+        if request.user.is_authenticated:  # a session signed in before sessions were recorded
+            from allauth.account.internal.flows.logout import logout
+
+            logout(request)
+        account_audit_record(
+            actor=user, user=user, action=AccountAuditAction.SIGNED_OUT_EVERYWHERE, sessions=len(sessions)
+        )
+        messages.success(request, "You are signed out everywhere.")
+        return redirect("account_login")

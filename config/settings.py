@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "allauth.mfa",
     "allauth.socialaccount",
     "allauth.socialaccount.providers.openid_connect",
+    "allauth.usersessions",  # the account's sessions, for "Sign out everywhere" (accounts.views)
     "accounts.apps.AccountsConfig",
     "operations",  # health, readiness, metrics, access logs, traces, the admin's morning view
     "config.apps.ProjectConfig",  # the shell: registers the checks that wire the apps together
@@ -201,6 +202,9 @@ SOCIALACCOUNT_AUTO_SIGNUP = True
 SOCIALACCOUNT_STORE_TOKENS = False  # upstream tokens are used once, at sign-in, and never stored
 SOCIALACCOUNT_EMAIL_AUTHENTICATION = False
 SOCIALACCOUNT_LOGIN_ON_GET = False  # "Continue with NAME" is a POST (CSRF-protected)
+# allauth.usersessions records each sign-in's session (at login, not per request: no middleware,
+# nothing on the token path), so that "Sign out everywhere" can end them whatever the session store.
+USERSESSIONS_TRACK_ACTIVITY = False
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
