@@ -29,6 +29,7 @@ ROUTES = {
         "consent": "/auth/oauth2/authorize/allow",
         "introspect": "/v2/auth/oauth2/introspect",
         "status_list": "/v2/auth/oauth2/status-lists/",
+        "login": "/accounts/login/",  # scenario 9
         # The framework floor (scenario 0): DRF's empty view stands for the project's side.
         "empty": "/floor/empty-drf",
     },

@@ -378,6 +378,39 @@ class CorsUser(BenchUser):
                 response.failure(f"HTTP {response.status_code}: {(response.text or '')[:200]}")
 
 
+class LoginUser(BenchUser):
+    """Scenario 9: a person's password login: the login page (GET), then the form posted with a
+    seeded user's username and password (the password hasher's cost included), answered 302."""
+
+    @task
+    def login(self):
+        target = self.target()
+        users = target.seed["login_users"]
+        cookies = {"Cookie": f"csrftoken={self.csrf_secret}"}
+        with self.client.get(
+            target.url("login"), headers=cookies, name=target.name("9a login page"), catch_response=True
+        ) as page:
+            fields = {name: html.unescape(value or "") for name, value in HIDDEN_INPUT_RE.findall(page.text or "")}
+            if page.status_code != 200 or "csrfmiddlewaretoken" not in fields:
+                page.failure(f"HTTP {page.status_code}, no login form")
+                return
+        body = {
+            "csrfmiddlewaretoken": fields["csrfmiddlewaretoken"],
+            "login": users[self.number % len(users)],
+            "password": target.seed["login_password"],
+        }
+        with self.client.post(
+            target.url("login"),
+            data=urlencode(body),
+            headers={**cookies, **FORM},
+            name=target.name("9 login"),
+            allow_redirects=False,
+            catch_response=True,
+        ) as answer:
+            if answer.status_code != 302 or "/accounts/" in answer.headers.get("Location", "/accounts/"):
+                answer.failure(f"HTTP {answer.status_code} to {answer.headers.get('Location')!r}")
+
+
 class RefreshUser(BenchUser):
     """Scenario 2: a refresh_token chain per user (and target), each refresh using the token the last returned."""
 

@@ -44,6 +44,12 @@ CORS_ROWS = [
         False,
     ),
 ]
+# Scenario 9: a password login (issue 29): the page, and the form posted (the hasher's cost included).
+LOGIN_TARGETS = ("project",)
+LOGIN_ROWS = [
+    ("9a", "9a. login page GET", "9", "9a login page", False),
+    ("9", "9. password login POST (302)", "9", "9 login", False),
+]
 FLOW_STEPS = ("4a authorize page", "4b consent (allow)", "4c exchange")
 
 
@@ -61,6 +67,7 @@ def summarize(runs: list[dict], config: dict) -> dict:
     rows = [(row, TARGETS + (("jwt",) if row[0] in JWT_ROWS else ())) for row in ROWS]
     rows += [(row, SERVICE_TARGETS) for row in SERVICE_ROWS]
     rows += [(row, CORS_TARGETS) for row in CORS_ROWS]
+    rows += [(row, LOGIN_TARGETS) for row in LOGIN_ROWS]
     for (key, _label, scenario, name, grown), targets in rows:
         summary[key] = {}
         for target in targets:
@@ -312,6 +319,23 @@ def render_cors(summary) -> str:
     return "\n".join(lines)
 
 
+def render_login(summary) -> str:
+    """Scenario 9's table: the login page and the password login, on the project."""
+    lines = [
+        "Scenario 9: a password login through the login page (GET), then the form posted with a "
+        "seeded user's username and password (302); the POST includes the password hasher's cost",
+        "",
+        "| request | req/s | p50 ms | p99 ms | statements |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for key, label, *_ in LOGIN_ROWS:
+        entry = summary.get(key, {}).get("project")
+        cells = [label, _cell(entry, "rps", ".1f"), _cell(entry, "p50_ms", ".1f")]
+        cells += [_cell(entry, "p99_ms", ".1f"), _cell(entry, "queries", ".2f")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def per_core(summary, key, target):
     """Requests per second per core: 1000 / CPU ms per request (worker + PostgreSQL)."""
     total = cpu_total(summary, key, target)
@@ -376,6 +400,7 @@ def render(results: dict) -> str:
             cells = [label, target, _cell(entry, "rps", ".1f"), _cell(entry, "p50_ms", ".1f")]
             lines.append("| " + " | ".join([*cells, _cell(entry, "p99_ms", ".1f"), cpu]) + " |")
     lines += ["", render_cors(summary)]
+    lines += ["", render_login(summary)]
     lines += jwt_lines(results)
     lines += breakdown_lines(results)
     lines += trial_lines(results)

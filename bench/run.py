@@ -93,6 +93,7 @@ SCENARIOS = [
     ("6", "BookingsUser", "6 bookings"),
     ("7", "StatusListUser", "7 status list"),
     ("8", "CorsUser", "8 cors"),
+    ("9", "LoginUser", "9 login"),
 ]
 # Stock DOT runs the first four (it has no resource servers and no example service).
 STOCK_SCENARIOS = SCENARIOS[1:5]
@@ -772,6 +773,7 @@ def main() -> int:
         status_lists = status_list_costs(bench)
         bench.measure([(project, "project")], "7", "StatusListUser")
         cors_scenario(bench, project, workdir, servers)
+        bench.measure([(project, "project")], "9", "LoginUser")
         trials = run_trials(bench, project, workdir) if RUN_TRIALS else []
         profiles = {}
         if PROFILE:
@@ -880,6 +882,45 @@ def cors_only() -> int:
                 drop_database(name)
 
 
+def login_only() -> int:
+    """`python -m bench.run --login-only`: scenario 9 alone (the login page and a password login)."""
+    global JWT_CODES
+    signal.signal(signal.SIGTERM, _raise_on_signal)
+    workdir = Path(tempfile.mkdtemp(prefix="bench-login-"))
+    servers: list[Server] = []
+    try:
+        check_postgres()
+        CODES["project"] = JWT_CODES = 0  # scenario 9 exchanges no code
+        bench = Bench(workdir)
+        bench.prepare("project")
+        project = Server("project", bench.env("project"), workdir / "gunicorn-project.log").start()
+        servers.append(project)
+        bench.measure([(project, "project")], "9", "LoginUser")
+        summary = report.summarize(bench.runs(), {"tokens": TOKENS, "grown_tokens": GROWN_TOKENS})
+        print(report.render_login(summary))
+        failed = [
+            f"{name}: {stats['failures']}"
+            for run in bench.runs()
+            for name, stats in run["requests"].items()
+            if stats["failures"]
+        ]
+        if failed:
+            log(f"failed requests ({'; '.join(failed)}): logs kept in {workdir}")
+            return 1
+        shutil.rmtree(workdir, ignore_errors=True)
+        return 0
+    except BenchError as exc:
+        log(f"ERROR: {exc}; logs kept in {workdir}")
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        for server in servers:
+            server.stop()
+        if os.environ.get("BENCH_KEEP_DATABASES") != "1":
+            drop_database(DATABASES["project"])
+
+
 def profile_only() -> int:
     """`python -m bench.run --profile-only`: only the profiles (scenarios 1-3, project and floor), ~3 minutes."""
     import tempfile
@@ -915,4 +956,6 @@ def profile_only() -> int:
 if __name__ == "__main__":
     if "--cors-only" in sys.argv[1:]:
         sys.exit(cors_only())
+    if "--login-only" in sys.argv[1:]:
+        sys.exit(login_only())
     sys.exit(profile_only() if "--profile-only" in sys.argv[1:] else main())

@@ -95,6 +95,18 @@ def _users(count: int):
     return owner, end_users
 
 
+# Scenario 9: the password the first LOGIN_USERS bench users sign in with (hashed as in production).
+LOGIN_PASSWORD = "bench-login-passphrase-1"
+LOGIN_USERS = 8
+
+
+def _login_users(end_users) -> list[str]:
+    for user in end_users[:LOGIN_USERS]:
+        user.set_password(LOGIN_PASSWORD)
+        user.save(update_fields=["password"])
+    return [user.username for user in end_users[:LOGIN_USERS]]
+
+
 def seed_project(users: int, tokens: int, codes: int, jwt_codes: int = 0) -> dict:
     from oauthclients import services
     from oauthclients.models import AccessToken, Grant
@@ -127,6 +139,8 @@ def seed_project(users: int, tokens: int, codes: int, jwt_codes: int = 0) -> dic
         "scope": scope,
         "user_ids": user_ids,
         "sessions": _sessions(end_users),
+        "login_users": _login_users(end_users),
+        "login_password": LOGIN_PASSWORD,
     }
     seed["tokens"] = _seed_tokens(AccessToken, seed, 0, tokens, stored_token="''")
     # Scenario 8: an approved single-page app whose origin reads /v2/me (CORS, oauthflows/cors.py).

@@ -436,3 +436,15 @@ def test_the_reports_limiter_batch_is_the_limiters():
 
     assert report.LIMITER_BATCH == Ledger.MAX_BATCH
     assert report.LIMITER_STATEMENTS["2"] == 1 / Ledger.MAX_BATCH and "4b" not in report.LIMITER_STATEMENTS
+
+
+def test_the_login_scenario_is_reported():
+    # Scenario 9 (issue 29): the login page and the password login, each a row of its own table.
+    runs = [_run("project", "9", 2.0, 29, name="9 login"), _run("project", "9", 3.0, 1, name="9a login page")]
+    runs[0]["requests"].update(runs[1]["requests"])
+    summary = report.summarize(runs[:1], {"tokens": 1000, "grown_tokens": 1_000_000})
+    table = report.render_login(summary)
+    assert "| 9. password login POST (302) | 2.0 |" in table and "| 9a. login page GET | 3.0 |" in table
+    config = {"users": 8, "workers": 4, "warmup_s": 3, "duration_s": 16, "tokens": 1000, "grown_tokens": 1_000_000}
+    meta = {"date": "today", "nproc": "2", "cpu": "cpu", "git": "abc"}
+    assert "Scenario 9" in report.render(report.build(runs=runs[:1], meta=meta, config=config))
