@@ -1,4 +1,4 @@
-"""`make bench`: measure the project, the floor and stock DOT under the same load (README, "Performance").
+"""`make bench`: measure the project, the floor and stock DOT under the same load (docs/performance.md).
 
 1. Checks the local PostgreSQL server (BENCH_PG_URL, default postgres://postgres@127.0.0.1:5432)
    and recreates the bench's own databases (DATABASES below; nothing else is touched).

@@ -14,7 +14,7 @@ PER_PROCESS_CACHES = (
 
 @register(Tags.security, deploy=True)
 def ratelimit_cache_shared(app_configs=None, **kwargs) -> list[Warning]:
-    """Rate limits counted per process multiply with the number of workers (README, Rate limits)."""
+    """Rate limits counted per process multiply with the number of workers (docs/configuration.md, "Rate limits")."""
     if not settings.RATELIMIT_ENABLED:
         return []
     backend = settings.CACHES[settings.RATELIMIT_CACHE]["BACKEND"]

@@ -1,4 +1,4 @@
-"""Django settings. Everything that differs between machines comes from the environment (README)."""
+"""Django settings. Everything that differs between machines comes from the environment (docs/configuration.md)."""
 
 from pathlib import Path
 
@@ -114,7 +114,7 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Django's backend, with a health check that sends no SELECT 1 to a quiet connection
     # (plumbing/postgresql/base.py). DATABASE_HEALTH_CHECK=ping keeps Django's own (a SELECT 1 at
-    # every request's first query), =off none at all; the bench measures both (README).
+    # every request's first query), =off none at all; the bench measures both (docs/performance.md).
     health_check = env_str("DATABASE_HEALTH_CHECK") or "poll"
     if health_check not in ("poll", "ping", "off"):
         raise ImproperlyConfigured("DATABASE_HEALTH_CHECK must be poll, ping or off.")
@@ -123,7 +123,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     )
     # psycopg's server-side binding: parameters sent apart from the SQL, and a statement run more
     # than DATABASE_PREPARE_THRESHOLD times on a connection is prepared (parsed and planned once
-    # per connection). On by default: 17-28 % less CPU per request in `make bench` (README,
+    # per connection). On by default: 17-28 % less CPU per request in `make bench` (docs/performance.md,
     # "Performance"). Behind PgBouncer in transaction mode, prepared statements need PgBouncer
     # >= 1.22 with max_prepared_statements > 0 (psycopg sends DEALLOCATE ALL after a rollback,
     # which older versions refuse): otherwise keep the binding and turn preparing off
@@ -258,7 +258,7 @@ OAUTH_FAST_REDEMPTION = env_bool("OAUTH_FAST_REDEMPTION", True)
 # PostgreSQL: 1, the default, writes the authorization code in the same statement as the consent and
 # its audit row (oauthflows/services.py); 0 lets Django INSERT the code. Four make bench trials side
 # by side measured the single statement at 1.03-1.05 x the flow, and a fifth the INSERT at 0.92 x:
-# all one way, where a trial that changes nothing reads 0.97-1.04 x (README, "The hot paths", 7).
+# all one way, where a trial that changes nothing reads 0.97-1.04 x (docs/performance.md, "The hot paths", 7).
 OAUTH_CONSENT_STATEMENT = env_bool("OAUTH_CONSENT_STATEMENT", True)
 
 OAUTH_AUTHORIZE_PATH = "/auth/oauth2/authorize"
@@ -407,7 +407,7 @@ REST_FRAMEWORK = {
 # The public client Swagger UI (/v2/docs/) authorizes as; `seed_demo` makes one with this client_id.
 OAUTH_DOCS_CLIENT_ID = env_str("OAUTH_DOCS_CLIENT_ID", "api-docs-demo")
 
-# OpenAPI schema at /v2/schema/, docs at /v2/docs/ (config/openapi.py, README "API documentation").
+# OpenAPI schema at /v2/schema/, docs at /v2/docs/ (config/openapi.py, docs/walkthrough.md, "API documentation").
 SPECTACULAR_SETTINGS = {
     "TITLE": "Scheduling API",
     "DESCRIPTION": "The /v2 resource API and the OAuth 2.0 token, revocation and introspection endpoints.",
@@ -487,7 +487,7 @@ LOGGING = {
 
 
 # --- Rate limiting and cache ---
-# README "Rate limits". Counts live in Redis when REDIS_URL names one; else in PostgreSQL when that is
+# docs/configuration.md "Rate limits". Counts live in Redis when REDIS_URL names one; else in PostgreSQL when that is
 # the database (shared by every server process either way); per process only on SQLite.
 from plumbing.env import env_networks, env_rate  # noqa: E402
 
@@ -522,7 +522,9 @@ for _retired in ("RATELIMIT_REVOKE_REQUESTS_PER_CLIENT", "RATELIMIT_INTROSPECT_R
     # Strangers could fill a per-client request limit with the public client_id: replaced by the
     # *_FAILURES_PER_CLIENT limits. Said loudly rather than ignored.
     if (env_str(_retired) or "").strip():
-        raise ImproperlyConfigured(f"{_retired} is gone: set {_retired.replace('REQUESTS', 'FAILURES')} (README).")
+        raise ImproperlyConfigured(
+            f"{_retired} is gone: set {_retired.replace('REQUESTS', 'FAILURES')} (docs/configuration.md)."
+        )
 # (count, seconds) per limit name in plumbing/ratelimit.py ROUTES.
 RATELIMITS = {
     "token_failures_per_address": env_rate("RATELIMIT_TOKEN_FAILURES_PER_ADDRESS", "60/m"),

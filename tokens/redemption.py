@@ -20,7 +20,7 @@ stays about what surrounds the database work.
 
 Replaces: Validator.validate_code / invalidate_authorization_code and validate_refresh_token's
 `select_for_update()…first()` + `save()` / `update()` / `delete()` (the full path, still there and
-switched on for every request by OAUTH_FAST_REDEMPTION=0). Justified by (README, "The hot paths",
+switched on for every request by OAUTH_FAST_REDEMPTION=0). Justified by (docs/performance.md, "The hot paths",
 3): exchange 5 → 4 statements, refresh 6 → 4; bench refresh 0.82 → 1.00 × its floor, exchange
 0.74 → 0.98 ×. Kept honest by tests/tokens/test_redemption_paths.py (the same scenarios both
 ways, answers and rows compared, PostgreSQL) and tests/tokens/test_redemption.py.

@@ -55,7 +55,7 @@ def test_twenty_concurrent_redemptions_of_one_code_have_exactly_one_winner(serve
     assert error_codes(responses) == {"invalid_grant"}
     # One pair was minted, the winner's, and nothing else: no duplicate, no orphan. Codes are
     # strictly single use (RFC 9700 §4.5), so the losers' second presentations revoked that pair
-    # (README, "Codes are single use"): no grace for codes, even for a racing duplicate.
+    # (docs/choices.md, "Codes are single use"): no grace for codes, even for a racing duplicate.
     tokens = winner(responses)
     grant = Grant.objects.get(code=digest(code))
     assert grant.used_at is not None and grant.token_family is None
