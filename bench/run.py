@@ -309,6 +309,7 @@ def example_server(
         OAUTH_RESOURCE_SERVER_ID=seed["jwt_resource_server_id" if jwt else "resource_server_id"],
         OAUTH_RESOURCE_SERVER_SECRET=seed["jwt_resource_server_secret" if jwt else "resource_server_secret"],
         OAUTH_INTROSPECTION_CACHE_SECONDS=str(cache_seconds),
+        OAUTH_BOOKINGS_STORE="0",  # the token check alone, as the in-process reference route measures
         PYTHONPATH=str(ROOT),
         PYTHONUNBUFFERED="1",
     )
