@@ -1,10 +1,12 @@
 """Django settings. Everything that differs between machines comes from the environment (README)."""
 
+import re
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from oauthclients.algorithms import SIGNING_ALGORITHMS
 from plumbing.env import env_bool, env_int, env_list, env_str
 from scopes.catalog import SCOPES, ScopeLevel
 
@@ -196,6 +198,12 @@ OAUTH_FAST_REDEMPTION = env_bool("OAUTH_FAST_REDEMPTION", True)
 # all one way, where a trial that changes nothing reads 0.97-1.04 x (README, "The hot paths", 7).
 OAUTH_CONSENT_STATEMENT = env_bool("OAUTH_CONSENT_STATEMENT", True)
 
+# The paths the code names (the URLconfs serve them; tests/config/test_paths.py holds them together).
+# Under API_PATH_PREFIX errors answer in the /v2 JSON shape; under OAUTH_API_PATH_PREFIX in RFC 6749
+# §5.2's (plumbing.errors).
+API_PATH_PREFIX = "/v2"
+API_ME_PATH = "/v2/me"
+OAUTH_API_PATH_PREFIX = "/v2/auth/oauth2/"
 OAUTH_AUTHORIZE_PATH = "/auth/oauth2/authorize"
 OAUTH_TOKEN_PATH = "/v2/auth/oauth2/token"
 OAUTH_REVOKE_PATH = "/v2/auth/oauth2/revoke"
@@ -225,8 +233,8 @@ OAUTH_SIGNING_KEY_PUBLISH_AHEAD = env_int("OAUTH_SIGNING_KEY_PUBLISH_AHEAD", 600
 # JWT access tokens (RFC 9068) for resource servers registered with --token-format jwt
 # (oauthclients.jwtokens, docs/verifying-tokens.md): signed with the current key of this algorithm.
 OAUTH_JWT_ACCESS_TOKEN_ALGORITHM = env_str("OAUTH_JWT_ACCESS_TOKEN_ALGORITHM", "ES256")
-if OAUTH_JWT_ACCESS_TOKEN_ALGORITHM not in ("ES256", "RS256"):
-    raise ImproperlyConfigured("OAUTH_JWT_ACCESS_TOKEN_ALGORITHM must be ES256 or RS256.")
+if OAUTH_JWT_ACCESS_TOKEN_ALGORITHM not in SIGNING_ALGORITHMS:
+    raise ImproperlyConfigured(f"OAUTH_JWT_ACCESS_TOKEN_ALGORITHM must be one of {', '.join(SIGNING_ALGORITHMS)}.")
 # Token status lists (oauthclients.statuslist): how long a resource server may keep one (so how long
 # a revoked JWT may still pass there), and how many tokens one list holds (a multiple of 256).
 OAUTH_STATUS_LIST_TTL = env_int("OAUTH_STATUS_LIST_TTL", 10, minimum=1)
@@ -234,6 +242,7 @@ OAUTH_STATUS_LIST_SIZE = env_int("OAUTH_STATUS_LIST_SIZE", 131072, minimum=256)
 if OAUTH_STATUS_LIST_SIZE % 256:
     raise ImproperlyConfigured("OAUTH_STATUS_LIST_SIZE must be a multiple of 256.")
 OAUTH_JWKS_PATH = "/.well-known/jwks.json"
+OAUTH_STATUS_LIST_PATH = "/v2/auth/oauth2/status-lists/"  # + the list's number
 # OpenID Connect (docs/openid-connect.md): discovery, userinfo, RP-initiated logout.
 OAUTH_OPENID_CONFIGURATION_PATH = "/.well-known/openid-configuration"
 OAUTH_USERINFO_PATH = "/v2/auth/oauth2/userinfo"
@@ -268,10 +277,16 @@ OAUTH_SELF_REGISTERED_OWNER = env_str("OAUTH_SELF_REGISTERED_OWNER", "self-regis
 # CORS (django-cors-headers) for the metadata, token and revocation endpoints only; which origin
 # may read an answer is decided per request by oauthflows.cors (no static allow-list, never
 # credentials). Introspection is for servers, so it has none.
-CORS_URLS_REGEX = (
-    r"^(/\.well-known/(oauth-authorization-server|openid-configuration)|/v2/auth/oauth2/(token|revoke|register|userinfo)"
-    r"|/v2/me)$"
+_cors_paths = (
+    OAUTH_METADATA_PATH,
+    OAUTH_OPENID_CONFIGURATION_PATH,
+    OAUTH_TOKEN_PATH,
+    OAUTH_REVOKE_PATH,
+    OAUTH_REGISTRATION_PATH,
+    OAUTH_USERINFO_PATH,
+    API_ME_PATH,
 )
+CORS_URLS_REGEX = "^(" + "|".join(re.escape(path) for path in _cors_paths) + ")$"
 CORS_ALLOWED_ORIGINS: list[str] = []
 CORS_ALLOW_CREDENTIALS = False
 CORS_ALLOW_METHODS = ("GET", "POST", "PATCH", "OPTIONS")

@@ -11,7 +11,6 @@ from functools import partial
 # Import it first so that it has run, whatever the order of INSTALLED_APPS, before we replace them.
 import oauth2_provider.admin  # noqa: F401
 from django import forms
-from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.widgets import ForeignKeyRawIdWidget
@@ -40,7 +39,8 @@ from oauthclients.models import (
     RefreshToken,
     TokenFormat,
 )
-from oauthclients.validators import lookalike_flags
+from oauthclients.tier import unverified_ceiling
+from oauthclients.validators import MAX_REDIRECT_URIS, MAX_URI_LENGTH, lookalike_flags
 from scopes.catalog import LEVEL_LABELS, SCOPES, ScopeLevel, group_by_resource
 
 for _model in (OAuthClient, AccessToken, RefreshToken, Grant, IDToken):
@@ -75,14 +75,14 @@ class ClientAddForm(forms.Form):
         label="Redirect URIs",
         widget=forms.Textarea(attrs={"rows": 4}),
         required=False,
-        help_text="One per line, up to 10. None for a resource server.",
+        help_text=f"One per line, up to {MAX_REDIRECT_URIS}. None for a resource server.",
     )
     post_logout_redirect_uris = forms.CharField(
         label="Post-logout redirect URIs",
         widget=forms.Textarea(attrs={"rows": 2}),
         required=False,
-        help_text="Optional, one per line, up to 10: where OpenID Connect logout may send users besides the "
-        "redirect URIs.",
+        help_text=f"Optional, one per line, up to {MAX_REDIRECT_URIS}: where OpenID Connect logout may send users "
+        "besides the redirect URIs.",
     )
     scopes = forms.MultipleChoiceField(
         choices=[
@@ -94,6 +94,7 @@ class ClientAddForm(forms.Form):
         help_text="At least one, unless the client is legacy.",
     )
     website_url = forms.CharField(label="Website URL", required=False, help_text="Not needed for a resource server.")
+    # Required for applications by services.client_create (its error lands here); a resource server has none.
     purpose = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
     is_legacy = forms.BooleanField(
         label="Legacy",
@@ -104,7 +105,7 @@ class ClientAddForm(forms.Form):
     resource_uri = forms.CharField(
         label="Resource URI",
         required=False,
-        max_length=2000,
+        max_length=MAX_URI_LENGTH,
         help_text="Resource servers only: the service's OAUTH_RESOURCE_URI, which apps name in `resource` "
         "(RFC 8707) to get tokens bound to it.",
     )
@@ -315,7 +316,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
         source = "a client ID metadata document" if client.registration_source == "cimd" else "dynamic registration"
         parts = [
             f"Yes, through {source} (RFC 7591 / docs/agents.md). While unverified, users can grant it only "
-            f"{', '.join(sorted(settings.OAUTH_UNVERIFIED_SCOPES))}; approving it makes its registered scopes "
+            f"{', '.join(sorted(unverified_ceiling()))}; approving it makes its registered scopes "
             "usable, rejecting it ends every token."
         ]
         lookalike = selectors.verified_name_like(client)

@@ -97,9 +97,6 @@ def client_secret_list(*, client: OAuthClient) -> QuerySet[ClientSecret]:
     return client.secrets.order_by("created", "id")
 
 
-STATUS_VALUES = ClientStatus.values
-
-
 @dataclass(frozen=True)
 class OAuthEndpoints:
     authorization_url: str
@@ -115,9 +112,9 @@ def oauth_endpoints() -> OAuthEndpoints:
     introspect, and the RFC 8414 metadata document that lists them all."""
     issuer = settings.OAUTH_ISSUER
     # Exchange and refresh share one path.
-    token_url = f"{issuer}/v2/auth/oauth2/token"
+    token_url = issuer + settings.OAUTH_TOKEN_PATH
     return OAuthEndpoints(
-        authorization_url=f"{issuer}/auth/oauth2/authorize",
+        authorization_url=issuer + settings.OAUTH_AUTHORIZE_PATH,
         access_token_url=token_url,
         refresh_token_url=token_url,
         revocation_url=issuer + settings.OAUTH_REVOKE_PATH,

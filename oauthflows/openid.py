@@ -25,6 +25,7 @@ from oauth2_provider.views.oidc import ConnectDiscoveryInfoView, RPInitiatedLogo
 from oauthclients.models import ClientStatus, IdTokenAlgorithm, OAuthClient
 from oauthclients.redirects import redirect_host, redirect_refusal
 from oauthclients.selectors import MAX_TOKEN_LENGTH
+from oauthflows.authorization import PROMPT_VALUES
 from oauthflows.endpoints import server_metadata
 from profiles.selectors import profile_get_for_user
 from scopes.catalog import OPENID_SCOPES
@@ -56,7 +57,7 @@ def openid_configuration() -> dict:
             *PROFILE_CLAIMS,
             *EMAIL_CLAIMS,
         ],
-        "prompt_values_supported": ["none", "login", "consent", "select_account"],
+        "prompt_values_supported": list(PROMPT_VALUES),
         "claims_parameter_supported": False,
         "request_parameter_supported": False,
         "request_uri_parameter_supported": False,

@@ -25,7 +25,7 @@ from oauth2_provider.views.dynamic_client_registration import (
 
 from oauthclients.models import ClientKind, IdTokenAlgorithm, OAuthClient
 from oauthclients.services import MAX_NAME_LENGTH, client_self_register
-from oauthclients.validators import has_line_break_or_control, url_host
+from oauthclients.validators import MAX_REDIRECT_URIS, MAX_URI_LENGTH, has_line_break_or_control, url_host
 from scopes.catalog import UnknownScopeError, parse_scopes, sort_scopes
 
 AUTH_METHODS = {
@@ -34,7 +34,6 @@ AUTH_METHODS = {
     "client_secret_post": ClientKind.CONFIDENTIAL,
 }
 GRANT_TYPES = ("authorization_code", "refresh_token")
-MAX_REDIRECT_URIS = 10
 MAX_CONTACTS = 10
 MAX_SHORT_TEXT = 255
 MAX_BODY_BYTES = 16 * 1024
@@ -150,7 +149,9 @@ def metadata_validate(data: dict) -> dict:
     if not name:
         # RFC 7591 makes client_name optional; users need something to read: the redirect host.
         name = f"Unnamed app ({url_host(redirect_uris[0]) or redirect_uris[0].partition(':')[0]})"[:MAX_NAME_LENGTH]
-    stored = {key: _text(data, key, max_length=2000 if key == "logo_uri" else MAX_SHORT_TEXT) for key in STORED_TEXT}
+    stored = {
+        key: _text(data, key, max_length=MAX_URI_LENGTH if key == "logo_uri" else MAX_SHORT_TEXT) for key in STORED_TEXT
+    }
     metadata = {key: value for key, value in stored.items() if value}
     if contacts:
         metadata["contacts"] = contacts

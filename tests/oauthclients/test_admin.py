@@ -264,7 +264,7 @@ def add_form_data(owner, **overrides):
         "redirect_uris": "https://admin-made.example.com/cb\nhttp://127.0.0.1:9000/cb",
         "scopes": ["PROFILE_READ", "SCHEDULE_READ"],
         "website_url": "https://admin-made.example.com",
-        "purpose": "",
+        "purpose": "Shows your bookings in the office app.",
         **overrides,
     }
 

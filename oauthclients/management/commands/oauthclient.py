@@ -16,7 +16,7 @@ from django.db import transaction
 
 from oauthclients import selectors, services
 from oauthclients.exceptions import ApplicationError
-from oauthclients.models import ClientKind, ClientStatus, OAuthClient
+from oauthclients.models import ClientKind, ClientStatus, IdTokenAlgorithm, OAuthClient
 
 _SCOPE_SEPARATORS = re.compile(r"[\s,]+")
 
@@ -219,7 +219,7 @@ class Command(BaseCommand):
             help="How the client's OpenID Connect ID tokens are signed: RS256 (the default) or ES256.",
         )
         id_token_alg.add_argument("client_id")
-        id_token_alg.add_argument("algorithm", choices=["RS256", "ES256"])
+        id_token_alg.add_argument("algorithm", choices=IdTokenAlgorithm.values)
 
         token_format = commands.add_parser(
             "set-token-format",
@@ -280,8 +280,6 @@ class Command(BaseCommand):
             raise Refused("--resource-uri and --token-format are for resource servers only: add --resource-server.")
         if not redirect_uris:
             raise Refused("--redirect-uri is required (at least one) unless --resource-server is given.")
-        if not (purpose or "").strip():
-            raise Refused("--purpose is required: say what the application does with the access it asks for.")
         with transaction.atomic():
             created = services.client_create(
                 owner=owner,
