@@ -19,6 +19,7 @@ TEST_STAMP := $(VENV)/.installed-test-stamp
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required (found %s)" % sys.version.split()[0]) if sys.version_info < (3, 11) else None'
+	@pkg-config --exists icu-uc icu-i18n 2>/dev/null || $(BIN)/python -c 'import icu' 2>/dev/null || { echo "PyICU is built against the system's ICU: install its development files and pkg-config first (Debian: apt-get install libicu-dev pkg-config)." >&2; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet .

@@ -269,6 +269,9 @@ if unknown := [name for name in OAUTH_UNVERIFIED_SCOPES if name not in SCOPES]:
 # Client ID metadata documents (docs/agents.md) are fetched over https from public addresses only;
 # this also allows http on 127.0.0.1, localhost and [::1]: for development and tests, never production.
 OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK = env_bool("OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK", False)
+# How many metadata documents the whole server fetches at once (every process together, counted
+# where the rate limits count: oauthflows/cimd.py); past it the authorization page says "try again".
+OAUTH_CLIENT_METADATA_MAX_FETCHES = env_int("OAUTH_CLIENT_METADATA_MAX_FETCHES", 2, minimum=1)
 # Self-registered clients nobody authorized within this many days are removed by `cleanup`.
 OAUTH_UNUSED_REGISTRATION_DAYS = env_int("OAUTH_UNUSED_REGISTRATION_DAYS", 7, minimum=1)
 # The owner recorded on self-registered clients: an inactive account that cannot log in.

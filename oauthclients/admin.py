@@ -285,6 +285,10 @@ class OAuthClientAdmin(admin.ModelAdmin):
         # Deleting would take the audit trail with it; rejecting stops the client and its tokens.
         return False
 
+    def get_queryset(self, request):
+        # Each unverified row's look-alike, in the changelist's one query rather than one per row.
+        return selectors.clients_with_verified_name_like(super().get_queryset(request))
+
     def get_ordering(self, request):
         # The review queue is first come, first served; every other view shows the newest first.
         queue = StatusFilter.shown(request) in (ClientStatus.PENDING, ClientStatus.UNVERIFIED)
@@ -299,7 +303,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
     @admin.display(description="status", ordering="status")
     def status_display(self, client):
         # A self-registered app named like a verified one is flagged here and on its consent page.
-        lookalike = selectors.verified_name_like(client) if client.is_unverified else None
+        lookalike = client.verified_name_like
         if lookalike:
             return format_html(
                 '{} <span class="risk write" title="Named like the verified app {}">named like “{}”</span>',

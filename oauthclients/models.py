@@ -27,8 +27,10 @@ from oauthclients.algorithms import SIGNING_ALGORITHMS
 from oauthclients.validators import (
     MAX_LINK_URL_LENGTH,
     MAX_URI_LENGTH,
+    NAME_SKELETON_LENGTH,
     is_private_use_redirect,
     loopback_ip_redirect_without_port,
+    name_skeleton,
 )
 from scopes.catalog import sort_scopes
 
@@ -198,6 +200,10 @@ class OAuthClient(AbstractApplication):
         help_text="How ID tokens for this client are signed: RS256 (the OpenID Connect default) or ES256.",
     )
 
+    # The name as users read it (validators.name_skeleton, UTS #39): an unverified client named like
+    # a verified one is found with one indexed lookup (selectors.verified_name_like). Set by save().
+    name_skeleton = models.CharField(max_length=NAME_SKELETON_LENGTH, blank=True, default="", editable=False)
+
     objects = ApplicationManager()
 
     class Meta(AbstractApplication.Meta):
@@ -238,10 +244,23 @@ class OAuthClient(AbstractApplication):
                 name="oauthclient_id_token_alg_valid",
             ),
         ]
-        indexes = [models.Index(fields=["status"]), models.Index(fields=["user", "-created"])]
+        indexes = [
+            models.Index(fields=["status"]),
+            models.Index(fields=["user", "-created"]),
+            # One plain b-tree (db_index would add a LIKE index on PostgreSQL that nothing uses).
+            models.Index(fields=["name_skeleton"], name="oauthclient_name_skeleton"),
+        ]
 
     def natural_key(self):
         return (self.client_id,)
+
+    def save(self, *args, **kwargs):
+        # Derived from `name` alone, on every write of it, so it cannot fall behind the name.
+        self.name_skeleton = name_skeleton(self.name)
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and "name" in update_fields:
+            kwargs["update_fields"] = {*update_fields, "name_skeleton"}
+        super().save(*args, **kwargs)
 
     def get_absolute_url(self):
         # DOT's points at its own application pages, which this project does not mount.

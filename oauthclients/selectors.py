@@ -2,12 +2,11 @@
 
 import itertools
 import re
-import unicodedata
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import DataError
-from django.db.models import QuerySet
+from django.db.models import Case, CharField, OuterRef, QuerySet, Subquery, Value, When
 from django.shortcuts import get_object_or_404
 
 from oauthclients.compiled import CompiledQuery
@@ -243,25 +242,30 @@ def integration_guide_html(*, issuer: str | None = None, client: OAuthClient | N
     return html.replace("</table>", "</table></div>")
 
 
-def _name_key(name: str) -> str:
-    """A name as users would read it: case, width, accents, spaces and punctuation ignored."""
-    folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", name).casefold())
-    return "".join(ch for ch in folded if ch.isalnum())
+def _verified_named(skeleton) -> QuerySet[OAuthClient]:
+    # Approved apps (never resource servers, never deleted) whose name reads as `skeleton`. An
+    # approved client's name is the one users are shown: an edit of it sends it back to review.
+    return OAuthClient.objects.filter(
+        name_skeleton=skeleton, status=ClientStatus.APPROVED, deleted_at__isnull=True
+    ).exclude(client_type=ClientKind.RESOURCE_SERVER)
 
 
 def verified_name_like(client: OAuthClient) -> str | None:
-    """The name of an approved app that `client` (self-registered) is named like, or None."""
-    key = _name_key(client.name)
-    if not key:
+    """The name of an approved app that `client` (self-registered) is named like, or None: the two
+    names' UTS #39 skeletons are equal (validators.name_skeleton). One indexed lookup."""
+    if not client.name_skeleton:
         return None
-    approved = (
-        OAuthClient.objects.filter(status=ClientStatus.APPROVED, deleted_at__isnull=True)
-        .exclude(pk=client.pk)
-        .exclude(client_type=ClientKind.RESOURCE_SERVER)
-        .values_list("name", "approved_snapshot")
+    return _verified_named(client.name_skeleton).exclude(pk=client.pk).values_list("name", flat=True).first()
+
+
+def clients_with_verified_name_like(queryset: QuerySet[OAuthClient]) -> QuerySet[OAuthClient]:
+    """`queryset` with `verified_name_like` on each unverified client (None on the others), in the
+    same query: the admin's unverified queue asks it of every row."""
+    like = _verified_named(OuterRef("name_skeleton")).exclude(pk=OuterRef("pk")).exclude(name_skeleton="")
+    return queryset.annotate(
+        verified_name_like=Case(
+            When(status=ClientStatus.UNVERIFIED, then=Subquery(like.values("name")[:1])),
+            default=Value(None),
+            output_field=CharField(),
+        )
     )
-    for name, snapshot in approved.iterator():
-        shown = (snapshot or {}).get("name") or name
-        if _name_key(shown) == key or _name_key(name) == key:
-            return shown
-    return None

@@ -49,8 +49,10 @@ from oauthclients.validators import (
     MAX_LINK_URL_LENGTH,
     has_bidi_control,
     has_line_break_or_control,
+    invisible_characters,
     logo_reencode,
     mixed_script_host,
+    name_skeleton,
     validate_optional_url,
     validate_redirect_uris,
     validate_resource_uri,
@@ -95,12 +97,28 @@ def _lock(client: OAuthClient) -> OAuthClient:
 
 
 def _clean_text(
-    value: str, *, field: str, label: str, max_length: int, required: bool, single_line: bool = False
+    value: str,
+    *,
+    field: str,
+    label: str,
+    max_length: int,
+    required: bool,
+    single_line: bool = False,
+    visible_only: bool = False,
 ) -> str:
     value = (value or "").strip()
     if has_bidi_control(value):
         # They reorder what a user reads: "ppA dooG" displayed as "Good App" (SECURITY.md, "Review").
         raise ValidationError({field: f"{label} cannot contain bidirectional control characters."})
+    if visible_only and (invisible := invisible_characters(value)):
+        # Shown as nothing or a blank, yet counted: "Google\u3164Calendar" reads as a verified app's
+        # name while being another string (validators.invisible_characters).
+        raise ValidationError(
+            {
+                field: f"{label} cannot contain invisible or blank-looking characters ({', '.join(invisible)}): "
+                "they make a name read like another one."
+            }
+        )
     if single_line and has_line_break_or_control(value):
         # The name goes into email headers (the review mail's subject): CR/LF there would be
         # header injection, and Django refuses such a header at send time, after the review.
@@ -173,7 +191,13 @@ def _clean_fields(
     ):
         try:
             cleaned[field] = _clean_text(
-                value, field=field, label=label, max_length=max_length, required=required, single_line=field == "name"
+                value,
+                field=field,
+                label=label,
+                max_length=max_length,
+                required=required,
+                single_line=field == "name",
+                visible_only=field == "name",
             )
         except ValidationError as exc:
             errors.update(exc.message_dict)
@@ -462,6 +486,7 @@ def client_document_refresh(
     client = _lock(client)
     if client.status != ClientStatus.UNVERIFIED:
         return client
+    before = {field: _field_value(client, field) for field in _DOCUMENT_FIELDS}
     client.name = cleaned["name"]
     client.website_url = cleaned["website_url"]
     client.privacy_policy_url = cleaned["privacy_policy_url"]
@@ -474,7 +499,45 @@ def client_document_refresh(
     client.cimd_expires_at = expires
     client.save()
     _client_origins_sync(client)
+    changed = [field for field in _DOCUMENT_FIELDS if before[field] != _field_value(client, field)]
+    if changed:
+        # What users are shown or where codes go changed: recorded like an owner's edit, by nobody.
+        _audit(
+            client=client,
+            actor=None,
+            action=AuditAction.CLIENT_UPDATED,
+            changed=changed,
+            source=client.registration_source,
+            scopes=client.scope_list,
+            redirect_uris=client.redirect_uri_list,
+        )
     return client
+
+
+# What a client ID metadata document sets, audited when a fetch changes it (client_document_refresh).
+_DOCUMENT_FIELDS = (
+    "name",
+    "website_url",
+    "privacy_policy_url",
+    "terms_url",
+    "redirect_uris",
+    "post_logout_redirect_uris",
+    "scopes",
+)
+
+
+def client_name_skeletons_refresh() -> int:
+    """Store each client's name skeleton again (`manage.py oauthclient name-skeletons`): they come
+    from ICU's Unicode data, which an upgrade of the system's ICU changes. A derived column, so no
+    audit row. Returns how many changed."""
+    changed = []
+    for client in OAuthClient.objects.only("pk", "name", "name_skeleton").iterator(chunk_size=2000):
+        skeleton = name_skeleton(client.name)
+        if skeleton != client.name_skeleton:
+            client.name_skeleton = skeleton
+            changed.append(client)
+    OAuthClient.objects.bulk_update(changed, ["name_skeleton"], batch_size=2000)
+    return len(changed)
 
 
 def _client_retire(client: OAuthClient, *, reason: str, now) -> GrantsEnded:
@@ -527,7 +590,6 @@ def unused_registrations_remove(*, now=None) -> int:
     return removed
 
 
-@transaction.atomic
 def _token_format_problem(token_format: str, resource_uri: str) -> str | None:
     if token_format not in TokenFormat.values:
         return f"The token format is {' or '.join(TokenFormat.values)}."
@@ -536,6 +598,7 @@ def _token_format_problem(token_format: str, resource_uri: str) -> str | None:
     return None
 
 
+@transaction.atomic
 def resource_server_create(
     *, owner, name: str, resource_uri: str = "", actor=None, token_format: str = TokenFormat.OPAQUE
 ) -> ClientCreated:
@@ -544,7 +607,9 @@ def resource_server_create(
     It may only introspect tokens (RFC 7662): no redirect URI, no scope, no grant, no review email.
     With a resource URI, apps may ask for tokens bound to it (RFC 8707 `resource`, docs/agents.md).
     """
-    cleaned = _clean_text(name, field="name", label="Name", max_length=MAX_NAME_LENGTH, required=True)
+    cleaned = _clean_text(
+        name, field="name", label="Name", max_length=MAX_NAME_LENGTH, required=True, single_line=True, visible_only=True
+    )
     problem = _token_format_problem(token_format, resource_uri)
     if problem:
         raise ValidationError({"token_format": [problem]})
@@ -888,7 +953,6 @@ def client_secret_revoke(*, client: OAuthClient, secret_id: int, actor) -> Clien
     return secret
 
 
-@transaction.atomic
 @transaction.atomic
 def client_delete(*, client: OAuthClient, actor) -> OAuthClient:
     """The owner deletes a client: it stops working at once, every token dies, the audit trail stays.

@@ -7,6 +7,7 @@ import unicodedata
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+import icu
 from django.core.exceptions import ValidationError
 
 from scopes.catalog import UnknownScopeError, parse_scopes
@@ -318,17 +319,94 @@ def has_line_break_or_control(value: str) -> bool:
     return any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in value or "")
 
 
-def _script(ch: str) -> str | None:
-    """The script of a letter, by its Unicode name's first word (LATIN, CYRILLIC, GREEK…); None for the rest."""
-    if not ch.isalpha():
+# UTS #39 §5.1: Han, Hiragana, Katakana, Hangul and Bopomofo are "augmented" with the writing
+# systems they belong to, so that Japanese (Han + kana) or Korean (Hangul + Han) is one script.
+_AUGMENTED_SCRIPTS = {
+    "Hani": {"Hani", "Hanb", "Jpan", "Kore"},
+    "Hira": {"Hira", "Jpan"},
+    "Kana": {"Kana", "Jpan"},
+    "Hang": {"Hang", "Kore"},
+    "Bopo": {"Bopo", "Hanb"},
+}
+# Common (digits, punctuation, spaces) and Inherited (combining marks) go with any script.
+_ANY_SCRIPT = ("Zyyy", "Zinh")
+
+
+def _scripts(ch: str) -> set[str] | None:
+    """The augmented Script_Extensions of a character (UTS #39 §5.1); None for "any script"."""
+    names = {icu.Script(code).getShortName() for code in icu.Script.getScriptExtensions(ch)}
+    if not names or names & set(_ANY_SCRIPT):
         return None
-    name = unicodedata.name(ch, "")
-    return name.split(" ", 1)[0] if name else None
+    return set().union(*(_AUGMENTED_SCRIPTS.get(name, {name}) for name in names))
 
 
 def mixed_script(word: str) -> bool:
-    """Letters of more than one script in one word or host label: `раураl` (Cyrillic with a Latin l)."""
-    return len({script for script in map(_script, word) if script}) > 1
+    """A word or host label whose characters share no script (UTS #39 §5.1, its resolved script set
+    is empty): `раураl` (Cyrillic with a Latin l), `Gοοgle` (Greek omicrons). Japanese, which mixes
+    Han and kana, is one script."""
+    resolved: set[str] | None = None
+    for ch in word:
+        scripts = _scripts(ch)
+        if scripts is None:
+            continue
+        resolved = scripts if resolved is None else resolved & scripts
+        if not resolved:
+            return True
+    return False
+
+
+# --- Names: compared as users read them (UTS #39 confusable skeletons) ---
+
+# Characters shown as nothing (or as a blank) that a string still counts: Unicode's
+# Default_Ignorable_Code_Point set (zero-width spaces and joiners, variation selectors, the Hangul
+# fillers U+115F, U+1160, U+3164 and U+FFA0 …), plus the Braille blank, which is a "letter" drawn
+# as a space. A name holding one reads like another name it is not: refused at registration.
+_BLANK_LOOKING = frozenset("\u2800")
+
+
+def _invisible(ch: str) -> bool:
+    return ch in _BLANK_LOOKING or icu.Char.hasBinaryProperty(ch, icu.UProperty.DEFAULT_IGNORABLE_CODE_POINT)
+
+
+def invisible_characters(value: str) -> list[str]:
+    """The default-ignorable and filler characters in `value`, as U+XXXX, in order, once each."""
+    return [f"U+{ord(ch):04X}" for ch in dict.fromkeys(value or "") if _invisible(ch)]
+
+
+_spoof_checker = None
+NAME_SKELETON_LENGTH = 300
+
+
+def name_skeleton(name: str) -> str:
+    """The key two names share when users would read them alike: UTS #39's confusable skeleton
+    (ICU's SpoofChecker, through PyICU: `Gооgle` with Cyrillic o's and `G00gle` both become
+    `Google`), taken after case and width are folded, with invisible characters, accents, spaces
+    and punctuation ignored. Stored on each client (OAuthClient.name_skeleton, indexed), so that
+    "is this named like a verified app?" is one lookup.
+
+    Why ICU: its SpoofChecker is the reference implementation of UTS #39, from Unicode's own
+    confusables data; the pure-Python packages on PyPI either only detect mixed scripts
+    (confusable-homoglyphs) or implement their own, unmaintained mapping (confusables, homoglyphs).
+    The skeleton changes with ICU's Unicode version: `manage.py oauthclient name-skeletons` stores
+    them again after an ICU upgrade (docs/deploying.md).
+    """
+    global _spoof_checker
+    if _spoof_checker is None:
+        _spoof_checker = icu.SpoofChecker()
+    folded = unicodedata.normalize("NFKC", name or "").casefold()
+    # Invisible characters first: ICU maps U+3164 HANGUL FILLER to U+1160, a letter to isalnum().
+    visible = "".join(ch for ch in folded if not _invisible(ch))
+    # The skeleton's prototypes may be capitals (`0` becomes `O`): fold again, then drop accents.
+    skeleton = unicodedata.normalize("NFKD", _spoof_checker.getSkeleton(0, visible).casefold())
+    # Bounded for its indexed column: NFKC can make one character eighteen (U+FDFA). Two names
+    # alike in their first 300 are alike enough to flag.
+    return "".join(ch for ch in skeleton if ch.isalnum())[:NAME_SKELETON_LENGTH]
+
+
+def mixed_script_words(name: str) -> list[str]:
+    """The words of a name that mix scripts: flagged to the reviewer, and on an unverified app's
+    consent page, where no reviewer has looked."""
+    return [word for word in (name or "").split() if mixed_script(word)]
 
 
 def url_host(url: str) -> str:
@@ -355,7 +433,7 @@ def lookalike_flags(*, name: str, urls: dict[str, str]) -> list[LookalikeFlag]:
     flags = []
     if has_bidi_control(name):
         flags.append(LookalikeFlag("name", "The name holds bidirectional control characters."))
-    mixed = [word for word in (name or "").split() if mixed_script(word)]
+    mixed = mixed_script_words(name)
     if mixed:
         flags.append(LookalikeFlag("name", "The name mixes alphabets in " + ", ".join(mixed) + " (a look-alike?)."))
     for label, url in urls.items():

@@ -7,22 +7,38 @@ The client is public (`none`) and lands in the unverified tier, like a dynamic r
 The fetch is django-oauth-toolkit's `SafeMetadataFetcher` (oauth2_provider.cimd): https only; the
 host's resolved addresses must all be public (no loopback, private, link-local, multicast or
 reserved ranges, embedded IPv4 in IPv6 decoded), and the connection goes to the address that was
-checked (no second DNS lookup); no redirects; a size cap and one deadline for the whole fetch. We
-add only: 5 KB and 5 s (settings.OAUTH2_PROVIDER's CIMD_*), the reason of a refusal for the error
-page, and `OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK=1` (development and tests only), which also allows
+checked (no second DNS lookup); no redirects; a size cap. We add: 5 KB and 5 s (settings
+.OAUTH2_PROVIDER's CIMD_*), the reason of a refusal for the error page, and
+`OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK=1` (development and tests only), which also allows
 plain-http documents on 127.0.0.1, localhost and [::1] — nothing else loosens.
+
+We also wrap two things of DOT's that do not hold under gunicorn (docs/agents.md, "What we wrap
+in django-oauth-toolkit"; both can go once DOT fixes them):
+
+- One deadline for the whole fetch, on a monotonic clock. DOT's urllib3 `Timeout(total=…)` bounds
+  each socket read, not their sum: a server that sends one byte a second keeps DOT's fetch alive
+  until gunicorn kills the worker. `_Deadline` watches every socket the fetch connects (DOT's pool
+  class is swapped for ours in DOT's module only, `_Urllib3WithDeadline`) and shuts them down when
+  the deadline passes, wherever the fetch is blocked: TLS handshake, headers or body. DNS
+  resolution is not interruptible and is bounded by the resolver's own timeouts.
+- Fetches in flight are bounded across the whole server (plumbing.slots, where the rate limits
+  count), not per process as DOT's semaphore: OAUTH_CLIENT_METADATA_MAX_FETCHES, each slot
+  expiring by itself shortly after the deadline, so that a killed worker frees its slot.
 
 It runs at the authorization endpoint, where a client is first seen (a token request for a client
 never seen has no code to exchange). DOT's own hook in `_load_application` stays off
 (CIMD_ENABLED false) because it would create the client through DOT's model code, outside the
 registry's rules. A refusal is an error page (400) that never redirects: the redirect URI comes
-from the document that failed. Failures back off per URL, and concurrent fetches are capped
-(DOT's backoff and in-flight slots).
+from the document that failed. Failures (a missed deadline included) back off per URL (DOT's
+backoff); past the cap of fetches in flight the page says to try again, at once.
 """
 
+import contextlib
+import contextvars
 import ipaddress
 import logging
 import socket
+import threading
 import time
 from datetime import timedelta
 from urllib.parse import urlsplit
@@ -39,10 +55,14 @@ from oauth2_provider.settings import oauth2_settings
 from oauthclients.models import ClientStatus, OAuthClient
 from oauthclients.services import client_document_refresh, client_self_register
 from oauthflows.registration import RegistrationError, metadata_validate
+from plumbing.slots import slot_taken
 
 log = logging.getLogger(__name__)
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+# A fetch slot outlives the fetch's deadline by this much before it frees itself (a worker killed
+# mid-fetch never gives it back); it covers the DNS lookups, which the deadline cannot cut short.
+SLOT_GRACE_SECONDS = 5
 
 
 class MetadataDocumentError(Exception):
@@ -83,10 +103,116 @@ def _refuse_multicast_and_reserved(client_id: str) -> None:
             raise dot_cimd.CIMDError(f"client_id host resolves to a non-public address ({address})")
 
 
+class _Deadline:
+    """One deadline for a whole fetch: at `seconds` (monotonic) every socket the fetch connected is
+    shut down, which ends a blocked connect-to-TLS-to-body read at once (as an error or an early
+    end of stream, both refusals). Each socket is watched through a dup() of it, so that a closed
+    and reused file descriptor can never be shut down by mistake."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.ends = time.monotonic() + seconds
+        self.passed = False
+        self._lock = threading.Lock()
+        self._watched: list[socket.socket] = []
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            if self.passed:  # connected after the deadline: no time left for it
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                return
+            self._watched.append(sock.dup())
+
+    def missed(self) -> bool:
+        return self.passed or time.monotonic() >= self.ends
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.passed = True
+            for sock in self._watched:
+                with contextlib.suppress(OSError):  # already closed by the other side
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self._timer.cancel()
+        with self._lock:
+            for sock in self._watched:
+                sock.close()
+            self._watched.clear()
+
+
+_current_deadline: contextvars.ContextVar[_Deadline | None] = contextvars.ContextVar("cimd_deadline", default=None)
+
+
+class _WatchedConnection:
+    """urllib3 connection mixin: the fetch's deadline watches each socket as soon as it connects
+    (before TLS), so that the handshake is bounded too."""
+
+    def _new_conn(self):
+        sock = super()._new_conn()
+        deadline = _current_deadline.get()
+        if deadline is not None:
+            deadline.watch(sock)
+        return sock
+
+
+class _HTTPConnection(_WatchedConnection, urllib3.connection.HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_WatchedConnection, urllib3.connection.HTTPSConnection):
+    pass
+
+
+class _HTTPConnectionPool(urllib3.HTTPConnectionPool):
+    ConnectionCls = _HTTPConnection
+
+
+class _HTTPSConnectionPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = _HTTPSConnection
+
+
+class _Urllib3WithDeadline:
+    """urllib3 as DOT's fetcher sees it (its module global `urllib3`, in oauth2_provider.cimd only):
+    the same, but its https pools' sockets are watched by the fetch's deadline. DOT's fetch code,
+    with its SSRF checks, runs unchanged; nothing else in the process is affected."""
+
+    HTTPSConnectionPool = _HTTPSConnectionPool
+
+    def __getattr__(self, name):
+        return getattr(urllib3, name)
+
+
+dot_cimd.urllib3 = _Urllib3WithDeadline()
+
+
 class MetadataFetcher(dot_cimd.SafeMetadataFetcher):
-    """DOT's SSRF-hardened fetcher, plus plain http on loopback when the setting allows it."""
+    """DOT's SSRF-hardened fetcher under one deadline, plus plain http on loopback when the setting
+    allows it."""
 
     def fetch(self, client_id):
+        seconds = oauth2_settings.CIMD_FETCH_TIMEOUT_SECONDS
+        deadline = _Deadline(seconds)
+        token = _current_deadline.set(deadline)
+        try:
+            result = self._fetch(client_id)
+        except Exception:
+            if deadline.missed():
+                raise dot_cimd.CIMDError(f"could not fetch client_id document within {seconds} s") from None
+            raise
+        finally:
+            _current_deadline.reset(token)
+            deadline.close()
+        # A body cut short by the deadline can still parse (a close-delimited one): refuse it too.
+        if deadline.missed():
+            raise dot_cimd.CIMDError(f"could not fetch client_id document within {seconds} s")
+        return result
+
+    def _fetch(self, client_id):
         if not (loopback_allowed() and _loopback_url(client_id)):
             _refuse_multicast_and_reserved(client_id)
             return super().fetch(client_id)
@@ -95,7 +221,7 @@ class MetadataFetcher(dot_cimd.SafeMetadataFetcher):
             raise dot_cimd.CIMDError("client_id URL must not contain userinfo or a fragment")
         timeout = oauth2_settings.CIMD_FETCH_TIMEOUT_SECONDS
         host = parts.hostname
-        pool = urllib3.HTTPConnectionPool(
+        pool = _HTTPConnectionPool(
             host=host,
             port=parts.port or 80,
             timeout=urllib3.Timeout(connect=timeout, read=timeout, total=timeout),
@@ -141,8 +267,15 @@ def _fetch(client_id: str) -> tuple[dict, int]:
     backoff_key = dot_cimd._backoff_cache_key(client_id)
     if cache.get(backoff_key):
         raise MetadataDocumentError("The document could not be fetched a moment ago; try again in a minute.")
-    with dot_cimd._fetch_slot() as acquired:
+    seconds = oauth2_settings.CIMD_FETCH_TIMEOUT_SECONDS
+    with slot_taken(
+        pool="cimd-fetch", size=settings.OAUTH_CLIENT_METADATA_MAX_FETCHES, lifetime=seconds + SLOT_GRACE_SECONDS
+    ) as acquired:
         if not acquired:
+            log.warning(
+                "Client ID metadata document not fetched: %s fetches in flight",
+                settings.OAUTH_CLIENT_METADATA_MAX_FETCHES,
+            )
             raise MetadataDocumentError("Too many client ID metadata documents are being fetched; try again.")
         started = time.monotonic()
         try:

@@ -23,6 +23,7 @@ from oauthlib.common import add_params_to_uri
 from oauthclients.models import ClientStatus, OAuthClient
 from oauthclients.redirects import redirect_host, redirect_refusal, redirect_trusted
 from oauthclients.selectors import resource_names, verified_name_like
+from oauthclients.validators import mixed_script_words
 from oauthflows.authorization import (
     MAX_STATE_LENGTH,
     AuthorizationPageError,
@@ -206,6 +207,7 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
             "shown": authz.client.owner_preview if authz.client.status == ClientStatus.PENDING else authz.client.shown,
             # A self-registered app named like a verified one is flagged (docs/agents.md).
             "lookalike_of": verified_name_like(authz.client) if authz.client.is_unverified else None,
+            "mixed_script_words": mixed_script_words(authz.client.name) if authz.client.is_unverified else [],
             # RFC 8707: the services a bound token is for, by name (and URI).
             "resources": resource_names(authz.resources) if authz.resources else [],
             # A client ID metadata document's host: who published the name shown above.
@@ -361,5 +363,6 @@ class ConnectedAppRevokeView(LoginRequiredMixin, View):
     def post(self, request, client_id):
         app = connected_app_get_for_user(user=request.user, client_id=client_id)
         connected_app_revoke(user=request.user, client=app.client)
-        messages.success(request, f"{app.client.name} no longer has access to your account.")
+        # The name users were shown (the approved one), as on every page, never an unreviewed edit.
+        messages.success(request, f"{app.client.shown.name} no longer has access to your account.")
         return HttpResponseRedirect(reverse("oauth:connected_apps"), status=303)

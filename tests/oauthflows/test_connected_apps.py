@@ -129,3 +129,25 @@ def test_authorizing_again_keeps_the_first_time_and_moves_the_last(browser, conf
     again = Consent.objects.get(user=end_user, client=client)
     assert again.pk == first.pk and Consent.objects.count() == 1
     assert again.first_authorized_at == earlier and again.last_authorized_at > earlier
+
+
+def test_the_revoke_message_names_the_app_as_users_were_shown_it_not_an_unreviewed_edit(
+    browser, api, confidential, owner
+):
+    from oauthclients import services
+
+    client, secret = confidential
+    approved_name = client.name
+    connect(browser, api, client, secret)
+    services.client_update(
+        client=client,
+        actor=owner,
+        name="Unreviewed New Name",
+        purpose=client.purpose,
+        website_url=client.website_url,
+        redirect_uris=client.redirect_uri_list,
+        scopes=client.scope_list,
+    )  # back to review: users keep seeing the approved name
+    response = browser.post(f"{APPS}{client.client_id}/revoke/", follow=True)
+    shown = [str(message) for message in response.context["messages"]]
+    assert shown == [f"{approved_name} no longer has access to your account."]

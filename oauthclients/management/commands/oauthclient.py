@@ -228,6 +228,12 @@ class Command(BaseCommand):
         token_format.add_argument("client_id")
         token_format.add_argument("token_format", choices=["opaque", "jwt"])
 
+        commands.add_parser(
+            "name-skeletons",
+            help="Store every client's name skeleton again (after an upgrade of the system's ICU). "
+            'Prints {"updated": N}.',
+        )
+
     def handle(self, *args, subcommand, actor=None, **options):
         # The audit trail is in the database (and the server's log); on the command line, stderr
         # stays for errors (and the review mail of the console backend) unless -v 2 or more.
@@ -256,6 +262,9 @@ class Command(BaseCommand):
         if client is None:
             raise Refused(f"Unknown client: no OAuth client with client_id {client_id!r}.")
         return client
+
+    def do_name_skeletons(self, *, actor, **options):
+        return {"updated": services.client_name_skeletons_refresh()}
 
     def do_create(
         self, *, actor, owner, name, redirect_uris, scopes, website, purpose, public, legacy, approve, **options
