@@ -47,6 +47,13 @@ def end_user(db):
 
 
 @pytest.fixture
+def staff(client, reviewer):
+    """The reviewer's browser (pytest-django's `client`), logged in to the admin."""
+    client.force_login(reviewer)
+    return client
+
+
+@pytest.fixture
 def created(owner):
     """A pending confidential client with its first secret (services.ClientCreated)."""
     return make_client(owner)

@@ -27,12 +27,6 @@ CHANGELIST = "admin:oauthclients_oauthclient_changelist"
 SECRET_IN_PAGE = re.compile(r'class="one-time-secret">(cs_[A-Za-z0-9_-]+)<')
 
 
-@pytest.fixture
-def staff(client, reviewer):
-    client.force_login(reviewer)
-    return client
-
-
 def run_action(http, action, clients, **confirmation):
     """Pick an action on the changelist; with `confirmation`, submit its intermediate page instead."""
     data = {"action": action, ACTION_CHECKBOX_NAME: [c.pk for c in clients]}
