@@ -185,8 +185,9 @@ OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauthclients.IDToken"
 OAUTH_AUTHORIZATION_CODE_LIFETIME = env_int("OAUTH_AUTHORIZATION_CODE_LIFETIME", 600, minimum=1)
 OAUTH_ACCESS_TOKEN_LIFETIME = 1800  # spec §2.2 / §8: expires_in is 1800
 OAUTH_REFRESH_TOKEN_LIFETIME = env_int("OAUTH_REFRESH_TOKEN_LIFETIME", 60 * 60 * 24 * 90, minimum=1)
-# A code or refresh token presented again within this many seconds of its use is a racing duplicate
-# (refused, nothing revoked); later, a replay (its token family is revoked). See oauthflows/oauth2.py.
+# A refresh token presented again within this many seconds of its use is a racing duplicate (refused,
+# nothing revoked); later, a replay (its token family is revoked). Codes get no grace: any second
+# presentation revokes what the code produced (RFC 9700 §4.5). See oauthflows/oauth2.py.
 OAUTH_REPLAY_GRACE_SECONDS = env_int("OAUTH_REPLAY_GRACE_SECONDS", 5)
 
 # PostgreSQL: redeem a code or refresh token in one hand-written statement when every check

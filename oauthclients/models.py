@@ -474,7 +474,9 @@ class OAuthClient(AbstractApplication):
             return True
         if self.status != ClientStatus.PENDING:
             return False
-        if getattr(request, "pending_owner_only", None) is True:
+        if getattr(request, "pending_client_may_authenticate", None) is True:
+            # Token, revocation, introspection: its grants are then held to the owner's own
+            # (oauthflows.oauth2.Validator._pending_client_owner_only).
             return True
         user = getattr(request, "user", None)
         return getattr(request, "pending_owner_preview", None) is True and getattr(user, "pk", None) == self.user_id

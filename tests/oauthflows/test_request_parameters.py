@@ -19,7 +19,13 @@ _sample = Request("https://example.invalid/")
 ATTRIBUTE_NAMES = sorted(
     {name for name in dir(_sample) if not name.startswith("__")}
     | set(_sample._params)
-    | {"_grant", "_new_token_family", "refresh_token_instance", "pending_owner_only", "pending_owner_preview"}
+    | {
+        "_grant",
+        "_new_token_family",
+        "refresh_token_instance",
+        "pending_client_may_authenticate",
+        "pending_owner_preview",
+    }
 )
 TOKEN_PARAMS = {
     "grant_type",

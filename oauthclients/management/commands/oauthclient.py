@@ -300,13 +300,12 @@ class Command(BaseCommand):
                 scopes=split_scopes(scopes),
                 purpose=purpose,
                 is_legacy=legacy,
+                approve=approve,
+                # The reviewer recorded is this actor (None without --actor: nobody), never the
+                # owner; the owner is recorded as the creator only when no --actor is given.
                 actor=actor,
             )
             client = created.client
-            # Approved as a separate step: client_create(approve=True) would record the owner as
-            # the reviewer when no --actor is given (it falls back to the owner as actor).
-            if approve:
-                client = services.client_approve(client=client, actor=actor)
         return {
             "client_id": client.client_id,
             "client_secret": created.secret.plaintext if created.secret else None,
