@@ -3,10 +3,11 @@ bench/run.py with the project's environment, before scenario 7).
 
 Makes the lists a million live JWT access tokens fill (OAUTH_STATUS_LIST_SIZE bits each, 1 % of
 the bits set at random: revoked tokens), adds their numbers to the seed file for scenario 7's load,
-and measures in this process what a revocation costs the authorization server: setting one bit
-(oauthclients.statuslist.status_bits_set, one INSERT) and serving the list again
-(status_list_token: its revocations read, zlib and the signature), each on a list of the configured
-size and on one list of a million bits. Writes {what: {p50_ms, max_ms, ...}} to --out.
+and measures in this process what a revocation costs the authorization server: deleting a live JWT's
+row, whose bit the database's trigger sets in the same statement (oauthclients.statuslist), and
+serving the list again (status_list_token: its revocations read, zlib and the signature), each on a
+list of the configured size and on one list of a million bits. Writes {what: {p50_ms, max_ms, ...}}
+to --out.
 """
 
 import argparse
@@ -48,15 +49,53 @@ def _lists(first: int, count: int, size: int) -> list[int]:
     return numbers
 
 
+def _live_rows(numbers: list[int], size: int) -> list[tuple[int, int]]:
+    """SAMPLES live JWTs' rows at random places of these lists (not revoked ones): the revocations."""
+    import secrets
+    from datetime import timedelta
+
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+
+    from oauthclients.models import AccessToken, StatusRevocation, digest
+    from oauthclients.services import resource_server_create
+
+    user = get_user_model().objects.create_user(f"status-bench-{secrets.token_hex(4)}")
+    client = resource_server_create(owner=user, name=f"Status bench {user.username}", actor=user).client
+    taken = set(StatusRevocation.objects.filter(status_list__in=numbers).values_list("status_list", "index"))
+    places = set()
+    while len(places) < SAMPLES:
+        place = (random.choice(numbers), random.randrange(size))
+        if place not in taken:
+            places.add(place)
+    expires = timezone.now() + timedelta(hours=1)
+    rows = AccessToken.objects.bulk_create(
+        [
+            AccessToken(
+                user=user,
+                application=client,
+                token_checksum=digest(secrets.token_urlsafe(32)),
+                scope="PROFILE_READ",
+                expires=expires,
+                status_list=number,
+                status_index=index,
+            )
+            for number, index in places
+        ]
+    )
+    return [(row.pk, row.status_list) for row in rows]
+
+
 def _regeneration(numbers: list[int], size: int) -> dict:
-    """One revocation, then the next fetch of its list: the UPDATE, then the list signed again."""
-    from oauthclients.statuslist import status_bits_set, status_list_token
+    """One revocation, then the next fetch of its list: the DELETE (and its trigger's INSERT), then
+    the list signed again."""
+    from oauthclients.models import AccessToken
+    from oauthclients.statuslist import status_list_token
 
     setting, signing, sizes = [], [], []
-    for _ in range(SAMPLES):
-        number = random.choice(numbers)
+    for pk, number in _live_rows(numbers, size):
         started = time.perf_counter()
-        status_bits_set([(number, random.randrange(size))])
+        AccessToken.objects.filter(pk=pk)._raw_delete(AccessToken.objects.db)
         set_at = time.perf_counter()
         token = status_list_token(number)
         done = time.perf_counter()

@@ -94,8 +94,26 @@ def signing_keys_ready(app_configs=None, databases=None, **kwargs) -> list:
                 id="config.W003",
             )
         )
+    if not any(problem.id == "config.E003" for problem in problems):
+        problems += _signing_keys_decrypt()
     problems += _jwt_signing_key_ready()
     return problems
+
+
+def _signing_keys_decrypt() -> list[Error]:
+    """A wrong OAUTH_SIGNING_KEY_ENCRYPTION_KEY passes every other check and answers 503 wherever
+    a signature is needed (the status lists, OpenID and JWT exchanges): said here, before serving."""
+    from oauthclients.keys import signing_keys_problems
+
+    return [
+        Error(
+            problem,
+            hint="Set OAUTH_SIGNING_KEY_ENCRYPTION_KEY to the value the keys were made under; if that value is "
+            "lost, `manage.py signingkey retire KID` each such key and `manage.py signingkey create` new ones.",
+            id="config.E005",
+        )
+        for problem in signing_keys_problems()
+    ]
 
 
 def _jwt_signing_key_ready() -> list:
@@ -117,5 +135,33 @@ def _jwt_signing_key_ready() -> list:
             hint=f"`manage.py signingkey create --alg {algorithm}` (or set OAUTH_JWT_ACCESS_TOKEN_ALGORITHM to the "
             "algorithm of a current key).",
             id="config.W004",
+        )
+    ]
+
+
+@register(Tags.database, deploy=True)
+def status_triggers_ready(app_configs=None, databases=None, **kwargs) -> list[Error]:
+    """The database sets JWT access tokens' status bits (oauthclients.statuslist's triggers): a
+    database without them would let a revoked JWT pass at every resource server until it expires.
+    A deployment check, so that `migrate`, which installs them, is not stopped by their absence:
+    `check --deploy --database default` asks it."""
+    from django.db import DatabaseError
+
+    from oauthclients.statuslist import status_triggers_missing
+
+    if not databases or "default" not in databases:
+        return []
+    try:
+        missing = status_triggers_missing()
+    except DatabaseError:
+        return []  # the database's own checks report it
+    if not missing:
+        return []
+    return [
+        Error(
+            f"The database lacks the status list triggers {', '.join(missing)}: revoked JWT access tokens "
+            "would stay valid at the resource servers until they expire.",
+            hint="Run `manage.py migrate`: it installs them after every migration.",
+            id="config.E006",
         )
     ]

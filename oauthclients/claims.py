@@ -37,7 +37,7 @@ from django.contrib.auth import get_user_model
 from django.db import connections, router
 
 from oauthclients.compiled import quoted_columns
-from oauthclients.models import AccessToken, Grant, RefreshToken, StatusRevocation, digest
+from oauthclients.models import AccessToken, Grant, RefreshToken, digest
 
 
 def _supported(model) -> str | None:
@@ -187,8 +187,6 @@ def _refresh_sql() -> str:
     u = _names(user_model, "id", "is_active")
     refresh_table, access_table = quote(RefreshToken._meta.db_table), quote(AccessToken._meta.db_table)
     user_table = quote(user_model._meta.db_table)
-    v = _names(StatusRevocation, "status_list", "index")
-    revocations = quote(StatusRevocation._meta.db_table)
     return (
         f"WITH old AS ("
         f"SELECT r.{r['id']} AS id, r.{r['access_token']} AS access_token_id, a.{a['scope']} AS scope, "
@@ -203,12 +201,8 @@ def _refresh_sql() -> str:
         f"RETURNING {refresh_table}.{r['id']}, {refresh_table}.{r['user']}, {refresh_table}.{r['token_family']}, "
         f"{refresh_table}.{r['created']}, {refresh_table}.{r['resource']}, {refresh_table}.{r['auth_time']}, "
         f"old.access_token_id, old.scope, old.expires, old.status_list, old.status_index), "
-        f"gone AS (DELETE FROM {access_table} WHERE {a['id']} IN (SELECT access_token_id FROM claimed)), "
-        # A JWT access token lives on in the resource servers until its status bit is set
-        # (oauthclients.statuslist): set by this statement too.
-        f"revoked AS (INSERT INTO {revocations} ({v['status_list']}, {v['index']}) "
-        f"SELECT status_list, status_index FROM claimed WHERE status_index IS NOT NULL "
-        f"ON CONFLICT DO NOTHING) "
+        # A JWT's status bit is set by the database's trigger as its row goes (oauthclients.statuslist).
+        f"gone AS (DELETE FROM {access_table} WHERE {a['id']} IN (SELECT access_token_id FROM claimed)) "
         f"SELECT * FROM claimed"
     )
 

@@ -14,6 +14,7 @@ and stays published until the last token it could have signed has expired.
 import base64
 import hashlib
 import json
+import logging
 import time
 from dataclasses import dataclass
 from datetime import timedelta
@@ -30,12 +31,21 @@ from oauth2_provider.settings import oauth2_settings
 from oauthclients.exceptions import ApplicationError
 from oauthclients.models import SigningKey, SigningKeyAlgorithm
 
+logger = logging.getLogger(__name__)
+
 KEY_WRAP = {"alg": "A256KW", "enc": "A256GCM"}
 MIN_ENCRYPTION_KEY_LENGTH = 32
 
 
 class SigningKeyNotFound(ApplicationError):
     pass
+
+
+class SigningKeyUnusable(ImproperlyConfigured):
+    """A stored key's private part cannot be decrypted: OAUTH_SIGNING_KEY_ENCRYPTION_KEY is unset or
+    is not the one the key was made under. The deployment's fault, not the request's: whatever
+    needed a signature answers 503 with Retry-After (plumbing.errors.service_unavailable), and
+    `check --deploy --database default` reports it before the process serves (config.E005)."""
 
 
 def _encryption_key() -> jwk.JWK:
@@ -63,10 +73,38 @@ def _public(key: jwk.JWK, *, kid: str, algorithm: str) -> dict:
 
 
 def private_key(key: SigningKey) -> jwk.JWK:
-    """The private JWK, decrypted (only in memory, to sign)."""
+    """The private JWK, decrypted (only in memory, to sign). SigningKeyUnusable when the
+    encryption key is missing or does not open it."""
+    try:
+        encryption_key = _encryption_key()
+    except ImproperlyConfigured as exc:
+        raise SigningKeyUnusable(str(exc)) from None
     envelope = jwe.JWE()
-    envelope.deserialize(key.private_jwe, key=_encryption_key())
+    try:
+        envelope.deserialize(key.private_jwe, key=encryption_key)
+    except jwe.InvalidJWEData:
+        # Names the key and the setting, never any part of either.
+        logger.error("Signing key %s cannot be decrypted with OAUTH_SIGNING_KEY_ENCRYPTION_KEY", key.kid)
+        raise SigningKeyUnusable(
+            f"OAUTH_SIGNING_KEY_ENCRYPTION_KEY does not decrypt the {key.algorithm} signing key {key.kid}: it is "
+            "not the value the key was made under."
+        ) from None
     return jwk.JWK.from_json(envelope.payload.decode("utf-8"))
+
+
+def signing_keys_problems() -> list[str]:
+    """Why this server cannot sign now, one sentence each naming the setting to fix (none: it can):
+    every key that signs now or is published to sign later is decrypted once. The one answer for
+    `check --deploy --database default` (config.checks) and for a readiness probe."""
+    now = timezone.now()
+    problems = []
+    for key in SigningKey.objects.filter(Q(retired_at__isnull=True) | Q(retired_at__gt=now)).order_by("id"):
+        try:
+            private_key(key)
+        except SigningKeyUnusable as exc:
+            if str(exc) not in problems:  # an unset encryption key: one sentence, not one per key
+                problems.append(str(exc))
+    return problems
 
 
 def published_lifetime() -> timedelta:

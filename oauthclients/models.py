@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
@@ -678,35 +678,16 @@ class Grant(AbstractGrant):
         verbose_name = "authorization code"
 
 
-class AccessTokenQuerySet(models.QuerySet):
-    def delete(self):
-        # A JWT access token lives on in every resource server until its bit in the token status
-        # list is set (oauthclients.statuslist): set with the deletion, in its transaction.
-        from oauthclients.statuslist import status_bits_set
-
-        with transaction.atomic(using=self.db, savepoint=False):
-            status_bits_set(self.filter(status_index__isnull=False).values_list("status_list", "status_index"))
-            return super().delete()
-
-
 class AccessToken(AbstractAccessToken):
     # JWT access tokens only (RFC 9068, oauthclients.statuslist): the token's bit in a status list.
     # The row is found by the digest of the whole JWT (`token_checksum`), which includes its jti.
     status_list = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    # Its bit is set by the database when the row goes, its user is made inactive or its client is
+    # rejected, whatever the path (oauthclients.statuslist's triggers).
     status_index = models.PositiveIntegerField(null=True, blank=True, editable=False)
-
-    objects = AccessTokenQuerySet.as_manager()
 
     class Meta(AbstractAccessToken.Meta):
         pass
-
-    def delete(self, *args, **kwargs):
-        from oauthclients.statuslist import status_bits_set
-
-        with transaction.atomic(savepoint=False):
-            if self.status_index is not None:
-                status_bits_set([(self.status_list, self.status_index)])
-            return super().delete(*args, **kwargs)
 
 
 class RefreshToken(AbstractRefreshToken):
@@ -738,7 +719,8 @@ class StatusList(models.Model):
 
 
 class StatusRevocation(models.Model):
-    """One set bit: the JWT access token at `index` of list `status_list` is revoked."""
+    """One set bit: the JWT access token at `index` of list `status_list` is revoked. Inserted by the
+    database's triggers only (oauthclients.statuslist.status_triggers_install)."""
 
     status_list = models.PositiveIntegerField()
     index = models.PositiveIntegerField()

@@ -9,13 +9,24 @@ it holds has expired (`status_lists_sweep`, run by `cleartokens_expired`): what 
 stays bounded by the tokens alive, never by the tokens ever issued. Indices are not reused, so a
 revoked bit is never cleared for another token.
 
-A set bit (1 = INVALID) is a `StatusRevocation` row, inserted in the transaction that ends the
-token: AccessToken's queryset and instance `delete` (revocation, connected apps, family revocation
-on replay, client rejection and deletion, user deactivation), a user's deletion, and the rotation
-of a refresh token (the old access token), which on PostgreSQL is part of the claim's own statement
-(oauthclients.claims). An INSERT touches no shared row: revocations never wait for each other, and
-a refresh issuing JWTs costs no statement more than one issuing opaque tokens. The list's bytes are
-built from its rows when it is served, and signed again only when they changed.
+A set bit (1 = INVALID) is a `StatusRevocation` row, written by the database itself, by three
+triggers (`status_triggers_install`), one per rule of what ends a JWT access token:
+
+- its row is gone (an AccessToken DELETE: revocation, rotation, family revocation, connected apps,
+  client rejection and deletion, a user's deactivation or deletion, a cascade, raw SQL);
+- its user is made inactive (an UPDATE of `is_active`: `save()`, or a bulk `QuerySet.update()` that
+  sends no signal);
+- its client is rejected (an UPDATE of `status`, however made).
+
+So every path, bulk ones included, sets the bit in the statement that ends the token, and nothing in
+Python has to remember to. Why not compute the bits from the live rows when a list is built: a list
+of 131,072 live JWTs joined to their users and clients takes about 140 ms to read on PostgreSQL
+(measured; 17 ms only to count them), on every fetch, since no cheap query tells whether a user or
+a client changed; and an index with no live row may be one a process has reserved but not yet
+handed out, or one whose token is still being committed: reading it as revoked would refuse fresh
+tokens at every resource server holding the list for up to its ttl. A trigger's INSERT touches no
+shared row: revocations never wait for each other. The list's bytes are built from its rows when it
+is served, and signed again only when they changed.
 
 Settings: OAUTH_STATUS_LIST_SIZE (131,072 bits, 16 KB raw), OAUTH_STATUS_LIST_TTL (10 seconds: how
 long a resource server may keep a list, hence how long a revoked token may still pass there).
@@ -31,13 +42,14 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, padding
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import connections, router, transaction
 from django.db.models import Count, F, Max
 from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
 from oauthclients.keys import signer_current
-from oauthclients.models import StatusCounter, StatusList, StatusRevocation
+from oauthclients.models import AccessToken, ClientStatus, OAuthClient, StatusCounter, StatusList, StatusRevocation
 
 BLOCK = 256
 SEQUENCE = "oauthclients_status_index_seq"
@@ -110,17 +122,96 @@ def _lists_ensure(numbers, size: int) -> None:
     StatusList.objects.filter(number__in=list(numbers)).update(last_issued=now)
 
 
-# --- setting bits --------------------------------------------------------------------------------
+# --- setting bits: the database's triggers ----------------------------------------------------------
+
+# (trigger name, table model, event, condition, the (status_list, status_index) pairs it revokes).
+# The names are kept by `status_triggers_missing` and the deployment check (config.checks).
+TRIGGER_TOKEN_GONE = "oauthclients_status_token_gone"
+TRIGGER_USER_INACTIVE = "oauthclients_status_user_inactive"
+TRIGGER_CLIENT_REJECTED = "oauthclients_status_client_rejected"
+TRIGGERS = (TRIGGER_TOKEN_GONE, TRIGGER_USER_INACTIVE, TRIGGER_CLIENT_REJECTED)
 
 
-def status_bits_set(pairs) -> int:
-    """Set the bits of these (list number, bit index) pairs (revoked): one INSERT for them all."""
-    rows = {(number, index) for number, index in pairs if number is not None and index is not None}
-    if rows:
-        StatusRevocation.objects.bulk_create(
-            [StatusRevocation(status_list=number, index=index) for number, index in rows], ignore_conflicts=True
-        )
-    return len(rows)
+def _trigger_rules(connection) -> list[tuple[str, str, str, str, str]]:
+    quote = connection.ops.quote_name
+    access = quote(AccessToken._meta.db_table)
+    user_model = get_user_model()
+
+    def column(model, name):
+        return quote(model._meta.get_field(name).column)
+
+    indexed = f"{column(AccessToken, 'status_index')} IS NOT NULL"
+    pairs = f"{column(AccessToken, 'status_list')}, {column(AccessToken, 'status_index')}"
+    status, rejected = column(OAuthClient, "status"), f"'{ClientStatus.REJECTED.value}'"
+    return [
+        (
+            TRIGGER_TOKEN_GONE,
+            f"DELETE ON {access}",
+            f"OLD.{indexed}",
+            f"SELECT OLD.{column(AccessToken, 'status_list')}, OLD.{column(AccessToken, 'status_index')}",
+        ),
+        (
+            TRIGGER_USER_INACTIVE,
+            f"UPDATE OF {column(user_model, 'is_active')} ON {quote(user_model._meta.db_table)}",
+            f"OLD.{column(user_model, 'is_active')} AND NOT NEW.{column(user_model, 'is_active')}",
+            f"SELECT {pairs} FROM {access} WHERE {column(AccessToken, 'user')} = "
+            f"NEW.{quote(user_model._meta.pk.column)} AND {indexed}",
+        ),
+        (
+            TRIGGER_CLIENT_REJECTED,
+            f"UPDATE OF {status} ON {quote(OAuthClient._meta.db_table)}",
+            f"NEW.{status} = {rejected} AND OLD.{status} <> {rejected}",
+            f"SELECT {pairs} FROM {access} WHERE {column(AccessToken, 'application')} = "
+            f"NEW.{quote(OAuthClient._meta.pk.column)} AND {indexed}",
+        ),
+    ]
+
+
+def status_triggers_install(using: str = "default") -> None:
+    """Create (or replace) the three triggers that set status bits (module docstring). Idempotent;
+    run after every `migrate` (oauthclients.apps), because SQLite drops a table's triggers when a
+    migration rebuilds the table."""
+    connection = connections[using]
+    if AccessToken._meta.db_table not in connection.introspection.table_names():
+        return  # migrated back before the tables (migrate oauthclients zero)
+    quote = connection.ops.quote_name
+    revocations = quote(StatusRevocation._meta.db_table)
+    target = f"{revocations} ({quote('status_list')}, {quote('index')})"
+    with transaction.atomic(using=using), connection.cursor() as cursor:
+        for name, event, condition, pairs in _trigger_rules(connection):
+            if connection.vendor == "postgresql":
+                cursor.execute(
+                    f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                    f"INSERT INTO {target} {pairs} ON CONFLICT DO NOTHING; RETURN NULL; END $$"
+                )
+                cursor.execute(
+                    f"CREATE OR REPLACE TRIGGER {name} AFTER {event} FOR EACH ROW WHEN ({condition}) "
+                    f"EXECUTE FUNCTION {name}()"
+                )
+            elif connection.vendor == "sqlite":
+                cursor.execute(f"DROP TRIGGER IF EXISTS {name}")
+                cursor.execute(
+                    f"CREATE TRIGGER {name} AFTER {event} FOR EACH ROW WHEN {condition} "
+                    f"BEGIN INSERT OR IGNORE INTO {target} {pairs}; END"
+                )
+            else:
+                raise NotImplementedError(f"status list triggers for {connection.vendor}")
+
+
+def status_triggers_missing(using: str = "default") -> list[str]:
+    """The names of the triggers that are not in this database (none: every rule is in place)."""
+    connection = connections[using]
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal AND tgname = ANY(%s)", [list(TRIGGERS)]
+            )
+        elif connection.vendor == "sqlite":
+            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        else:
+            return list(TRIGGERS)
+        present = {row[0] for row in cursor.fetchall()}
+    return [name for name in TRIGGERS if name not in present]
 
 
 def status_bit(number: int, index: int) -> int | None:
@@ -215,8 +306,6 @@ def status_lists_sweep() -> int:
     them for longer than an access token lives, none of their tokens still alive, and not the
     newest, which blocks may still reach."""
     from datetime import timedelta
-
-    from oauthclients.models import AccessToken
 
     newest = StatusList.objects.order_by("-number").values_list("number", flat=True).first()
     if newest is None:

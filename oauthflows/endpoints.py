@@ -18,10 +18,11 @@ from oauth2_provider.views.mixins import OAuthLibMixin
 from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
 
-from oauthclients.keys import jwks_document
+from oauthclients.keys import SigningKeyUnusable, jwks_document
 from oauthclients.statuslist import list_ttl, status_list_token
 from oauthflows.oauth2 import ClientCall, client_call, request_attribute_names, request_started_at
 from oauthflows.openapi import introspect_schema, revoke_schema, token_schema
+from plumbing.errors import service_unavailable
 from plumbing.requestparams import REPEATABLE_PARAMS, BodyError, basic_credentials, request_json_pairs
 from scopes.catalog import SCOPE_NAMES
 
@@ -129,6 +130,10 @@ class ClientEndpoint(OAuthLibMixin, APIView):
             status, body = self.respond(request)
         except BodyError as exc:
             return self.error("invalid_request", str(exc))
+        except SigningKeyUnusable:
+            # The deployment's encryption key does not open the signing keys (config.E005): 503, and
+            # the code or refresh token stays unused (the exchange's transaction rolled back).
+            return service_unavailable(request)
         try:
             data = json.loads(body or "{}")
         except ValueError:
@@ -449,9 +454,11 @@ class StatusListView(View):
     def get(self, request, number: int, *args, **kwargs):
         try:
             token = status_list_token(number)
-        except LookupError:
+        except (LookupError, SigningKeyUnusable) as exc:
+            # No current key, or one this deployment's encryption key does not open (config.E005).
+            reason = "No signing key" if isinstance(exc, LookupError) else "The signing key cannot be used"
             response = JsonResponse(
-                {"error": "temporarily_unavailable", "error_description": "No signing key: the list cannot be signed."},
+                {"error": "temporarily_unavailable", "error_description": f"{reason}: the list cannot be signed."},
                 status=503,
             )
             response["Retry-After"] = "5"

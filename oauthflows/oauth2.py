@@ -63,11 +63,11 @@ from oauthclients.selectors import (
     access_token_get_valid,
     resource_uri_known,
 )
-from oauthclients.statuslist import status_bits_set
 from oauthclients.tier import ceiling_refusal
 from oauthclients.validators import resource_uri_problem
 from oauthflows.services import consent_record
 from plumbing.requestparams import basic_credentials, request_json_pairs
+from scopes.verifiers import audience_includes
 
 # RFC 7636 §4.1 / §4.2: verifier 43-128 unreserved characters; S256 challenge is 43 base64url chars.
 CODE_VERIFIER_RE = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
@@ -633,12 +633,8 @@ class Validator(OAuth2Validator):
                 if not getattr(previous, "claimed", False):
                     RefreshToken.objects.filter(pk=previous.pk).update(revoked=now, access_token=None, updated=now)
                     if previous.access_token_id:
+                        # A JWT's status bit is set by the database as the row goes (oauthclients.statuslist).
                         AccessToken.objects.filter(pk=previous.access_token_id)._raw_delete(AccessToken.objects.db)
-                    # A JWT access token lives on in the resource servers until its status bit is
-                    # set (a claim's own statement set it: oauthclients.claims).
-                    old_access = previous.access_token if previous.access_token_id else None
-                    if old_access is not None and old_access.status_index is not None:
-                        status_bits_set([(old_access.status_list, old_access.status_index)])
                 family = previous.token_family or uuid.uuid4()
             else:
                 family = getattr(request, "_new_token_family", None) or uuid.uuid4()
@@ -766,7 +762,7 @@ class Validator(OAuth2Validator):
     def introspect_token(self, token, token_type_hint, request, *args, **kwargs):
         client = request.client
         if client is not None and client.is_resource_server:
-            return access_token_claims_for_resource_server(token)
+            return access_token_claims_for_resource_server(token, resource_server=client)
         if client is None or client.client_type != ClientKind.CONFIDENTIAL:
             return None  # only an authenticated client learns anything (public clients cannot)
         found = self._own_token(token, token_type_hint, request)
@@ -801,14 +797,19 @@ class Validator(OAuth2Validator):
         return True
 
 
-def access_token_claims_for_resource_server(raw_token) -> dict | None:
+def access_token_claims_for_resource_server(raw_token, *, resource_server) -> dict | None:
     """RFC 7662 §2.2 claims of a live access token, for a resource server; None: `active: false`.
 
     Any client's token, never a refresh token (no credential at a resource server). One indexed
-    lookup joined to the client (a rejected client's tokens are dead) and the user.
+    lookup joined to the client (a rejected client's tokens are dead) and the user. A token bound
+    to audiences (RFC 8707) that do not include this resource server is inactive to it (RFC 7662
+    §2.2 lets the server answer so): no service can be talked into accepting another's token,
+    whatever its own audience check says. A token bound to no audience is described to every one.
     """
     token = access_token_get_for_introspection(raw_token)
     if token is None:
+        return None
+    if token.resource and not audience_includes(token.resource, resource_server.resource_uri):
         return None
     return introspection_claims(token, token_type="access_token", scope=token.scope, expires=token.expires)
 

@@ -49,7 +49,14 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from jwcrypto import jwk
 
-from scopes.verifiers import AuthorizationServerUnavailable, TokenUser, TokenVerifier, Verification, VerifiedToken
+from scopes.verifiers import (
+    AuthorizationServerUnavailable,
+    TokenUser,
+    TokenVerifier,
+    Verification,
+    VerifiedToken,
+    audience_includes,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -189,7 +196,7 @@ class JwtVerifier(TokenVerifier):
             raise Unverifiable("another issuer")
         audience = claims.get("aud")
         audiences = [audience] if isinstance(audience, str) else audience
-        if not isinstance(audiences, list) or self.resource not in [str(a).rstrip("/") for a in audiences]:
+        if not isinstance(audiences, list) or not audience_includes(audiences, self.resource):
             raise Unverifiable("another audience")
         expires, not_before = claims.get("exp"), claims.get("nbf", claims.get("iat"))
         if not isinstance(expires, int | float) or isinstance(expires, bool) or expires + self.leeway <= now:

@@ -74,6 +74,17 @@ class TokenVerifier:
         raise NotImplementedError
 
 
+def audience_includes(audience, resource: str | None) -> bool:
+    """Whether `resource` is one of `audience` (RFC 8707 resource URIs, a token's `aud`): the one
+    comparison of an audience, for every verifier here and the authorization server's
+    introspection. Exact, except that a trailing `/` makes no difference (the settings read
+    OAUTH_RESOURCE_URI without one); never a prefix, never case-folded."""
+    if not resource:
+        return False
+    own = resource.rstrip("/")
+    return any(isinstance(entry, str) and entry.rstrip("/") == own for entry in audience)
+
+
 def audience_accepted(audience: tuple[str, ...]) -> bool:
     """Whether this service may accept a token with this audience (RFC 8707, RFC 9068 §4).
 
@@ -82,8 +93,7 @@ def audience_accepted(audience: tuple[str, ...]) -> bool:
     """
     if not audience:
         return not getattr(settings, "OAUTH_REQUIRE_AUDIENCE", False)
-    own = resource_uri()
-    return own is not None and own in audience
+    return audience_includes(audience, resource_uri())
 
 
 @cache

@@ -9,6 +9,7 @@ checked by the scopes verifiers. A token without audience stays valid everywhere
 import json
 import re
 from io import StringIO
+from urllib.parse import urlencode
 
 import pytest
 from django.conf import settings
@@ -35,6 +36,7 @@ from tests.oauthflows.helpers import (
 from tests.oauthflows.test_token import assert_token_error
 
 BOOKINGS = "https://bookings.example.com/api"
+CALENDAR = "https://calendar.example.com/api"
 MCP = "http://127.0.0.1:8931/mcp"
 
 
@@ -68,7 +70,8 @@ def test_a_token_asked_for_the_own_api_is_bound_to_it_and_accepted_there(browser
     token = response.json()["access_token"]
     assert AccessToken.objects.get(token_checksum=digest(token)).resource == [own_api]
     assert me(api, token).status_code == 200
-    assert introspect(api, bookings, token)["aud"] == [own_api]
+    # Bound to this server's own API: another resource server learns nothing of it (RFC 7662 §2.2).
+    assert introspect(api, bookings, token) == {"active": False}
 
 
 def test_a_token_for_another_resource_is_refused_here(browser, api, confidential, bookings):
@@ -86,7 +89,37 @@ def test_a_token_without_resource_has_no_audience_and_works_everywhere(browser, 
     token = tokens_for(browser, api, confidential).json()["access_token"]
     assert AccessToken.objects.get(token_checksum=digest(token)).resource == []
     assert me(api, token).status_code == 200
-    assert "aud" not in introspect(api, bookings, token)
+    answer = introspect(api, bookings, token)
+    assert answer["active"] is True and "aud" not in answer
+    calendar = services.resource_server_create(owner=bookings[0].user, name="Calendar", resource_uri=CALENDAR)
+    assert introspect(api, (calendar.client, calendar.secret.plaintext), token)["active"] is True
+
+
+def test_a_token_bound_to_another_resource_server_is_inactive_to_this_one(browser, api, confidential, bookings):
+    # The attack: a token the app got for Bookings, relayed to Calendar, which asks the server.
+    calendar = services.resource_server_create(owner=bookings[0].user, name="Calendar", resource_uri=CALENDAR)
+    calendar_pair = (calendar.client, calendar.secret.plaintext)
+    unlisted = services.resource_server_create(owner=bookings[0].user, name="Reports")  # no resource URI
+    token = tokens_for(browser, api, confidential, resource=BOOKINGS).json()["access_token"]
+    assert introspect(api, bookings, token)["active"] is True
+    assert introspect(api, calendar_pair, token) == {"active": False}
+    assert introspect(api, (unlisted.client, unlisted.secret.plaintext), token) == {"active": False}
+    # The app that holds it still learns about its own token, as before.
+    client, secret = confidential
+    own = client_post(api, INTROSPECT, client, {"token": token}, secret=secret).json()
+    assert own["active"] is True and own["aud"] == [BOOKINGS]
+
+
+def test_a_token_bound_to_two_resource_servers_is_active_to_each(browser, api, confidential, bookings):
+    calendar = services.resource_server_create(owner=bookings[0].user, name="Calendar", resource_uri=CALENDAR)
+    client, secret = confidential
+    url = authorize_url(client, scope="PROFILE_READ") + f"&{urlencode({'resource': BOOKINGS})}"
+    url += f"&{urlencode({'resource': CALENDAR})}"
+    response = consent(browser, url)
+    code = query_of(response["Location"])["code"]
+    token = exchange(api, client, code, secret=secret).json()["access_token"]
+    for server in (bookings, (calendar.client, calendar.secret.plaintext)):
+        assert introspect(api, server, token)["aud"] == [BOOKINGS, CALENDAR]
 
 
 def test_a_service_that_requires_an_audience_refuses_a_token_without_one(browser, api, confidential, settings):
@@ -312,6 +345,8 @@ def test_audience_accepted_follows_the_settings(settings):
     assert audience_accepted(("https://other", "https://api.example.com"))
     assert not audience_accepted(("https://other",))
     assert not audience_accepted(("https://api.example.com/more",))  # exact, never a prefix
+    assert audience_accepted(("https://api.example.com/",))  # a trailing "/" is no difference
+    assert not audience_accepted(("https://API.example.com",))
     settings.OAUTH_REQUIRE_AUDIENCE = True
     assert not audience_accepted(())
     settings.OAUTH_RESOURCE_URI = None

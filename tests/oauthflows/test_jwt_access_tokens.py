@@ -18,7 +18,7 @@ from jwcrypto import jwk, jws
 from oauthclients import services
 from oauthclients.keys import signing_key_create, signing_key_retire
 from oauthclients.models import AccessToken, RefreshToken, StatusList, StatusRevocation, digest
-from oauthclients.statuslist import allocator, status_bit, status_bits_set, status_lists_sweep
+from oauthclients.statuslist import allocator, status_bit, status_lists_sweep
 from tests.oauthflows.helpers import (
     INTROSPECT,
     REVOKE,
@@ -312,7 +312,7 @@ def test_indices_fill_lists_in_turn_and_expired_lists_are_swept(settings, browse
     assert status_lists_sweep() == 0
     first = int(references[0]["uri"].rsplit("/", 1)[1])
     AccessToken.objects.filter(status_list=first).update(expires="2000-01-01T00:00:00Z")
-    status_bits_set([(first, 5)])
+    StatusRevocation.objects.create(status_list=first, index=5)
     assert status_lists_sweep() == 1  # the older one; the newest stays for the blocks to come
     assert api.get(references[0]["uri"].removeprefix(settings.OAUTH_ISSUER)).status_code == 404
     assert not StatusRevocation.objects.filter(status_list=first).exists()

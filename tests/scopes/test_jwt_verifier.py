@@ -14,7 +14,7 @@ import pytest
 from jwcrypto import jwk, jws
 
 from scopes.jwt import JwtVerifier
-from scopes.verifiers import AuthorizationServerUnavailable
+from scopes.verifiers import AuthorizationServerUnavailable, audience_accepted
 
 RESOURCE = "https://bookings.example.com/v2"
 
@@ -164,6 +164,26 @@ def test_a_signed_token_for_this_service_is_accepted(issuer, verifier):
     assert verification.token.subject == "42" and verification.user.pk == "42"
     assert verification.token.client_id == "app-1" and verification.token.audience == (RESOURCE,)
     assert verification.token.unrestricted is False
+
+
+@pytest.mark.parametrize(
+    "aud",
+    [
+        RESOURCE + "/",
+        [RESOURCE + "/"],
+        RESOURCE + "/more",
+        RESOURCE.upper(),
+        [7, RESOURCE + "x"],
+        "https://bookings.example.com",
+    ],
+)
+def test_the_audience_is_compared_as_the_other_verifiers_compare_it(issuer, verifier, settings, aud):
+    # One comparison (scopes.verifiers.audience_includes) for this verifier and audience_accepted,
+    # which the introspection and local verifiers' callers use: they can no longer disagree.
+    settings.OAUTH_RESOURCE_URI = RESOURCE
+    audience = (aud,) if isinstance(aud, str) else tuple(aud)
+    accepted = verifier.verify(issuer.token(aud=aud)) is not None
+    assert accepted == audience_accepted(audience) == (aud in (RESOURCE + "/", [RESOURCE + "/"]))
 
 
 def test_an_rs256_token_and_an_audience_list_are_accepted(issuer, verifier):
