@@ -28,7 +28,7 @@ from django.db.models.signals import post_save
 
 from oauthclients.keys import signer_current
 from oauthclients.models import ClientKind, ClientStatus, OAuthClient, TokenFormat
-from oauthclients.statuslist import access_token_algorithm, allocator, list_uri, sign
+from oauthclients.statuslist import allocator, jws_sign, jwt_signing_algorithm, list_uri
 
 JWT_FORMATS_SECONDS = 30
 ACCESS_TOKEN_TYPE = "at+jwt"
@@ -80,9 +80,9 @@ class NoSigningKey(Exception):
 
 def access_token_jwt(*, user_pk, client_id: str, scope: str, audience: list[str], auth_time: int, lifetime: int):
     """(the signed JWT, (status list, index)) for a new access token."""
-    signer = signer_current(access_token_algorithm())
+    signer = signer_current(jwt_signing_algorithm())
     if signer is None:
-        raise NoSigningKey(access_token_algorithm())
+        raise NoSigningKey(jwt_signing_algorithm())
     key, op_key = signer
     number, index = allocator.take()
     issued = int(time.time())
@@ -98,4 +98,4 @@ def access_token_jwt(*, user_pk, client_id: str, scope: str, audience: list[str]
         "auth_time": auth_time,
         "status": {"status_list": {"idx": index, "uri": list_uri(number)}},
     }
-    return sign(claims, typ=ACCESS_TOKEN_TYPE, key=key, op_key=op_key), (number, index)
+    return jws_sign(claims, typ=ACCESS_TOKEN_TYPE, key=key, op_key=op_key), (number, index)

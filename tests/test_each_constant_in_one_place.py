@@ -27,6 +27,7 @@ from oauthclients.models import (
     SigningKey,
     SigningKeyAlgorithm,
 )
+from oauthclients.statuslist import list_uri
 from oauthclients.validators import (
     MAX_LINK_URL_LENGTH,
     MAX_REDIRECT_URIS,
@@ -174,6 +175,8 @@ def test_every_path_setting_is_served(settings):
 def test_the_code_reads_the_paths_from_settings(settings, db):
     settings.OAUTH_TOKEN_PATH = "/elsewhere/token"
     settings.OAUTH_AUTHORIZE_PATH = "/elsewhere/authorize"
+    settings.OAUTH_STATUS_LIST_PATH = "/elsewhere/lists/"
+    assert list_uri(3) == settings.OAUTH_ISSUER + "/elsewhere/lists/3"
     endpoints = selectors.oauth_endpoints()
     assert endpoints.access_token_url == settings.OAUTH_ISSUER + "/elsewhere/token"
     assert endpoints.authorization_url == settings.OAUTH_ISSUER + "/elsewhere/authorize"

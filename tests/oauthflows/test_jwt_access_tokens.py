@@ -18,7 +18,8 @@ from jwcrypto import jwk, jws
 from oauthclients import services
 from oauthclients.keys import signing_key_create, signing_key_retire
 from oauthclients.models import AccessToken, RefreshToken, StatusList, StatusRevocation, digest
-from oauthclients.statuslist import allocator, status_bit, status_lists_sweep
+from oauthclients.statuslist import allocator, status_lists_sweep
+from tests.oauthclients.service_helpers import status_bit
 from tests.oauthflows.helpers import (
     INTROSPECT,
     REVOKE,
