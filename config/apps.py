@@ -10,4 +10,17 @@ class ProjectConfig(AppConfig):
     verbose_name = "Project"
 
     def ready(self):
+        from django.contrib.auth.signals import user_logged_in
+
         from config import checks  # noqa: F401 - registers the deploy checks
+
+        # Every login (allauth's: password, passkey, upstream provider, after any second factor)
+        # records the ID token's auth_time and a fresh sid in the new session (oauthflows).
+        user_logged_in.connect(_session_login_record, dispatch_uid="oidc_session_login_record")
+
+
+def _session_login_record(sender, request, user, **kwargs):
+    from oauthflows.services import session_login_record
+
+    if request is not None and hasattr(request, "session"):
+        session_login_record(session=request.session)

@@ -50,6 +50,20 @@ def client_metadata_loopback_off(app_configs=None, **kwargs) -> list[Warning]:
 
 
 @register(Tags.security, deploy=True)
+def staff_second_factor_required(app_configs=None, **kwargs) -> list[Warning]:
+    """SECURITY.md, "Accounts and the login": turning the staff rule off is an operator's decision, reported."""
+    if settings.OAUTH_STAFF_MFA_REQUIRED:
+        return []
+    return [
+        Warning(
+            "OAUTH_STAFF_MFA_REQUIRED is off: staff accounts reach the admin without a second factor.",
+            hint="Set OAUTH_STAFF_MFA_REQUIRED=1 (docs/accounts.md, 'The staff rule').",
+            id="accounts.W001",
+        )
+    ]
+
+
+@register(Tags.security, deploy=True)
 def signing_keys_ready(app_configs=None, databases=None, **kwargs) -> list:
     """Signing needs the encryption key (environment) and at least one key (`manage.py signingkey`);
     the second is a database question, asked as Django asks them: `check --deploy --database default`."""

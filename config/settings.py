@@ -45,6 +45,13 @@ INSTALLED_APPS = [
     "oauthclients",
     "oauthflows",
     "profiles",
+    # django-allauth (docs/accounts.md): accounts, second factors, upstream identity providers.
+    "allauth",
+    "accounts.apps.AllauthAccountConfig",  # allauth.account, requiring our wrapper of its middleware
+    "allauth.mfa",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
+    "accounts.apps.AccountsConfig",
     "config.apps.ProjectConfig",  # the shell: registers the checks that wire the apps together
 ]
 
@@ -60,8 +67,11 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "plumbing.csrf.FetchMetadataCsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "accounts.middleware.AccountMiddleware",  # allauth's, off the /v2 and metadata paths
     "profiles.middleware.AdminTimeZoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "accounts.middleware.StaffSecondFactorMiddleware",  # /admin/ only: staff need a second factor
+    "accounts.middleware.RecentLoginMiddleware",  # approve, reject, secrets, identity providers
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -69,7 +79,8 @@ ROOT_URLCONF = "config.urls"
 # Django's ModelBackend, with the profile loaded in the user's query (profiles/backends.py).
 # Sessions name the backend that logged them in: a session from before this setting (Django's
 # ModelBackend) ends, and its user logs in again.
-AUTHENTICATION_BACKENDS = ["profiles.backends.ProfileModelBackend"]
+# accounts.backends.AccountBackend: allauth's, for sign-in by email (ACCOUNT_LOGIN_METHODS), same profile join.
+AUTHENTICATION_BACKENDS = ["profiles.backends.ProfileModelBackend", "accounts.backends.AccountBackend"]
 WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [
@@ -135,9 +146,56 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LOGIN_URL = "/accounts/login/"
-# Without `next`, config.accounts.LoginView sends developers to their clients, others to Connected apps.
+# Without `next`, accounts.adapter.AccountAdapter sends developers to their clients, others to Connected apps.
 LOGIN_REDIRECT_URL = "/settings/apps/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+# --- Accounts: django-allauth (accounts/, docs/accounts.md) ---
+# Self sign-up: "off" (default; accounts come from the scheduling service, an administrator or an
+# identity provider) or "open".
+OAUTH_SIGNUP = (env_str("OAUTH_SIGNUP") or "off").strip().lower()
+if OAUTH_SIGNUP not in ("off", "open"):
+    raise ImproperlyConfigured(f"OAUTH_SIGNUP must be off or open (got {OAUTH_SIGNUP!r})")
+ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"
+ACCOUNT_FORMS = {"login": "accounts.forms.LoginForm"}
+ACCOUNT_LOGIN_METHODS = {"username", "email"}
+ACCOUNT_SIGNUP_FIELDS = ["email*", "username*", "password1*", "password2*"]
+ACCOUNT_UNIQUE_EMAIL = True
+# Optional: accounts made by administrators may have no verified address yet; an ID token says
+# email_verified only for an address the user proved (oauthflows/openid.py).
+ACCOUNT_EMAIL_VERIFICATION = "optional"
+ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = False  # a reset asked for an unknown address mails nobody; the page is the same
+ACCOUNT_SESSION_REMEMBER = True  # sessions last as before (no "remember me" box)
+# prompt=login and max_age send a signed-in user to the login page: it must ask again, not skip.
+ACCOUNT_AUTHENTICATED_LOGIN_REDIRECTS = False
+ACCOUNT_LOGOUT_REDIRECT_URL = LOGOUT_REDIRECT_URL
+# A password change keeps this session and ends the others (Django's session hash); a reset ends all.
+ACCOUNT_LOGOUT_ON_PASSWORD_CHANGE = False
+ACCOUNT_LOGIN_ON_PASSWORD_RESET = False
+PASSWORD_RESET_TIMEOUT = 60 * 60  # a reset link expires after an hour, and works once (Django's token)
+# One rate-limit mechanism for the login: ours (plumbing/ratelimit.py, per address and per
+# identifier, the admin's form included). allauth keeps its limits on what ours does not cover:
+# password reset requests, reset links, email verification, re-authentication.
+ACCOUNT_RATE_LIMITS = {"login": False, "login_failed": False}
+# Second factors (allauth.mfa): TOTP with single-use recovery codes, and passkeys (WebAuthn), also
+# for passwordless sign-in. Secrets are sealed with the signing keys' key-encryption key
+# (accounts.adapter.MFAAdapter); the WebAuthn relying party is OAUTH_ISSUER's host.
+MFA_ADAPTER = "accounts.adapter.MFAAdapter"
+MFA_SUPPORTED_TYPES = ["totp", "recovery_codes", "webauthn"]
+MFA_PASSKEY_LOGIN_ENABLED = True
+MFA_TOTP_ISSUER = env_str("MFA_TOTP_ISSUER", "")  # the name authenticator apps show; default the issuer's host
+# Browsers allow WebAuthn over plain http on localhost only: development and tests.
+MFA_WEBAUTHN_ALLOW_INSECURE_ORIGIN = OAUTH_ISSUER.startswith(("http://localhost", "http://127.0.0.1"))
+# Administrators must have a second factor (accounts.middleware.StaffSecondFactorMiddleware); on by
+# default with debug off, and `check --deploy` warns when it is off.
+OAUTH_STAFF_MFA_REQUIRED = env_bool("OAUTH_STAFF_MFA_REQUIRED", not DEBUG)
+# Upstream OpenID Connect providers (accounts.models.IdentityProvider, `manage.py identityprovider`):
+# accounts made just in time, linked by (provider, sub); no email-only linking (accounts.socialadapter).
+SOCIALACCOUNT_ADAPTER = "accounts.socialadapter.SocialAccountAdapter"
+SOCIALACCOUNT_AUTO_SIGNUP = True
+SOCIALACCOUNT_STORE_TOKENS = False  # upstream tokens are used once, at sign-in, and never stored
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = False
+SOCIALACCOUNT_LOGIN_ON_GET = False  # "Continue with NAME" is a POST (CSRF-protected)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -414,6 +472,9 @@ LOGGING = {
         # Django's default config gives "django" a console handler of its own (when DEBUG is on)
         # on top of the root's: every record twice ("Watching for file changes" in `make run`).
         "django": {"handlers": [], "level": "INFO"},
+        # Django's template engine logs a failed variable lookup at DEBUG with the exception, whose
+        # text holds the whole template context: on the TOTP set-up page, the secret. Never DEBUG.
+        "django.template": {"level": "INFO", "handlers": ["redact_in_place"]},
     },
 }
 

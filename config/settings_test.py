@@ -11,6 +11,10 @@ os.environ.setdefault("OAUTH_REPLAY_GRACE_SECONDS", "0")
 # Signing keys are encrypted under this (tests only; production sets its own, check --deploy insists).
 os.environ.setdefault("OAUTH_SIGNING_KEY_ENCRYPTION_KEY", "test-suite-only-signing-key-encryption-key")
 
+# The suite's staff fixtures sign in with force_login (no second factor); tests/accounts turns
+# the staff rule on where it tests it.
+os.environ.setdefault("OAUTH_STAFF_MFA_REQUIRED", "0")
+
 from config.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,19 +1,29 @@
+from allauth.account import views as allauth_views
+from allauth.account.decorators import secure_admin_login
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from config.accounts import LoginView, home
+from accounts.views import LoginView
+from config.accounts import home
 from config.openapi import SwaggerOAuthRedirectView, SwaggerView
 from oauthclients.views import client_logo
 from scopes.metadata import protected_resource_metadata_urls
 from scopes.views import ScopeCatalogApi
 
+# Django's own /admin/login/ goes through the same login, second factor included (SECURITY.md,
+# "Accounts and the login"): no door skips the factor.
+admin.site.login = secure_admin_login(admin.site.login)
+
 urlpatterns = [
     path("", home, name="home"),
     path("admin/", admin.site.urls),
+    # django-allauth (accounts/, docs/accounts.md): our login view first, under the name the
+    # templates use; allauth's own URLs for the rest (logout, password reset, email, second factors).
     path("accounts/login/", LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/logout/", allauth_views.logout, name="logout"),
+    path("accounts/", include("accounts.urls")),
+    path("accounts/", include("allauth.urls")),
     path("settings/developer/", include("oauthclients.urls")),
     # Public: the consent screen and Connected apps show it; always this origin's re-encoded copy.
     path("logos/<str:client_id>.png", client_logo, name="client_logo"),

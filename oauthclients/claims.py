@@ -55,8 +55,8 @@ def _names(model, *fields: str) -> dict[str, str]:
 
 
 # What a code's claim returns, in the order of its RETURNING: the row is read back by these names
-# (dict(zip(...))), so a column and its value cannot drift apart. OpenID Connect's nonce, auth_time
-# and sid ride along: the ID token needs no second read.
+# (dict(zip(...))), so a column and its value cannot drift apart. OpenID Connect's nonce, auth_time,
+# sid and amr ride along: the ID token needs no second read.
 GRANT_RETURNING = (
     "id",
     "user",
@@ -68,6 +68,7 @@ GRANT_RETURNING = (
     "nonce",
     "auth_time",
     "sid",
+    "amr",
 )
 
 
@@ -91,6 +92,7 @@ def _grant_sql(with_verifier: bool) -> str:
         "nonce",
         "auth_time",
         "sid",
+        "amr",
     )
     quote = connections[router.db_for_write(Grant)].ops.quote_name
     table = quote(Grant._meta.db_table)
@@ -172,6 +174,7 @@ def grant_claim(
             "nonce": claimed["nonce"],
             "auth_time": claimed["auth_time"],
             "sid": claimed["sid"],
+            "amr": claimed["amr"],
             "used_at": now,
             "token_family": family,
         },

@@ -244,3 +244,23 @@ def signers_forget(**kwargs) -> None:
 
 
 post_save.connect(signers_forget, sender=SigningKey, dispatch_uid="oauthclients.keys.signers_forget")
+
+
+# --- other secrets at rest under the same key-encryption key ---------------------------------------
+# Second-factor secrets (allauth's MFA adapter, accounts.adapter) and upstream identity providers'
+# client secrets (accounts.models.IdentityProvider) are sealed like the signing keys' private parts:
+# a dump of the database holds none of them in a usable form.
+
+
+def secret_seal(plaintext: str) -> str:
+    """A compact JWE (A256KW + A256GCM) of `plaintext` under the key-encryption key."""
+    envelope = jwe.JWE(plaintext.encode("utf-8"), protected=json.dumps(KEY_WRAP))
+    envelope.add_recipient(_encryption_key())
+    return envelope.serialize(compact=True)
+
+
+def secret_open(sealed: str) -> str:
+    """The plaintext of a `secret_seal`ed value (only in memory, to use it)."""
+    envelope = jwe.JWE()
+    envelope.deserialize(sealed, key=_encryption_key())
+    return envelope.payload.decode("utf-8")

@@ -673,6 +673,9 @@ class Grant(AbstractGrant):
     # unrelated to its key). DOT's AbstractGrant already holds the request's `nonce`.
     auth_time = models.DateTimeField(null=True, blank=True, editable=False)
     sid = models.CharField(max_length=64, blank=True, default="", editable=False)
+    # RFC 8176 authentication method references of that login, space-separated (the ID token's
+    # `amr`, and from it `acr`; accounts.selectors.session_amr).
+    amr = models.CharField(max_length=64, blank=True, default="", editable=False)
 
     class Meta(AbstractGrant.Meta):
         verbose_name = "authorization code"

@@ -40,6 +40,7 @@ from oauthlib.common import Request, urlencode
 from oauthlib.oauth2.rfc6749 import errors
 from oauthlib.openid import Server as OpenIDServer
 
+from accounts.selectors import acr_for
 from oauthclients.audit import audit_record
 from oauthclients.claims import grant_claim, refresh_token_claim
 from oauthclients.compiled import CompiledQuery
@@ -108,6 +109,7 @@ HOOK_REQUEST_ATTRIBUTES = frozenset(
         "_jwt_status",
         "auth_time",
         "sid",
+        "amr",
         "_json_body_pairs",
         "refresh_token_instance",
         "pending_client_may_authenticate",
@@ -404,6 +406,7 @@ class Validator(OAuth2Validator):
             # (oauthflows.authorization: nonce checked there; sid from the session).
             grant.nonce = request.nonce or ""
             grant.sid = getattr(request, "sid", None) or ""
+            grant.amr = getattr(request, "amr", None) or ""
         if getattr(request, "record_consent", False):
             # The Allow POST on PostgreSQL: the code, the consent and its audit row in one statement.
             consent_record(code=grant, user=request.user, client=request.client, scopes=list(request.scopes or []))
@@ -572,6 +575,10 @@ class Validator(OAuth2Validator):
         }
         if getattr(grant, "sid", ""):
             claims["sid"] = grant.sid
+        if getattr(grant, "amr", ""):
+            # RFC 8176 methods of the login, and our level for them (docs/accounts.md, "acr").
+            claims["amr"] = grant.amr.split()
+            claims["acr"] = acr_for(claims["amr"])
         return claims, expires
 
     def finalize_id_token(self, id_token, token, token_handler, request):

@@ -22,6 +22,7 @@ from oauth2_provider.exceptions import (
 )
 from oauth2_provider.views.oidc import ConnectDiscoveryInfoView, RPInitiatedLogoutView
 
+from accounts.selectors import ACR_VALUES_SUPPORTED, email_is_verified
 from oauthclients.models import ClientStatus, IdTokenAlgorithm, OAuthClient
 from oauthclients.redirects import redirect_host, redirect_refusal
 from oauthclients.selectors import MAX_TOKEN_LENGTH
@@ -54,10 +55,14 @@ def openid_configuration() -> dict:
             "nonce",
             "at_hash",
             "sid",
+            "amr",
+            "acr",
             *PROFILE_CLAIMS,
             *EMAIL_CLAIMS,
         ],
         "prompt_values_supported": list(PROMPT_VALUES),
+        # docs/accounts.md: one factor, or two (acr_values asking for two makes the login ask).
+        "acr_values_supported": list(ACR_VALUES_SUPPORTED),
         "claims_parameter_supported": False,
         "request_parameter_supported": False,
         "request_uri_parameter_supported": False,
@@ -104,8 +109,9 @@ def userinfo_claims(*, user, scopes) -> dict:
         claims["locale"] = profile.locale
     if "email" in scopes and user.email:
         claims["email"] = user.email
-        # Nothing here ever proves an address (no confirmation mail): never claimed verified.
-        claims["email_verified"] = False
+        # Only an address the user proved (allauth's confirmation mail; or an identity provider
+        # authoritative for its domain, accounts/): SECURITY.md, "Accounts and the login".
+        claims["email_verified"] = email_is_verified(user=user, email=user.email)
     return claims
 
 

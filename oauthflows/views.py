@@ -20,6 +20,7 @@ from oauth2_provider.oauth2_backends import _add_iss_to_redirect
 from oauth2_provider.views.mixins import OAuthLibMixin
 from oauthlib.common import add_params_to_uri
 
+from accounts.selectors import ACR_TWO_FACTORS, session_amr, user_has_second_factor
 from oauthclients.models import ClientStatus, OAuthClient
 from oauthclients.redirects import redirect_host, redirect_refusal, redirect_trusted
 from oauthclients.selectors import resource_names, verified_name_like
@@ -182,6 +183,19 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
                     ),
                 )
             return _login_again(request)
+        # OpenID Connect Core §3.1.2.1 acr_values: an app that asks for two factors gets the
+        # second one asked for now (step-up), when the user has one; the ID token's acr says which.
+        if _second_factor_wanted(request):
+            if "none" in authz.prompt:
+                return _error_redirect(
+                    AuthorizationRedirectError(
+                        "interaction_required",
+                        "acr_values asks for a second factor, and prompt=none forbids asking for it.",
+                        redirect_uri=authz.redirect_uri,
+                        state=authz.state,
+                    )
+                )
+            return redirect_to_login(request.get_full_path(), login_url=reverse("mfa_reauthenticate"))
         covered = "consent" not in authz.prompt and consent_covers(
             user=request.user, client=authz.client, scopes=authz.scopes
         )
@@ -262,6 +276,15 @@ class AuthorizeAllowView(AuthorizationMixin, OAuthLibMixin, View):
         return _issue_code(self, request, authz, consent_shown=self.consent_shown())
 
 
+def _second_factor_wanted(request) -> bool:
+    """acr_values names the two-factor level, this session has not used a second factor, and the
+    user has one to use (accounts.selectors)."""
+    wanted = (request.GET.get("acr_values") or "").split()
+    if ACR_TWO_FACTORS not in wanted or "mfa" in session_amr(request=request):
+        return False
+    return user_has_second_factor(user=request.user)
+
+
 def _login_too_old(request, max_age: int | None) -> bool:
     """OpenID Connect Core §3.1.2.1: more than max_age seconds since the user typed a password."""
     if max_age is None:
@@ -321,6 +344,8 @@ def _issue_code(view: OAuthLibMixin, request, authz: AuthorizationRequest, *, co
     if authz.is_openid:
         # The ID token's sid, kept with the code (oauthflows.oauth2).
         credentials["sid"] = session_sid_get_or_create(session=request.session)
+        # RFC 8176: how the user signed in (the ID token's amr and acr).
+        credentials["amr"] = " ".join(session_amr(request=request))
     try:
         uri, _headers, _body, _status = view.create_authorization_response(
             request=request, scopes=" ".join(authz.scopes), credentials=credentials, allow=True

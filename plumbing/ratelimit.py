@@ -134,7 +134,9 @@ def per_username(request: HttpRequest) -> str | None:
     from django.contrib.auth.forms import UsernameField  # models behind it: not at import time
 
     try:
-        username = request.POST.get("username", "")
+        # `login` on our login page (django-allauth: username or email), `username` on the admin's
+        # form and from older scripts: one budget per identifier either way.
+        username = request.POST.get("login") or request.POST.get("username", "")
     except _BODY_ERRORS:
         return None
     # The login forms read the username through UsernameField (strip, then NFKC), so padding and

@@ -77,3 +77,24 @@ def _no_cached_cors_origins():
     cors_origin_answers_forget()
     yield
     cors_origin_answers_forget()
+
+
+@pytest.fixture(autouse=True)
+def _force_login_is_a_password_login(monkeypatch):
+    """`Client.force_login` leaves the session as a password login through the login page leaves it:
+    with allauth's record of how the user signed in, which the recent-sign-in rule reads
+    (accounts.selectors.login_is_recent). The second-factor tests sign in through the pages."""
+    from types import SimpleNamespace
+
+    from allauth.account.internal.flows.login import record_authentication
+    from django.test import Client
+
+    original = Client._login
+
+    def _login(self, user, backend=None):
+        original(self, user, backend)
+        session = self.session
+        record_authentication(SimpleNamespace(session=session), user, "password")
+        session.save()
+
+    monkeypatch.setattr(Client, "_login", _login)

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["config", "oauthclients", "oauthflows", "profiles", "scopes", "plumbing"]
+PACKAGES = ["config", "accounts", "oauthclients", "oauthflows", "profiles", "scopes", "plumbing"]
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 

@@ -128,7 +128,7 @@ class ThirdPartyApp:
 
 def log_in(page, username: str) -> None:
     """Fill the login form the page was sent to and submit it (the project's or the admin's)."""
-    page.fill("#id_username", username)
+    page.fill("#id_login", username)
     page.fill("#id_password", PASSWORD)
     # The top bar has a "Log out" submit button once logged in: aim at the form in the page body.
     with page.expect_navigation():

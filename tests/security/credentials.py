@@ -189,7 +189,29 @@ def issue_everything(cast: Cast) -> Issued:
     userinfo = api.get("/v2/auth/oauth2/userinfo", HTTP_AUTHORIZATION=f"Bearer {answer['access_token']}")
     assert userinfo.status_code == 200
 
+    issue_second_factors(ledger)
     return Issued(ledger=ledger, confidential=confidential, public=public)
+
+
+def issue_second_factors(ledger: Ledger) -> None:
+    """A TOTP set up through allauth's pages, a login with it and one with a recovery code: the TOTP
+    secret and the recovery codes' seed go into the ledger (the codes are derived from the seed)."""
+    import pyotp
+    from allauth.mfa.models import Authenticator
+
+    from accounts.adapter import MFAAdapter
+    from tests.accounts.helpers import log_in, recovery_codes_of, second_step, totp_activate
+    from tests.factories import make_user
+
+    user = make_user("factor-user")
+    browser, _ = log_in(user.username)
+    secret = ledger.add("TOTP secret", totp_activate(browser))
+    codes = Authenticator.objects.get(user=user, type=Authenticator.Type.RECOVERY_CODES)
+    ledger.add("recovery codes' seed", MFAAdapter().decrypt(codes.data["seed"]))
+    again, _ = log_in(user.username)
+    assert second_step(again, pyotp.TOTP(secret).now()).status_code == 302
+    by_recovery_code, _ = log_in(user.username)
+    assert second_step(by_recovery_code, recovery_codes_of(user)[0]).status_code == 302
 
 
 def wrong_value(prefix: str = "") -> str:

@@ -159,7 +159,10 @@ def test_the_admin_pages(reviewer, path):
 
 
 def test_the_admin_change_page_of_a_client_and_its_login_page(client, reviewer, confidential):
-    assert_hardened_html(client.get("/admin/login/"))
+    # The admin's login is the one login page (allauth's secure_admin_login).
+    to_login = client.get("/admin/login/")
+    assert to_login.status_code == 302 and to_login["Location"].startswith("/accounts/login/?next=")
+    assert_hardened_html(client.get(to_login["Location"]))
     change = reverse("admin:oauthclients_oauthclient_change", args=[confidential.pk])
     assert_hardened_html(logged_in(reviewer).get(change), allowed_links=[confidential.website_url])
 

@@ -1,0 +1,53 @@
+"""django-allauth's adapters: our sign-up switch, landing page, re-authentication and sealed MFA secrets."""
+
+from urllib.parse import urlsplit
+
+from allauth.account.adapter import DefaultAccountAdapter
+from allauth.core import context
+from allauth.mfa.adapter import DefaultMFAAdapter
+from django.conf import settings
+
+from accounts.selectors import landing_url_for, login_is_recent, user_has_second_factor
+from oauthclients.keys import secret_open, secret_seal
+
+
+class AccountAdapter(DefaultAccountAdapter):
+    def is_open_for_signup(self, request) -> bool:
+        # Accounts usually come from the scheduling service or an identity provider (OAUTH_SIGNUP).
+        return settings.OAUTH_SIGNUP == "open"
+
+    def get_login_redirect_url(self, request) -> str:
+        # Without `next`: developers to their clients, everyone else to Connected apps.
+        return landing_url_for(request.user)
+
+    def is_reauthentication_required(self, *, app: str, **kwargs) -> bool:
+        # allauth's own sensitive views (adding or removing a second factor) follow our rule: a
+        # sign-in within the timeout, with the second factor when the user has one.
+        return not login_is_recent(request=context.request)
+
+    def get_reauthentication_methods(self, user):
+        # Someone with a second factor proves it is them with it (SECURITY.md: "a recent login
+        # with it"): the password alone is not offered.
+        methods = super().get_reauthentication_methods(user)
+        if user_has_second_factor(user=user):
+            methods = [method for method in methods if method["id"] != "reauthenticate"] or methods
+        return methods
+
+
+class MFAAdapter(DefaultMFAAdapter):
+    """allauth's second factors, with their secrets sealed at rest and the relying party our issuer."""
+
+    def encrypt(self, text: str) -> str:
+        # TOTP secrets and the recovery-code seed: sealed under the signing keys' key-encryption key.
+        return secret_seal(text)
+
+    def decrypt(self, encrypted_text: str) -> str:
+        return secret_open(encrypted_text)
+
+    def get_totp_issuer(self) -> str:
+        return settings.MFA_TOTP_ISSUER or urlsplit(settings.OAUTH_ISSUER).hostname
+
+    def get_public_key_credential_rp_entity(self) -> dict[str, str]:
+        # WebAuthn's relying party is OAUTH_ISSUER's host, whatever Host header a request carried.
+        host = urlsplit(settings.OAUTH_ISSUER).hostname
+        return {"id": host, "name": settings.MFA_TOTP_ISSUER or host}

@@ -1,0 +1,26 @@
+from allauth.account.apps import AccountConfig
+from django.apps import AppConfig
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+
+class AccountsConfig(AppConfig):
+    """Our side of the login: django-allauth's adapters, the staff rule, upstream identity providers."""
+
+    name = "accounts"
+    verbose_name = "Accounts and identity providers"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from accounts import signals  # noqa: F401 - second-factor changes on the audit trail
+
+
+class AllauthAccountConfig(AccountConfig):
+    """allauth's `account` app, requiring our wrapper of its middleware (accounts.middleware) where
+    allauth requires its own by name: the wrapper keeps it off the token, introspection and /v2 paths."""
+
+    def ready(self) -> None:
+        from allauth.account import checks  # noqa: F401 - allauth's own system checks
+
+        if "accounts.middleware.AccountMiddleware" not in settings.MIDDLEWARE:
+            raise ImproperlyConfigured("accounts.middleware.AccountMiddleware must be in settings.MIDDLEWARE")

@@ -1,0 +1,65 @@
+"""Upstream identity providers, and the audit trail of account events that concern no client."""
+
+from django.conf import settings
+from django.db import models
+
+
+class AccountAuditAction(models.TextChoices):
+    SECOND_FACTOR_ADDED = "second_factor_added", "Second factor added"
+    SECOND_FACTOR_REMOVED = "second_factor_removed", "Second factor removed"
+    RECOVERY_CODES_REGENERATED = "recovery_codes_regenerated", "Recovery codes regenerated"
+    IDENTITY_PROVIDER_ADDED = "identity_provider_added", "Identity provider added"
+    IDENTITY_PROVIDER_CHANGED = "identity_provider_changed", "Identity provider changed"
+    IDENTITY_PROVIDER_REMOVED = "identity_provider_removed", "Identity provider removed"
+    UPSTREAM_ACCOUNT_CREATED = "upstream_account_created", "Account created from an identity provider"
+    UPSTREAM_ACCOUNT_LINKED = "upstream_account_linked", "Identity provider linked by authoritative email"
+    UPSTREAM_LINK_REFUSED = "upstream_link_refused", "Identity provider sign-in refused (email of another account)"
+    SUPERUSER_PASSWORD_LOGIN = "superuser_password_login", "Superuser signed in by password on an enforced domain"
+
+
+class AccountAuditEvent(models.Model):
+    """Who did what to which account or identity provider, and when. Written with the change."""
+
+    created = models.DateTimeField(auto_now_add=True, db_index=True)
+    action = models.CharField(max_length=40, choices=AccountAuditAction.choices)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    detail = models.JSONField(default=dict, blank=True)  # ids, names, domains: never a secret
+
+    class Meta:
+        ordering = ["-created", "-pk"]
+
+    def __str__(self):
+        return f"{self.get_action_display()} at {self.created:%Y-%m-%d %H:%M}"
+
+
+class IdentityProvider(models.Model):
+    """An upstream OpenID Connect provider people sign in through (allauth's openid_connect provider).
+
+    Accounts made from it are linked by (this provider, the ID token's `sub`); `slug` names it in
+    allauth's URLs and in that link, and `issuer` cannot change afterwards (remove and add instead),
+    so that one link always means one issuer.
+    """
+
+    slug = models.SlugField(max_length=40, unique=True)
+    name = models.CharField(max_length=80)
+    issuer = models.URLField(max_length=300, unique=True)
+    client_id = models.CharField(max_length=300)
+    # Sealed under the signing keys' key-encryption key (oauthclients.keys.secret_seal): never
+    # shown again after it is entered, not in the admin, not in `identityprovider list`.
+    client_secret_sealed = models.TextField(editable=False)
+    # Domains this provider is authoritative for (lower case): an email at one of them, verified by
+    # the provider, may link to an existing account; `enforce` makes it the only way in for them.
+    domains = models.JSONField(default=list, blank=True)
+    enforce = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return f"{self.name} ({self.issuer})"

@@ -1,0 +1,121 @@
+"""Reads about accounts: where a signed-in user lands."""
+
+from django.urls import reverse
+
+from oauthclients.selectors import client_exists_for_owner
+
+
+def landing_url_for(user) -> str:
+    """A developer (anyone who owns a client) lands on the developer page; everyone else on Connected apps."""
+    if client_exists_for_owner(owner=user):
+        return reverse("developer:client_list")
+    return reverse("oauth:connected_apps")
+
+
+def authenticator_list_for_user(*, user) -> list:
+    """The user's second factors (TOTP, recovery codes, passkeys), oldest first."""
+    from allauth.mfa.models import Authenticator  # models: not at import time of the URLconf
+
+    return list(Authenticator.objects.filter(user=user).order_by("created_at", "pk"))
+
+
+# --- how this session signed in (OpenID Connect amr/acr, the staff rule, recent logins) ----------
+
+# RFC 8176 method references, and our two documented acr levels (docs/accounts.md).
+ACR_ONE_FACTOR = "urn:scheduling:acr:1fa"
+ACR_TWO_FACTORS = "urn:scheduling:acr:2fa"
+ACR_VALUES_SUPPORTED = (ACR_ONE_FACTOR, ACR_TWO_FACTORS)
+# Upstream amr values that mean the provider asked for a second factor (RFC 8176 §2).
+UPSTREAM_MFA_AMR = frozenset({"mfa", "otp", "hwk", "sms", "swk", "face", "fpt", "iris", "retina", "vbm"})
+SECOND_FACTOR_TYPES = ("totp", "webauthn")
+
+
+def _records(request) -> list[dict]:
+    from allauth.account.authentication import get_authentication_records
+
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return []
+    return [record for record in get_authentication_records(request, user) if isinstance(record, dict)]
+
+
+def _record_amr(record: dict) -> set[str]:
+    method = record.get("method")
+    if method == "password":
+        return {"pwd"}
+    if method == "mfa":
+        if record.get("type") == "webauthn":
+            # A passwordless passkey login: a device the user holds, unlocked by them (user
+            # verification): two factors in one (issue 29).
+            return {"hwk", "mfa"} if record.get("passwordless") else {"hwk"}
+        return {"otp"}  # TOTP, or a single-use recovery code
+    if method == "socialaccount":
+        return {"fed", "mfa"} if record.get("upstream_mfa") else {"fed"}
+    return set()
+
+
+def session_amr(*, request, since: float | None = None) -> list[str]:
+    """RFC 8176 `amr` of this session's sign-in (records at or after `since`, seconds since the epoch)."""
+    methods: set[str] = set()
+    for record in _records(request):
+        if since is None or record.get("at", 0) >= since:
+            methods |= _record_amr(record)
+    # Two different factors in one session are multi-factor (RFC 8176 §2 "mfa").
+    if "pwd" in methods and methods & {"otp", "hwk"}:
+        methods.add("mfa")
+    return sorted(methods)
+
+
+def acr_for(amr: list[str]) -> str:
+    return ACR_TWO_FACTORS if "mfa" in amr else ACR_ONE_FACTOR
+
+
+def session_has_second_factor(*, request) -> bool:
+    return "mfa" in session_amr(request=request)
+
+
+def user_has_second_factor(*, user) -> bool:
+    from allauth.mfa.utils import is_mfa_enabled
+
+    return is_mfa_enabled(user, list(SECOND_FACTOR_TYPES))
+
+
+def login_is_recent(*, request) -> bool:
+    """A sign-in within ACCOUNT_REAUTHENTICATION_TIMEOUT seconds, with the user's second factor when
+    they have one (SECURITY.md, "Accounts and the login": approving, rotating, changing factors)."""
+    import time
+
+    from allauth.account import app_settings as account_settings
+
+    since = time.time() - account_settings.REAUTHENTICATION_TIMEOUT
+    amr = session_amr(request=request, since=since)
+    if user_has_second_factor(user=request.user):
+        return bool({"otp", "hwk", "mfa"} & set(amr))
+    return bool(amr)
+
+
+def upstream_reauthentication_url(*, user) -> str | None:
+    """The login URL of the identity provider `user` is linked to, asking it to sign them in again."""
+    from allauth.socialaccount.models import SocialAccount
+    from django.urls import reverse
+    from django.utils.http import urlencode
+
+    account = SocialAccount.objects.filter(user=user, provider__in=_provider_slugs()).order_by("pk").first()
+    if account is None:
+        return None
+    # OpenID Connect Core §3.1.2.1: prompt=login and max_age=0 make the provider ask again.
+    query = urlencode({"process": "login", "auth_params": "prompt=login&max_age=0"})
+    return f"{reverse('openid_connect_login', kwargs={'provider_id': account.provider})}?{query}"
+
+
+def _provider_slugs() -> list[str]:
+    from accounts.models import IdentityProvider
+
+    return list(IdentityProvider.objects.values_list("slug", flat=True))
+
+
+def email_is_verified(*, user, email: str) -> bool:
+    """Whether `user` proved `email` (allauth's EmailAddress, verified)."""
+    from allauth.account.models import EmailAddress
+
+    return EmailAddress.objects.filter(user=user, email__iexact=email, verified=True).exists()

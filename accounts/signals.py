@@ -1,0 +1,36 @@
+"""Changes to one's own second factors go on the audit trail (allauth.mfa's signals)."""
+
+from allauth.mfa import signals as mfa_signals
+from django.dispatch import receiver
+
+from accounts.audit import account_audit_record
+from accounts.models import AccountAuditAction
+
+
+@receiver(mfa_signals.authenticator_added, dispatch_uid="accounts_factor_added")
+def _factor_added(sender, request, user, authenticator, **kwargs):
+    account_audit_record(
+        actor=user,
+        user=user,
+        action=AccountAuditAction.SECOND_FACTOR_ADDED,
+        type=authenticator.type,
+        id=authenticator.pk,
+    )
+
+
+@receiver(mfa_signals.authenticator_removed, dispatch_uid="accounts_factor_removed")
+def _factor_removed(sender, request, user, authenticator, **kwargs):
+    account_audit_record(
+        actor=user,
+        user=user,
+        action=AccountAuditAction.SECOND_FACTOR_REMOVED,
+        type=authenticator.type,
+        id=authenticator.pk,
+    )
+
+
+@receiver(mfa_signals.authenticator_reset, dispatch_uid="accounts_factor_reset")
+def _factor_reset(sender, request, user, authenticator, **kwargs):
+    account_audit_record(
+        actor=user, user=user, action=AccountAuditAction.RECOVERY_CODES_REGENERATED, type=authenticator.type
+    )
