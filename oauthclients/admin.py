@@ -440,11 +440,16 @@ class OAuthClientAdmin(admin.ModelAdmin):
 
     def get_urls(self):
         wrap = self.admin_site.admin_view
+        # Adding a client is our own view (client_add_view), registered under the admin's own name
+        # for the add page (the changelist's "Add" button and every reverse() find it), in place of
+        # ModelAdmin's model-form add view, which this admin never uses.
+        add_name = "oauthclients_oauthclient_add"
         return [
+            path("add/", wrap(self.client_add_view), name=add_name),
             path("<path:object_id>/approve/", wrap(self.approve_view), name="oauthclients_oauthclient_approve"),
             path("<path:object_id>/logo.png", wrap(self.logo_view), name="oauthclients_oauthclient_logo"),
             path("<path:object_id>/reject/", wrap(self.reject_view), name="oauthclients_oauthclient_reject"),
-            *super().get_urls(),
+            *(pattern for pattern in super().get_urls() if getattr(pattern, "name", None) != add_name),
         ]
 
     def _review_target(self, request, object_id):
@@ -571,7 +576,10 @@ class OAuthClientAdmin(admin.ModelAdmin):
             actor=request.user,
         )
 
-    def add_view(self, request, form_url="", extra_context=None):
+    def client_add_view(self, request):
+        """Register a client or a resource server through the services (ClientAddForm), then the
+        one-time page with its first secret. Its own page (admin/oauthclients/client_add.html),
+        not Django's change form: nothing here is a model form."""
         if not self.has_add_permission(request):
             raise PermissionDenied
         form = ClientAddForm(request.POST or None, admin_site=self.admin_site)
@@ -603,26 +611,17 @@ class OAuthClientAdmin(admin.ModelAdmin):
                 return self._one_time_secrets_page(
                     request, title="OAuth client created", client=created.client, issued=issued
                 )
-        admin_form = helpers.AdminForm(form, [(None, {"fields": list(form.fields)})], {}, model_admin=self)
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Add OAuth client",
-            "subtitle": None,
-            "adminform": admin_form,
-            "object_id": None,
-            "original": None,
-            "is_popup": False,
-            "to_field": None,
-            "media": self.media + admin_form.media,
-            "inline_admin_formsets": [],
-            "errors": helpers.AdminErrorList(form, []),
-            "preserved_filters": self.get_preserved_filters(request),
-            # Every way out of this form is the one-time result page.
-            "show_save_and_add_another": False,
-            "show_save_and_continue": False,
-            **(extra_context or {}),
-        }
-        return self.render_change_form(request, context, add=True, form_url=form_url)
+        return TemplateResponse(
+            request,
+            "admin/oauthclients/client_add.html",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.opts,
+                "title": "Add OAuth client",
+                "form": form,
+                "media": self.media + form.media,
+            },
+        )
 
     # --- actions: thin loops over the services ---
 

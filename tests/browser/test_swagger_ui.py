@@ -20,6 +20,7 @@ def docs_client(transactional_db, live_server, settings):
         owner=admin,
         actor=admin,
         name="API docs (Swagger UI)",
+        purpose="Try the API from its documentation.",
         kind=ClientKind.PUBLIC,
         scopes=["PROFILE_READ", "PROFILE_WRITE"],
         redirect_uris=[live_server.url + "/v2/docs/oauth2-redirect.html"],

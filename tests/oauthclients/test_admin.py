@@ -116,7 +116,7 @@ def test_a_mail_failure_neither_fails_the_action_nor_stops_the_batch(staff, owne
 def test_the_admin_add_form_refuses_a_name_with_a_line_break(staff, owner):
     response = staff.post(reverse("admin:oauthclients_oauthclient_add"), add_form_data(owner, name="A\r\nB"))
     assert response.status_code == 200
-    assert "single line" in " ".join(response.context["adminform"].form.errors["name"])
+    assert "single line" in " ".join(response.context["form"].errors["name"])
     assert not OAuthClient.objects.filter(name__startswith="A").exists()
 
 
@@ -295,7 +295,7 @@ def test_adding_a_client_shows_the_services_errors_on_the_form(staff, owner):
     response = staff.post(reverse("admin:oauthclients_oauthclient_add"), data)
 
     assert response.status_code == 200
-    errors = response.context["adminform"].form.errors
+    errors = response.context["form"].errors
     assert "must use https" in " ".join(errors["redirect_uris"])
     assert "Select at least one scope." in errors["scopes"]
     assert not OAuthClient.objects.filter(name="Admin Made").exists()

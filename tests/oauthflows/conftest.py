@@ -2,6 +2,7 @@ import pytest
 from django.test import Client
 
 from tests.factories import PASSWORD, make_client
+from tests.oauthflows.helpers import assert_tokens, exchange, get_code
 
 
 @pytest.fixture
@@ -40,3 +41,18 @@ def public(owner):
 def legacy(owner):
     created = make_client(owner, name="Old App", is_legacy=True, approve=True)
     return created.client, created.secret.plaintext
+
+
+@pytest.fixture
+def token_scope():
+    """The scope `tokens` asks for; a module that needs others overrides this fixture."""
+    return "PROFILE_READ"
+
+
+@pytest.fixture
+def tokens(browser, api, confidential, token_scope):
+    """A token pair of `confidential` for the end user, from a real consent and code exchange."""
+    client, secret = confidential
+    return assert_tokens(
+        exchange(api, client, get_code(browser, client, scope=token_scope), secret=secret), token_scope
+    )

@@ -9,7 +9,7 @@ from django.utils import timezone
 from oauthclients import services
 from oauthclients.models import AccessToken, Grant, RefreshToken
 from tests.factories import make_client
-from tests.oauthflows.helpers import TOKEN, basic, exchange, get_code, me, pkce_pair, token_request
+from tests.oauthflows.helpers import TOKEN, assert_tokens, basic, exchange, get_code, me, pkce_pair, token_request
 from tests.security.shapes import TOKEN_ERRORS
 
 ALLOWED_ERRORS = TOKEN_ERRORS  # RFC 6749 §5.2
@@ -23,16 +23,6 @@ def assert_token_error(response, error, status=400, allowed=ALLOWED_ERRORS):
     description = body["error_description"]
     assert description and all(0x20 <= ord(ch) <= 0x7E and ch not in '"\\' for ch in description)
     assert response["Cache-Control"] == "no-store"
-    return body
-
-
-def assert_tokens(response, scope):
-    assert response.status_code == 200, response.content
-    body = response.json()
-    assert set(body) == {"access_token", "refresh_token", "token_type", "expires_in", "scope"}
-    assert body["token_type"] == "bearer" and body["expires_in"] == 1800 and body["scope"] == scope
-    assert response["Cache-Control"] == "no-store" and response["Pragma"] == "no-cache"
-    assert response["Content-Type"].startswith("application/json")
     return body
 
 
