@@ -10,7 +10,7 @@ from django.utils import timezone
 from oauth2_provider.models import set_token_value
 
 from oauthclients import services
-from oauthclients.admin import OAuthClientAdmin
+from oauthclients.admin import ClientAddForm, OAuthClientAdmin
 from oauthclients.models import (
     AccessToken,
     AuditAction,
@@ -375,3 +375,14 @@ def test_the_admins_add_form_takes_the_token_format(staff, reviewer):
         {"owner": reviewer.pk, "name": "Halls", "client_type": "resource_server", "token_format": "jwt"},
     )
     assert b"need a resource URI" in refused.content and not OAuthClient.objects.filter(name="Halls").exists()
+
+
+def test_the_add_page_is_the_services_form_with_the_owner_lookup(staff):
+    add = reverse("admin:oauthclients_oauthclient_add")
+    assert add in staff.get(reverse("admin:oauthclients_oauthclient_changelist")).content.decode()
+    response = staff.get(add)
+    page = response.content.decode()
+    assert response.status_code == 200 and isinstance(response.context["form"], ClientAddForm)
+    assert 'id="id_owner"' in page and 'class="related-lookup"' in page and "RelatedObjectLookups" in page
+    form = page.split('id="oauthclient_form"')[1].split("</form>")[0]
+    assert form.count('type="submit"') == 1  # every way out is the one-time secret page
