@@ -38,9 +38,9 @@ def docs_client(transactional_db, live_server, settings):
         yield reader
 
 
-def test_swagger_ui_authorizes_with_pkce_and_calls_me(docs_client, live_server, browser, screenshots):
+def test_swagger_ui_authorizes_with_pkce_and_calls_me(docs_client, live_server, chromium, screenshots):
     base = live_server.url
-    page = new_page(browser, width=1280)
+    page = new_page(chromium, width=1280)
     page.goto(base + "/accounts/login/?next=/v2/docs/")
     log_in(page, docs_client.username)
     page.wait_for_selector(".swagger-ui .btn.authorize")

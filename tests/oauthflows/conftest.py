@@ -1,16 +1,8 @@
 import pytest
 from django.test import Client
 
-from tests.factories import PASSWORD, make_client
+from tests.factories import make_client
 from tests.oauthflows.helpers import assert_tokens, exchange, get_code
-
-
-@pytest.fixture
-def browser(end_user):
-    """The end user's browser, logged in."""
-    browser = Client()
-    assert browser.login(username=end_user.username, password=PASSWORD)
-    return browser
 
 
 @pytest.fixture
@@ -35,6 +27,19 @@ def public(owner):
     return make_client(
         owner, name="Mobile", kind="public", redirect_uris=["http://127.0.0.1:9000/cb"], approve=True
     ).client
+
+
+@pytest.fixture
+def app_redirect_uris():
+    """The redirect URIs `app` registers; a module that needs others overrides this fixture."""
+    return ["https://app.example.com/cb"]
+
+
+@pytest.fixture
+def app(owner, app_redirect_uris):
+    """An approved confidential app (PROFILE_READ, BOOKING_READ) and its secret: the OpenID tests' app."""
+    created = make_client(owner, scopes=["PROFILE_READ", "BOOKING_READ"], redirect_uris=app_redirect_uris, approve=True)
+    return created.client, created.secret.plaintext
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ def test_form_body_with_client_secret_post(browser, api, confidential):
     assert_tokens(exchange(api, client, code, secret=secret), "PROFILE_READ")
 
 
-def test_json_body(browser, api, confidential):
+def test_a_code_exchanged_with_a_json_body_gets_tokens(browser, api, confidential):
     client, secret = confidential
     code = get_code(browser, client)
     assert_tokens(exchange(api, client, code, secret=secret, as_json=True), "PROFILE_READ")
