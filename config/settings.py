@@ -511,15 +511,21 @@ if not REDIS_URL and DATABASES["default"]["ENGINE"] == "plumbing.postgresql":
 RATELIMIT_ENABLED = env_bool("RATELIMIT_ENABLED", True)
 # Proxies whose X-Forwarded-For is believed (plumbing/clientip.py). Empty: REMOTE_ADDR only.
 TRUSTED_PROXIES = env_networks("DJANGO_TRUSTED_PROXIES")
+for _retired in ("RATELIMIT_REVOKE_REQUESTS_PER_CLIENT", "RATELIMIT_INTROSPECT_REQUESTS_PER_CLIENT"):
+    # Strangers could fill a per-client request limit with the public client_id: replaced by the
+    # *_FAILURES_PER_CLIENT limits. Said loudly rather than ignored.
+    if (env_str(_retired) or "").strip():
+        raise ImproperlyConfigured(f"{_retired} is gone: set {_retired.replace('REQUESTS', 'FAILURES')} (README).")
 # (count, seconds) per limit name in plumbing/ratelimit.py ROUTES.
 RATELIMITS = {
     "token_failures_per_address": env_rate("RATELIMIT_TOKEN_FAILURES_PER_ADDRESS", "60/m"),
     "token_failures_per_client": env_rate("RATELIMIT_TOKEN_FAILURES_PER_CLIENT", "20/m"),
     "token_requests_per_address": env_rate("RATELIMIT_TOKEN_REQUESTS_PER_ADDRESS", "600/m"),
     "revoke_requests_per_address": env_rate("RATELIMIT_REVOKE_REQUESTS_PER_ADDRESS", "300/m"),
-    "revoke_requests_per_client": env_rate("RATELIMIT_REVOKE_REQUESTS_PER_CLIENT", "300/m"),
+    # Per client_id: failed client authentications only (plumbing/ratelimit.py, judged after the view).
+    "revoke_failures_per_client": env_rate("RATELIMIT_REVOKE_FAILURES_PER_CLIENT", "20/m"),
     "introspect_requests_per_address": env_rate("RATELIMIT_INTROSPECT_REQUESTS_PER_ADDRESS", "300/m"),
-    "introspect_requests_per_client": env_rate("RATELIMIT_INTROSPECT_REQUESTS_PER_CLIENT", "300/m"),
+    "introspect_failures_per_client": env_rate("RATELIMIT_INTROSPECT_FAILURES_PER_CLIENT", "20/m"),
     # Inactive answers to one resource server (its valid traffic is never counted).
     "introspect_inactive_per_resource_server": env_rate("RATELIMIT_INTROSPECT_INACTIVE_PER_RESOURCE_SERVER", "3000/m"),
     "login_failures_per_address": env_rate("RATELIMIT_LOGIN_FAILURES_PER_ADDRESS", "10/5m"),

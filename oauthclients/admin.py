@@ -825,7 +825,17 @@ class AccessTokenAdmin(ReadOnlyAdmin):
     list_display = ("id", "application", "user", "scope", "expires", "created")
     list_select_related = ("application", "user")
     search_fields = _TOKEN_SEARCH_FIELDS
-    fields = ("application", "user", "scope", "expires", "source_refresh_token", "created", "updated")
+    fields = (
+        "application",
+        "user",
+        "scope",
+        "expires",
+        "source_refresh_token",
+        "act",
+        "token_family",
+        "created",
+        "updated",
+    )
 
 
 @admin.register(RefreshToken)
@@ -852,3 +862,6 @@ class GrantAdmin(ReadOnlyAdmin):
         "token_family",
         "created",
     )
+
+
+from oauthclients import admin_exchange  # noqa: E402, F401  (registers the exchange targets' page)

@@ -6,7 +6,8 @@ the current key of OAUTH_JWT_ACCESS_TOKEN_ALGORITHM (ES256 by default; oauthclie
     header  {"alg", "kid", "typ": "at+jwt"}
     claims  iss, sub (the user's pk, as introspection says it), aud (a string, or a list when
             several), client_id, scope, jti (192 random bits), iat, exp, auth_time,
-            status.status_list {idx, uri} (oauthclients.statuslist)
+            status.status_list {idx, uri} (oauthclients.statuslist),
+            act {sub, act?} for a token obtained by exchange (RFC 8693 §4.1, oauthflows.exchange)
 
 Anything else — no audience, this server's own API, an opaque resource server among the audience —
 stays an opaque token. The database keeps the row as for an opaque token (the digest of the whole
@@ -78,8 +79,10 @@ class NoSigningKey(Exception):
     pass
 
 
-def access_token_jwt(*, user_pk, client_id: str, scope: str, audience: list[str], auth_time: int, lifetime: int):
-    """(the signed JWT, (status list, index)) for a new access token."""
+def access_token_jwt(
+    *, user_pk, client_id: str, scope: str, audience: list[str], auth_time: int, lifetime: int, act: dict | None = None
+):
+    """(the signed JWT, (status list, index)) for a new access token; `act` for an exchanged one (RFC 8693 §4.1)."""
     signer = signer_current(jwt_signing_algorithm())
     if signer is None:
         raise NoSigningKey(jwt_signing_algorithm())
@@ -97,5 +100,5 @@ def access_token_jwt(*, user_pk, client_id: str, scope: str, audience: list[str]
         "exp": issued + lifetime,
         "auth_time": auth_time,
         "status": {"status_list": {"idx": index, "uri": list_uri(number)}},
-    }
+    } | ({"act": act} if act else {})
     return jws_sign(claims, typ=ACCESS_TOKEN_TYPE, key=key, op_key=op_key), (number, index)

@@ -549,6 +549,7 @@ class AuditAction(models.TextChoices):
     USER_DEACTIVATED = "grant.user_deactivated", "User deactivated: their access ended"
     CLIENT_SELF_REGISTERED = "client.self_registered", "Client registered itself"
     CLIENT_UNUSED_REMOVED = "client.unused_removed", "Unused self-registration removed"
+    EXCHANGE_TARGETS_SET = "client.exchange_targets_set", "Token exchange targets set"
 
 
 class ClientAuditEvent(models.Model):
@@ -625,6 +626,11 @@ class ClientAuditEvent(models.Model):
                 f"The system removed the self-registered client: nobody authorized it within "
                 f"{detail.get('days', '?')} days."
             ),
+            AuditAction.EXCHANGE_TARGETS_SET: lambda: (
+                f"{who} allowed token exchange toward {listed('targets')}."
+                if detail.get("targets")
+                else f"{who} allowed token exchange toward nothing."
+            ),
             AuditAction.FAMILY_REVOKED: lambda: (
                 f"{'An authorization code' if 'code' in detail.get('reason', '') else 'A refresh token'} "
                 f"was replayed for {user}; its token family was revoked."
@@ -688,6 +694,11 @@ class AccessToken(AbstractAccessToken):
     # Its bit is set by the database when the row goes, its user is made inactive or its client is
     # rejected, whatever the path (oauthclients.statuslist's triggers).
     status_index = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    # RFC 8693 token exchange (oauthflows.exchange): `act` names the resource server that exchanged
+    # (§4.1, nested for a chain), and `token_family` is the family of the user's grant the token
+    # continues, so that ending that grant ends it too (RefreshToken.revoke_family below).
+    act = models.JSONField(null=True, blank=True, editable=False)
+    token_family = models.UUIDField(null=True, blank=True, editable=False, db_index=True)
 
     class Meta(AbstractAccessToken.Meta):
         pass
@@ -700,6 +711,14 @@ class RefreshToken(AbstractRefreshToken):
 
     class Meta(AbstractRefreshToken.Meta):
         pass
+
+    @classmethod
+    def revoke_family(cls, token_family) -> None:
+        """DOT's family revocation, and the access tokens exchanged from the family (RFC 8693,
+        oauthflows.exchange): a replay or a revocation ends what other services obtained with it."""
+        super().revoke_family(token_family)
+        if token_family:
+            AccessToken.objects.filter(token_family=token_family).delete()  # status bits set too
 
 
 class StatusList(models.Model):
@@ -783,3 +802,19 @@ class SigningKey(models.Model):
 
     def __str__(self):
         return f"{self.algorithm} key {self.kid}"
+
+
+class ExchangeTarget(models.Model):
+    """RFC 8693: a downstream resource server toward which a resource server may exchange the
+    tokens it receives (oauthflows.exchange). Only administrators write these rows
+    (oauthclients.exchangetargets.client_exchange_targets_set, audited)."""
+
+    client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="exchange_targets")
+    target = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="exchange_sources")
+    created = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["client", "target"], name="exchange_target_once")]
+
+    def __str__(self):
+        return f"Token exchange from {self.client_id} toward {self.target_id}"

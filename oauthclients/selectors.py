@@ -79,6 +79,13 @@ def client_get(*, client_id: str) -> OAuthClient | None:
         return None
 
 
+def client_is_public(*, client_id: str | None) -> bool:
+    """Whether client_id names a public client (one indexed lookup, the same for unknown ids)."""
+    if not client_id or len(client_id) > 255 or "\x00" in client_id:
+        return False
+    return OAuthClient.objects.filter(client_id=client_id, client_type=ClientKind.PUBLIC).exists()
+
+
 def client_list(*, status: str | None = None) -> QuerySet[OAuthClient]:
     clients = OAuthClient.objects.select_related("user").order_by("-created")
     if status:
@@ -159,7 +166,7 @@ BEARER_COLUMNS = {
 }
 # What a resource server's introspection answers with (RFC 7662 §2.2).
 INTROSPECTION_COLUMNS = {
-    "": ("expires", "scope", "created", "user_id", "application_id", "resource"),
+    "": ("expires", "scope", "created", "user_id", "application_id", "resource", "act"),
     "application": ("client_id", "status"),
     "user": ("username", "is_active"),
 }

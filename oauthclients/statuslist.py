@@ -197,6 +197,20 @@ def status_triggers_install(using: str = "default") -> None:
                 raise NotImplementedError(f"status list triggers for {connection.vendor}")
 
 
+def status_triggers_uninstall(using: str = "default") -> None:
+    """Drop the three triggers: before every `migrate` (oauthclients.apps), since SQLite refuses to
+    rebuild a table that another table's trigger names (a user or client trigger reads the access
+    tokens' table), and a migration may change the columns they read. post_migrate puts them back."""
+    connection = connections[using]
+    with transaction.atomic(using=using), connection.cursor() as cursor:
+        for name, event, _condition, _pairs in _trigger_rules(connection):
+            if connection.vendor == "postgresql":
+                table = event.rsplit(" ON ", 1)[1]
+                cursor.execute(f"DROP TRIGGER IF EXISTS {name} ON {table}")
+            elif connection.vendor == "sqlite":
+                cursor.execute(f"DROP TRIGGER IF EXISTS {name}")
+
+
 def status_triggers_missing(using: str = "default") -> list[str]:
     """The names of the triggers that are not in this database (none: every rule is in place)."""
     connection = connections[using]

@@ -19,17 +19,29 @@ from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
 
 from oauthclients.keys import SigningKeyUnusable, jwks_document
+from oauthclients.selectors import client_is_public
 from oauthclients.statuslist import list_ttl, status_list_token
+from oauthflows.exchange import TOKEN_EXCHANGE_GRANT
 from oauthflows.oauth2 import ClientCall, client_call, request_attribute_names, request_started_at
 from oauthflows.openapi import introspect_schema, revoke_schema, token_schema
 from plumbing.errors import service_unavailable
+from plumbing.ratelimit import per_client
 from plumbing.requestparams import REPEATABLE_PARAMS, BodyError, basic_credentials, request_json_pairs
 from scopes.catalog import SCOPE_NAMES
 
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
 JSON_CONTENT_TYPE = "application/json"
-CREDENTIAL_PARAMS = ("client_secret", "code", "refresh_token", "code_verifier", "password", "token")
-GRANT_TYPES = ("authorization_code", "refresh_token")
+CREDENTIAL_PARAMS = (
+    "client_secret",
+    "code",
+    "refresh_token",
+    "code_verifier",
+    "password",
+    "token",
+    "subject_token",
+    "actor_token",
+)
+GRANT_TYPES = ("authorization_code", "refresh_token", TOKEN_EXCHANGE_GRANT)
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 REQUEST_ATTRIBUTE_NAMES = request_attribute_names()
 CLIENT_PARAMS = frozenset({"client_id", "client_secret"})
@@ -38,7 +50,7 @@ DEFAULT_DESCRIPTIONS = {
     "invalid_grant": (
         "The authorization code or refresh token is invalid, expired, revoked or was issued to another client."
     ),
-    "unsupported_grant_type": "grant_type must be authorization_code or refresh_token.",
+    "unsupported_grant_type": f"grant_type must be authorization_code, refresh_token or {TOKEN_EXCHANGE_GRANT}.",
     "invalid_scope": "The requested scope is invalid or wider than the original grant.",
     "unauthorized_client": "This client may not use this grant type.",
 }
@@ -58,7 +70,16 @@ def _json(payload: dict, status: int = 200) -> JsonResponse:
 
 
 # Django's error reports (mailed to ADMINS, sent to error trackers) must not list these values.
-SENSITIVE_PARAMS = ("client_secret", "code", "code_verifier", "refresh_token", "token", "password")
+SENSITIVE_PARAMS = (
+    "client_secret",
+    "code",
+    "code_verifier",
+    "refresh_token",
+    "token",
+    "password",
+    "subject_token",
+    "actor_token",
+)
 
 
 @method_decorator(sensitive_post_parameters(*SENSITIVE_PARAMS), name="dispatch")
@@ -116,6 +137,11 @@ class ClientEndpoint(OAuthLibMixin, APIView):
         # those it asks about a token that is not active (a service relaying junk tokens).
         response.answered_resource_server = call.client is not None and call.client.is_resource_server
         response.answered_inactive = getattr(request, "_answered_inactive", False)
+        if response.status_code == 401:
+            # A public client has no secret, so no per-client failure limit (plumbing.ratelimit):
+            # looked up for every failed authentication alike, unknown client_ids included, so
+            # that an unknown client and a wrong secret still take the same time.
+            response.answered_public_client = client_is_public(client_id=per_client(request._request))
         return response
 
     def answer(self, request) -> HttpResponse:
@@ -267,6 +293,9 @@ class TokenView(ClientEndpoint):
             return "invalid_request", "The grant_type parameter is required."
         if grant_type not in GRANT_TYPES:
             return "unsupported_grant_type", DEFAULT_DESCRIPTIONS["unsupported_grant_type"]
+        if grant_type == TOKEN_EXCHANGE_GRANT:
+            # RFC 8693: the one grant a resource server may use (oauthflows.exchange checks the rest).
+            client_call.get().resource_servers_allowed = True
         if grant_type == "authorization_code" and not params.get("redirect_uri"):
             # RFC 6749 §4.1.3: required because the authorization request always carries one.
             return (
@@ -297,6 +326,11 @@ class TokenView(ClientEndpoint):
         return status, body
 
     def success(self, data):
+        if data.get("issued_token_type"):
+            # RFC 8693 §2.2.1: an exchanged token, without a refresh token.
+            return _json(
+                {key: data[key] for key in ("access_token", "issued_token_type", "token_type", "expires_in", "scope")}
+            )
         return _json(
             {
                 "access_token": data["access_token"],

@@ -66,6 +66,7 @@ from oauthclients.selectors import (
 )
 from oauthclients.tier import ceiling_refusal
 from oauthclients.validators import resource_uri_problem
+from oauthflows.exchange import TOKEN_EXCHANGE_GRANT, TokenExchangeGrant
 from oauthflows.services import consent_record
 from plumbing.requestparams import basic_credentials, request_json_pairs
 from scopes.verifiers import audience_includes
@@ -107,6 +108,7 @@ HOOK_REQUEST_ATTRIBUTES = frozenset(
         "_grant",
         "_new_token_family",
         "_jwt_status",
+        "_exchange",
         "auth_time",
         "sid",
         "amr",
@@ -164,7 +166,9 @@ def generate_access_token(request=None) -> str:
     audience = _resource_list(request) if request is not None else []
     if not issues_jwt(audience):
         return generate_token()
-    authenticated = _authenticated_at(request)
+    # RFC 8693 (oauthflows.exchange): the subject's login time, its remaining life, and `act`.
+    exchange = getattr(request, "_exchange", None)
+    authenticated = exchange.auth_time if exchange else _authenticated_at(request)
     try:
         token, request._jwt_status = access_token_jwt(
             user_pk=request.user.pk,
@@ -174,7 +178,8 @@ def generate_access_token(request=None) -> str:
             # When no login time was recorded (a session or refresh token from before it was), the
             # time of issue: the user's consent or the refresh is then the latest known presence.
             auth_time=int(authenticated.timestamp()) if authenticated else int(time.time()),
-            lifetime=oauth2_settings.ACCESS_TOKEN_EXPIRE_SECONDS,
+            lifetime=exchange.lifetime if exchange else oauth2_settings.ACCESS_TOKEN_EXPIRE_SECONDS,
+            act=exchange.act if exchange else None,
         )
     except NoSigningKey as exc:
         raise errors.InvalidRequestError(
@@ -828,7 +833,7 @@ INTROSPECTION_TOKEN_TYPES = {"access_token": "Bearer", "refresh_token": "refresh
 
 def introspection_claims(token, *, token_type: str, scope: str, expires) -> dict:
     """The one shape of an active introspection answer, whoever asks (docs/verifying-tokens.md)."""
-    return {
+    claims = {
         "active": True,
         "scope": scope,  # as granted: ORG_ grants are not expanded
         "client_id": token.application.client_id,
@@ -841,6 +846,8 @@ def introspection_claims(token, *, token_type: str, scope: str, expires) -> dict
         # A legacy client's token has no scope and no scope restriction (spec §2.1).
         "unrestricted": scope == "",
     } | ({"aud": list(token.resource)} if token.resource else {})
+    # RFC 8693 §4.1: a token obtained by exchange names the resource server that exchanged it.
+    return claims | ({"act": token.act} if getattr(token, "act", None) else {})
 
 
 class Server(OpenIDServer):
@@ -855,6 +862,8 @@ class Server(OpenIDServer):
     def __init__(self, request_validator, *args, **kwargs):
         super().__init__(request_validator, *args, **kwargs)
         self._grant_types["authorization_code"] = self.openid_connect_auth
+        # RFC 8693: resource servers trade a user's token for one bound to another (oauthflows.exchange).
+        self._grant_types[TOKEN_EXCHANGE_GRANT] = TokenExchangeGrant(request_validator)
 
 
 class Backend(OAuthLibCore):

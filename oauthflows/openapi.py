@@ -76,13 +76,31 @@ SCHEMAS = {
             **CLIENT_PROPERTIES,
         },
     },
+    "TokenExchangeRequest": {
+        "type": "object",
+        "description": "RFC 8693 token exchange, for a resource server calling another one for a user "
+        "(docs/agents.md): the access token it received, for one bound to the downstream service that an "
+        "administrator allowed it. No refresh token.",
+        "required": ["grant_type", "subject_token", "subject_token_type", "resource"],
+        "properties": {
+            "grant_type": {"type": "string", "enum": ["urn:ietf:params:oauth:grant-type:token-exchange"]},
+            "subject_token": _string("An access token bound to the calling resource server."),
+            "subject_token_type": {"type": "string", "enum": ["urn:ietf:params:oauth:token-type:access_token"]},
+            "requested_token_type": {"type": "string", "enum": ["urn:ietf:params:oauth:token-type:access_token"]},
+            "resource": _string("The downstream resource server's resource URI (or send it as `audience`)."),
+            "audience": _string("The same as `resource`."),
+            "scope": _string("Optional narrowing; at most the subject token's scopes. " + SCOPE_LIST),
+            **CLIENT_PROPERTIES,
+        },
+    },
     "TokenRequest": {
-        "oneOf": [ref("AuthorizationCodeTokenRequest"), ref("RefreshTokenRequest")],
+        "oneOf": [ref("AuthorizationCodeTokenRequest"), ref("RefreshTokenRequest"), ref("TokenExchangeRequest")],
         "discriminator": {
             "propertyName": "grant_type",
             "mapping": {
                 "authorization_code": "#/components/schemas/AuthorizationCodeTokenRequest",
                 "refresh_token": "#/components/schemas/RefreshTokenRequest",
+                "urn:ietf:params:oauth:grant-type:token-exchange": "#/components/schemas/TokenExchangeRequest",
             },
         },
     },
@@ -103,8 +121,33 @@ SCHEMAS = {
             "scope": _string("The granted scopes, space-separated; empty for a legacy client's unrestricted token."),
         },
     },
+    "ExchangedTokenResponse": {
+        "type": "object",
+        "description": "RFC 8693 §2.2.1. Exactly these members: no refresh token.",
+        "required": ["access_token", "issued_token_type", "token_type", "expires_in", "scope"],
+        "additionalProperties": False,
+        "properties": {
+            "access_token": _string("Bound to the downstream resource server only."),
+            "issued_token_type": {"type": "string", "enum": ["urn:ietf:params:oauth:token-type:access_token"]},
+            "token_type": {"type": "string", "enum": ["Bearer"]},
+            "expires_in": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": settings.OAUTH_ACCESS_TOKEN_LIFETIME,
+                "description": "Seconds: never more than the subject token had left.",
+            },
+            "scope": _string("The scopes of the new token, space-separated."),
+        },
+    },
     "TokenError": _oauth_error(
-        ["invalid_request", "invalid_grant", "unauthorized_client", "unsupported_grant_type", "invalid_scope"],
+        [
+            "invalid_request",
+            "invalid_grant",
+            "unauthorized_client",
+            "unsupported_grant_type",
+            "invalid_scope",
+            "invalid_target",
+        ],
         "RFC 6749 §5.2.",
     ),
     "ClientAuthenticationError": _oauth_error(
@@ -174,6 +217,16 @@ SCHEMAS = {
             },
             "iat": {"type": "integer", "description": "Issue time, seconds since the epoch."},
             "iss": _string("This server's issuer URL."),
+            "aud": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "RFC 8707: the resources it is bound to.",
+            },
+            "act": {
+                "type": "object",
+                "description": "RFC 8693 §4.1, for a token obtained by exchange: `sub` is the client_id of the "
+                "resource server that exchanged (an earlier one nested in `act`).",
+            },
         },
     },
     "IntrospectionResponse": {"oneOf": [ref("InactiveToken"), ref("ActiveToken")]},
@@ -200,7 +253,8 @@ token_schema = extend_schema_view(
     post=extend_schema(
         operation_id="oauth2_token",
         summary="Token endpoint: exchange a code, refresh",
-        description="RFC 6749 §3.2. Grants: `authorization_code` (with PKCE) and `refresh_token`. " + _CLIENT_AUTH_TEXT,
+        description="RFC 6749 §3.2. Grants: `authorization_code` (with PKCE), `refresh_token`, and RFC 8693 token "
+        "exchange for resource servers. " + _CLIENT_AUTH_TEXT,
         tags=TAGS,
         auth=CLIENT_AUTH,
         request=_request("TokenRequest"),
@@ -209,7 +263,9 @@ token_schema = extend_schema_view(
             www_authenticate(401, description='`Basic realm="oauth"`: HTTP Basic is the scheme clients may use.'),
         ],
         responses={
-            200: OpenApiResponse(ref("TokenResponse"), description="Tokens issued."),
+            200: OpenApiResponse(
+                {"oneOf": [ref("TokenResponse"), ref("ExchangedTokenResponse")]}, description="Tokens issued."
+            ),
             400: OpenApiResponse(
                 ref("TokenError"), description="The request is malformed, or the code or refresh token is not valid."
             ),

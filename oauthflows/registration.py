@@ -27,6 +27,7 @@ from oauth2_provider.views.dynamic_client_registration import DynamicClientRegis
 from oauthclients.models import ClientKind, IdTokenAlgorithm, OAuthClient
 from oauthclients.services import MAX_NAME_LENGTH, client_self_register
 from oauthclients.validators import MAX_REDIRECT_URIS, MAX_URI_LENGTH, has_line_break_or_control, url_host
+from plumbing.requestparams import NOT_UNICODE, unicode_scalars_only
 from scopes.catalog import UnknownScopeError, parse_scopes, sort_scopes
 
 AUTH_METHODS = {
@@ -111,6 +112,9 @@ def metadata_validate(data: dict) -> dict:
 
     Unknown members are ignored, as §2 requires; every known one is checked.
     """
+    # A registration body and a metadata document alike: every string, known member or not.
+    if not unicode_scalars_only(data):
+        raise RegistrationError("invalid_client_metadata", NOT_UNICODE)
     if "redirect_uris" not in data:
         raise RegistrationError("invalid_redirect_uri", "redirect_uris is required: list the app's redirect URIs.")
     redirect_uris = data["redirect_uris"]

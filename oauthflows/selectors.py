@@ -32,6 +32,9 @@ class ConnectedApp:
     last_used_at: datetime | None
     # OpenID Connect: "Sign you in" and what profile and email read, as on the consent page.
     identity_lines: tuple[str, ...] = ()
+    # RFC 8693: the services reaching others with this app's access for the user ("through
+    # Scheduling MCP"), from their live exchanged tokens (oauthflows.exchange).
+    through: tuple[str, ...] = ()
 
     @property
     def higher_risk_count(self) -> int:
@@ -66,6 +69,7 @@ def connected_app_list_for_user(*, user) -> list[ConnectedApp]:
         .values("application_id")
         .annotate(last=Max("created"), first=Min("created"))
     }
+    through = _exchanged_through(user, client_ids)
     apps = []
     for client in OAuthClient.objects.filter(pk__in=client_ids).select_related("user"):
         consent = consents.get(client.pk)
@@ -82,9 +86,25 @@ def connected_app_list_for_user(*, user) -> list[ConnectedApp]:
                 unrestricted=client.pk in unrestricted,
                 authorized_at=consent.first_authorized_at if consent else used.get("first"),
                 last_used_at=used.get("last"),
+                through=through.get(client.pk, ()),
             )
         )
     return sorted(apps, key=lambda app: app.authorized_at or timezone.now(), reverse=True)
+
+
+def _exchanged_through(user, client_ids) -> dict[int, tuple[str, ...]]:
+    """Per app, the names of the resource servers holding live exchanged tokens of it for `user`."""
+    acts = AccessToken.objects.filter(
+        user=user, application_id__in=client_ids, act__isnull=False, expires__gt=timezone.now()
+    ).values_list("application_id", "act")
+    callers: dict[int, set[str]] = {}
+    for client_pk, act in acts:
+        callers.setdefault(client_pk, set()).add(str((act or {}).get("sub", "")))
+    if not callers:
+        return {}
+    wanted = set().union(*callers.values())
+    names = dict(OAuthClient.objects.filter(client_id__in=wanted).values_list("client_id", "name"))
+    return {pk: tuple(sorted(names[sub] for sub in subs if sub in names)) for pk, subs in callers.items()}
 
 
 def connected_app_get_for_user(*, user, client_id: str) -> ConnectedApp:

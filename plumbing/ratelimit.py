@@ -9,9 +9,18 @@ is Redis (REDIS_URL). There are two kinds:
 - failure limits count a POST once its response shows that it failed, and refuse the next ones
   while the window's count is at the limit. Successful requests are never counted.
 
+A limit keyed by a client_id, which is public, counts only failed client authentications (a
+wrong secret, an unknown client) and gives its verdict after the view (`Limit.judged_after`): past
+the limit, a request that failed to authenticate gets the 429 in place of its 401, and a request
+with the client's right secret is answered as if the limit did not exist. Strangers can fill such a
+window, so it may refuse only strangers (SECURITY.md: client secrets cannot be guessed; the
+per-address limits still slow any one source before the view).
+
 Over a limit the answer is 429 with Retry-After, given in `process_view`: after the session and
 user middleware (the consent limit is per user), before CSRF and before the view, so a refused
-request costs no password hash, no secret digest and no token-table query.
+request costs no password hash, no secret digest and no token-table query. The per-client limits
+are the exception above: their refusal costs what a failed authentication costs (one digest, one
+query), the same for an unknown client and a wrong secret.
 
 With the counters in PostgreSQL (plumbing.countercache, no Redis) each process keeps a `Ledger` of
 what the database last told it, so that a successful request usually costs no statement:
@@ -177,7 +186,9 @@ def client_error(response: HttpResponse) -> bool:
 def client_authentication_failed(response: HttpResponse) -> bool:
     # Only invalid_client (401). An app with many users sees invalid_grant in normal operation
     # (expired or revoked refresh tokens); counting those per client would lock all its users out.
-    return response.status_code == 401
+    # A public client has no secret to protect, so no per-client failure limit: strangers could
+    # only spend it (oauthflows.endpoints marks the answers that named one).
+    return response.status_code == 401 and not getattr(response, "answered_public_client", False)
 
 
 def not_for_a_resource_server(response: HttpResponse) -> bool:
@@ -204,6 +215,11 @@ class Limit:
     name: str  # the key in settings.RATELIMITS and part of the cache key
     per: Callable[[HttpRequest], str | None]  # None: the limit does not apply to this request
     failed: Callable[[HttpResponse], bool] | None = None  # None: every request counts
+    # A failure limit whose value anyone can send (a public client_id): over the limit, only an
+    # answer that `failed` accepts is refused, replaced after the view; every other request is
+    # answered as usual (module docstring). Such a window is filled only by failures, so the
+    # request that presents the client's right secret never meets it.
+    judged_after: bool = False
 
 
 def _json_refusal(retry_after: int) -> HttpResponse:
@@ -228,13 +244,16 @@ class Route:
     refusal: Callable[[int], HttpResponse]
 
 
+def _failures_per_client(name: str) -> Limit:
+    """Failed client authentications per client_id, judged after the view (see Limit.judged_after)."""
+    return Limit(f"{name}_failures_per_client", per_client, client_authentication_failed, judged_after=True)
+
+
 def _endpoint(name: str, counted: Callable[[HttpResponse], bool] | None = None) -> Route:
-    """Requests per address and per client; `counted`: only answers it accepts count (after the view)."""
+    """Requests per address (`counted`: only answers it accepts count, after the view), and failed
+    client authentications per client."""
     return Route(
-        (
-            Limit(f"{name}_requests_per_address", per_address, counted),
-            Limit(f"{name}_requests_per_client", per_client, counted),
-        ),
+        (Limit(f"{name}_requests_per_address", per_address, counted), _failures_per_client(name)),
         _json_refusal,
     )
 
@@ -272,7 +291,7 @@ ROUTES: dict[str, Route] = {
     settings.OAUTH_TOKEN_PATH: Route(
         (
             Limit("token_failures_per_address", per_address, client_error),
-            Limit("token_failures_per_client", per_client, client_authentication_failed),
+            _failures_per_client("token"),
             Limit("token_requests_per_address", per_address),
         ),
         _json_refusal,
@@ -283,7 +302,8 @@ ROUTES: dict[str, Route] = {
         (
             *_endpoint("introspect", counted=not_for_a_resource_server).limits,
             # A resource server is never throttled for its traffic, only for the tokens it asks about
-            # that are not active (junk it relays): a generous failure limit of its own.
+            # that are not active (junk it relays): a generous failure limit of its own. Only its
+            # authenticated answers fill it, so only its own traffic can meet it.
             Limit("introspect_inactive_per_resource_server", per_client, inactive_for_a_resource_server),
         ),
         _json_refusal,
@@ -430,22 +450,29 @@ class RateLimitMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        pending: list[tuple[Limit, int, Window]] = getattr(request, "_ratelimit_failure_windows", [])
-        failed = [(allowed, window) for limit, allowed, window in pending if limit.failed(response)]
-        if failed:
+        pending: list[tuple[Limit, int, Window, int]] = getattr(request, "_ratelimit_failure_windows", [])
+        failed = [entry for entry in pending if entry[0].failed(response)]
+        # A window already over its limit (judged after the view) refuses this failure; it is not
+        # counted again.
+        refused = next(((limit, retry) for limit, _allowed, _window, retry in failed if retry), None)
+        counted = [(allowed, window) for _limit, allowed, window, retry in failed if not retry]
+        if counted:
             try:
                 cache = caches[settings.RATELIMIT_CACHE]
                 if hasattr(cache, "check_windows"):  # every failure limit in one statement
-                    answers = cache.check_windows(read=[], count=[(window.key, window.period) for _, window in failed])
+                    answers = cache.check_windows(read=[], count=[(window.key, window.period) for _, window in counted])
                     ledger = _ledger()
-                    for allowed, window in failed:
+                    for allowed, window in counted:
                         count, closes = answers[window.key]
                         ledger.failed(window.key, count, closes, allowed)
                 else:
-                    for _allowed, window in failed:
+                    for _allowed, window in counted:
                         window.count(cache, time.time())
             except Exception as exc:  # any cache backend's error: see the module docstring
                 _log_cache_failure(exc)
+        if refused is not None:
+            limit, retry_after = refused
+            return _refused(request, request._ratelimit_route, limit, retry_after)
         return response
 
     def process_view(self, request, view_func, view_args, view_kwargs):
@@ -466,20 +493,16 @@ class RateLimitMiddleware:
             return None
         pending = []
         for limit, allowed, window, over, retry_after in checked:
-            if over:
-                logger.warning(
-                    "Rate limit %s reached: %s from %s", limit.name, request.path_info, client_address(request)
-                )
-                response = route.refusal(retry_after)
-                response["Retry-After"] = str(retry_after)
-                response["Cache-Control"] = "no-store"
-                return response
+            if over and not limit.judged_after:
+                return _refused(request, route, limit, retry_after)
             if limit.failed:
-                pending.append((limit, allowed, window))
+                # retry_after > 0: over a limit judged after the view (refused there if it failed).
+                pending.append((limit, allowed, window, retry_after if over else 0))
         # Counted in __call__ once the response says whether the request failed. Requests in
         # flight at the same moment all pass the check, so a burst can overshoot a failure limit
         # by at most the number of requests the server handles at once.
         request._ratelimit_failure_windows = pending
+        request._ratelimit_route = route
         return None
 
     @staticmethod
@@ -493,12 +516,12 @@ class RateLimitMiddleware:
                 yield limit, allowed, Window.of(limit.name, value, period)
 
     def _checked_one_by_one(self, cache, route: Route, request, now: float):
-        """Limit by limit, in order, stopping at the first one over (address first: a refused
-        request loads no session)."""
+        """Limit by limit, in order, stopping at the first one over that refuses before the view
+        (address first: a refused request loads no session)."""
         for limit, allowed, window in self._windows(route, request):
             over = window.used(cache) >= allowed if limit.failed else window.count(cache, now) > allowed
             yield limit, allowed, window, over, window.retry_after(cache, now) if over else 0
-            if over:
+            if over and not limit.judged_after:
                 return
 
     def _checked_at_once(self, cache, route: Route, request, now: float):
@@ -528,6 +551,14 @@ class RateLimitMiddleware:
             retry_after = (max(1, math.ceil(closes - now)) if closes != math.inf else window.period) if over else 0
             checked.append((limit, allowed, window, over, retry_after))
         return checked
+
+
+def _refused(request: HttpRequest, route: Route, limit: Limit, retry_after: int) -> HttpResponse:
+    logger.warning("Rate limit %s reached: %s from %s", limit.name, request.path_info, client_address(request))
+    response = route.refusal(retry_after)
+    response["Retry-After"] = str(retry_after)
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 def _log_cache_failure(exc: Exception) -> None:

@@ -8,11 +8,37 @@ middleware loads this.
 import base64
 import binascii
 import json
+import re
 from urllib.parse import unquote_plus
 
 
 class BodyError(ValueError):
     """A request body the token endpoint cannot read."""
+
+
+# JSON's \uXXXX escapes can spell a lone UTF-16 surrogate (RFC 8259 §8.2 allows it), which is
+# no Unicode scalar value: no UTF-8 encoder takes it (oauthlib's urlencode, PostgreSQL, the
+# templates all raise), so it is refused where a body is read, once for every field. Form bodies
+# and query strings cannot carry one: Django decodes their UTF-8 with replacement characters.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+NOT_UNICODE = "The request holds a lone UTF-16 surrogate (U+D800 to U+DFFF), which is not a Unicode character."
+
+
+def unicode_scalars_only(value) -> bool:
+    """Whether every string in a parsed JSON value (object keys included) is Unicode scalar values.
+    Iterative: a value as deep as the JSON decoder allows cannot exhaust the stack here."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
 
 
 # Parameters that may repeat (RFC 8707 §2: `resource`); in JSON, an array of strings.
@@ -28,6 +54,8 @@ def json_body_pairs(raw: bytes) -> list[tuple[str, str]]:
         raise BodyError("The request body is not valid JSON.") from None
     if not isinstance(data, dict):
         raise BodyError("The JSON request body must be an object.")
+    if not unicode_scalars_only(data):
+        raise BodyError(NOT_UNICODE)
     pairs = []
     for key, value in data.items():
         if key in REPEATABLE_PARAMS and isinstance(value, list) and all(isinstance(item, str) for item in value):

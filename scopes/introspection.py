@@ -90,6 +90,7 @@ class IntrospectionVerifier(TokenVerifier):
                 subject=claims["sub"],
                 expires_at=int(claims["exp"]),
                 audience=claims.get("aud", ()),
+                actor=claims.get("actor", ""),
             ),
         )
 
@@ -171,6 +172,8 @@ def _claims(body: dict) -> dict | None:
         claims["aud"] = tuple(aud)
     else:
         return None
+    act = body.get("act")
+    claims["actor"] = act["sub"] if isinstance(act, dict) and isinstance(act.get("sub"), str) else ""
     return claims
 
 

@@ -175,6 +175,7 @@ class JwtVerifier(TokenVerifier):
                 subject=claims["sub"],
                 expires_at=int(claims["exp"]),
                 audience=(audience,) if isinstance(audience, str) else tuple(audience),
+                actor=_actor(claims.get("act")),
             ),
         )
 
@@ -359,3 +360,8 @@ class JwtVerifier(TokenVerifier):
         ttl = claims.get("ttl", 0)
         ttl = float(ttl) if isinstance(ttl, int | float) and not isinstance(ttl, bool) and ttl > 0 else 0.0
         return _StatusList(bits=bits, fetched_at=time.time(), ttl=min(ttl, self.max_staleness))
+
+
+def _actor(act) -> str:
+    """RFC 8693 §4.1: the current actor of an exchanged token (`act.sub`), else empty."""
+    return act["sub"] if isinstance(act, dict) and isinstance(act.get("sub"), str) else ""

@@ -33,6 +33,9 @@ class VerifiedToken:
     expires_at: int  # seconds since the epoch
     # RFC 8707 / RFC 7662 `aud`: the resources the token is bound to; empty: no audience.
     audience: tuple[str, ...] = ()
+    # RFC 8693 §4.1 `act.sub`: the service that obtained this token by exchange, for the user
+    # (the authorization server's oauthflows.exchange); empty for a token the app got itself.
+    actor: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,16 @@
 """The example service's endpoints: each answers with the token's user and granted scopes, so that
 what got through, and as whom, is visible from outside."""
 
+import hashlib
+from datetime import timedelta
+
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from examples.bookings_service.models import Booking, Call
 from scopes.views import ScopedApiView
 
 ANSWER = inline_serializer(
@@ -44,18 +50,77 @@ def _answer(request, data, *, status=200, **extra):
     )
 
 
+def _received(request) -> None:
+    """Record what this call carried (the token's digest, client, actor, audience): see models.Call."""
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    raw = header.split(" ", 1)[1].strip() if " " in header else ""
+    token = request.auth
+    Call.objects.create(
+        token_sha256=hashlib.sha256(raw.encode()).hexdigest(),
+        client_id=token.client_id,
+        actor=token.actor,
+        audience=list(token.audience),
+        method=request.method,
+    )
+
+
+def _bookings_of(subject: str) -> list[Booking]:
+    """The user's bookings; a user seen for the first time gets a few, so the example shows some."""
+    if not Booking.objects.filter(subject=subject).exists():
+        today = timezone.now().replace(hour=9, minute=0, second=0, microsecond=0)
+        Booking.objects.bulk_create(
+            Booking(
+                subject=subject,
+                title=title,
+                start=today + timedelta(days=days),
+                end=today + timedelta(days=days, minutes=30),
+            )
+            for title, days in SEED
+        )
+    return list(Booking.objects.filter(subject=subject))
+
+
+def _shown(booking: Booking) -> dict:
+    return {
+        "id": booking.pk,
+        "title": booking.title,
+        "start": booking.start.isoformat(),
+        "end": booking.end.isoformat(),
+        **({"made_by": booking.client_id, "made_through": booking.actor} if booking.client_id else {}),
+    }
+
+
+SEED = (("Intro call", 1), ("Design review", 2), ("Dentist", 5))
+
+
 class BookingsApi(ScopedApiView):
     scope_resource = "BOOKING"
 
     @documented()
     def get(self, request):
         """The token's user's bookings."""
-        return _answer(request, [])
+        _received(request)
+        return _answer(request, [_shown(booking) for booking in _bookings_of(request.auth.subject)])
 
     @documented(201, request=None)
     def post(self, request):
-        """Add a guest to, or confirm, one of the token's user's bookings (an example write)."""
-        return _answer(request, {"accepted": True}, status=201)
+        """Book: `title` (and optionally `start`, ISO 8601; 30 minutes) for the token's user."""
+        _received(request)
+        body = request.data if isinstance(request.data, dict) else {}
+        title = str(body.get("title") or "New booking")[:200]
+        start = parse_datetime(str(body.get("start") or "")) or timezone.now() + timedelta(days=7)
+        if timezone.is_naive(start):
+            start = timezone.make_aware(start, timezone.get_fixed_timezone(0))
+        token = request.auth
+        booking = Booking.objects.create(
+            subject=token.subject,
+            title=title,
+            start=start,
+            end=start + timedelta(minutes=30),
+            client_id=token.client_id,
+            actor=token.actor,
+        )
+        return _answer(request, _shown(booking), status=201)
 
 
 class TeamBookingsApi(ScopedApiView):

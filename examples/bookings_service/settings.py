@@ -1,6 +1,8 @@
 """An example resource server: a separate Django service that serves part of the scheduling API.
 
-It has no database and imports nothing from the authorization server but `scopes`: bearer tokens
+It has a database of its own (the user's bookings, SQLite at `OAUTH_BOOKINGS_DATABASE`, default
+a file in the temporary directory; migrated when the WSGI application starts) and imports nothing
+from the authorization server but `scopes`: bearer tokens
 are verified by introspection (RFC 7662) as a resource server, or locally when they are JWTs, and
 scopes are enforced by the same rules as in the authorization server's own process. Configured
 only by the environment:
@@ -28,6 +30,7 @@ only by the environment:
 
 import os
 import secrets
+import tempfile
 from urllib.parse import urlsplit
 
 
@@ -78,11 +81,16 @@ OAUTH_RESOURCE_URI = _env("OAUTH_RESOURCE_URI", "http://127.0.0.1:8001/v2").rstr
 OAUTH_REQUIRE_AUDIENCE = _env("OAUTH_REQUIRE_AUDIENCE", "0") == "1"
 OAUTH_RESOURCE_NAME = _env("OAUTH_RESOURCE_NAME", "Example bookings service")
 
-INSTALLED_APPS = ["rest_framework", "drf_spectacular", "scopes"]
+INSTALLED_APPS = ["rest_framework", "drf_spectacular", "scopes", "examples.bookings_service"]
 MIDDLEWARE = ["django.middleware.security.SecurityMiddleware", "django.middleware.common.CommonMiddleware"]
 ROOT_URLCONF = "examples.bookings_service.urls"
 WSGI_APPLICATION = "examples.bookings_service.wsgi.application"
-DATABASES = {}  # none: everything it knows about a token comes from introspection
+# Its own bookings (models.py); everything it knows about a token still comes from the token.
+OAUTH_BOOKINGS_DATABASE = _env(
+    "OAUTH_BOOKINGS_DATABASE", os.path.join(tempfile.gettempdir(), "example-bookings-service.sqlite3")
+)
+DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": OAUTH_BOOKINGS_DATABASE}}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Active introspection answers (OAUTH_INTROSPECTION_CACHE_SECONDS > 0) are kept per process.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 USE_TZ = True

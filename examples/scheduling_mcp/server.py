@@ -10,7 +10,12 @@ what `scopes.authentication` does for a Django service:
   client starts its authorization; an invalid, expired, revoked token or one bound to another
   resource (RFC 8707): 401 `invalid_token`; the authorization server unreachable: 503;
 - each tool checks its own scope with scopes.catalog.grants_scope (an ORG_ grant implies TEAM_),
-  and answers a tool error naming the missing scope otherwise.
+  and answers a tool error naming the missing scope otherwise;
+- `list_bookings` and `create_booking` call the bookings service (examples/bookings_service) for
+  the user. The token this server received is bound to it and is never passed on (MCP security
+  best practices, "token passthrough"): it is exchanged (RFC 8693) at the authorization server,
+  with this server's own credentials, for one bound to the bookings service with just the scope
+  the tool needs, and that one is sent.
 """
 
 import json
@@ -18,6 +23,8 @@ from typing import TypedDict
 from urllib.parse import urlsplit
 
 import anyio
+import requests
+from django.conf import settings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from starlette.middleware.cors import CORSMiddleware
@@ -29,8 +36,16 @@ from scopes.verifiers import AuthorizationServerUnavailable, Verification, audie
 
 MCP_PATH = "/mcp"
 STATE_KEY = "scopes_verification"
+RAW_TOKEN_KEY = "scopes_raw_token"  # kept in the request's state only, to be exchanged, never sent on
 # The scope each tool needs: the whole of what this server asks agents for.
-TOOL_SCOPES = {"whoami": "PROFILE_READ", "list_bookings": "BOOKING_READ"}
+TOOL_SCOPES = {"whoami": "PROFILE_READ", "list_bookings": "BOOKING_READ", "create_booking": "BOOKING_WRITE"}
+# What an agent asks for first (the 401's `scope`, MCP 2025-11-25 scope selection): the read
+# tools, within the unverified tier's ceiling. The write tool's scope is asked for when needed
+# (step-up); the metadata's scopes_supported lists every tool's.
+FIRST_SCOPES = ("PROFILE_READ", "BOOKING_READ")
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
+TIMEOUT = 5
 
 mcp = MCPServer(
     "Scheduling",
@@ -82,11 +97,79 @@ def whoami(ctx: Context) -> Identity:
     }
 
 
+class Booked(TypedDict):
+    username: str
+    booking: dict
+
+
+def _exchanged(ctx: Context, scope: str) -> str:
+    """RFC 8693: the received token traded for one bound to the bookings service, with `scope` only."""
+    raw = (getattr(ctx.request_context.request, "scope", None) or {}).get("state", {}).get(RAW_TOKEN_KEY)
+    try:
+        response = requests.post(
+            settings.OAUTH_TOKEN_URL,
+            data={
+                "grant_type": TOKEN_EXCHANGE,
+                "subject_token": raw,
+                "subject_token_type": ACCESS_TOKEN_TYPE,
+                "requested_token_type": ACCESS_TOKEN_TYPE,
+                "resource": settings.OAUTH_BOOKINGS_RESOURCE,
+                "scope": scope,
+            },
+            auth=(settings.OAUTH_RESOURCE_SERVER_ID, settings.OAUTH_RESOURCE_SERVER_SECRET),
+            timeout=TIMEOUT,
+            allow_redirects=False,
+        )
+    except requests.RequestException as exc:
+        raise ToolError(f"The authorization server could not be reached ({type(exc).__name__}).") from None
+    if response.status_code != 200:
+        error = _json_or_empty(response).get("error", f"HTTP {response.status_code}")
+        raise ToolError(f"The authorization server refused the token exchange for the bookings service: {error}.")
+    return response.json()["access_token"]
+
+
+def _json_or_empty(response) -> dict:
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _bookings_call(method: str, token: str, body: dict | None = None) -> dict:
+    try:
+        response = requests.request(
+            method,
+            settings.OAUTH_BOOKINGS_URL,
+            json=body,
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=TIMEOUT,
+            allow_redirects=False,
+        )
+    except requests.RequestException as exc:
+        raise ToolError(f"The bookings service could not be reached ({type(exc).__name__}).") from None
+    if response.status_code not in (200, 201):
+        raise ToolError(f"The bookings service answered HTTP {response.status_code}.")
+    return _json_or_empty(response)
+
+
 @mcp.tool()
-def list_bookings(ctx: Context) -> Bookings:
-    """The user's bookings (this example serves none of its own: an empty list, for the user)."""
+async def list_bookings(ctx: Context) -> Bookings:
+    """The user's bookings, from the bookings service (called with an exchanged token)."""
     verification = _granted(ctx, "list_bookings")
-    return {"username": verification.user.get_username(), "bookings": []}
+    token = await anyio.to_thread.run_sync(_exchanged, ctx, "BOOKING_READ")
+    answer = await anyio.to_thread.run_sync(_bookings_call, "GET", token)
+    return {"username": verification.user.get_username(), "bookings": list(answer.get("data") or [])}
+
+
+@mcp.tool()
+async def create_booking(ctx: Context, title: str, start: str | None = None) -> Booked:
+    """Book `title` for the user (30 minutes; `start` in ISO 8601, default a week from now)."""
+    verification = _granted(ctx, "create_booking")
+    token = await anyio.to_thread.run_sync(_exchanged, ctx, "BOOKING_WRITE")
+    body = {"title": title} | ({"start": start} if start else {})
+    answer = await anyio.to_thread.run_sync(_bookings_call, "POST", token, body)
+    return {"username": verification.user.get_username(), "booking": dict(answer.get("data") or {})}
 
 
 def tool_scopes() -> list[str]:
@@ -115,6 +198,7 @@ def _challenge(error: str | None) -> bytes:
     challenge = 'Bearer realm="mcp"'
     if error:
         challenge += f', error="{error}"'
+    challenge += f', scope="{" ".join(FIRST_SCOPES)}"'  # RFC 6750 §3
     return (challenge + f', resource_metadata="{metadata_url(resource_uri())}"').encode()
 
 
@@ -174,6 +258,7 @@ class ScopesBearerAuth:
             body = {"error": "invalid_token", "error_description": description}
             return 401, body, [(b"www-authenticate", _challenge("invalid_token"))]
         scope.setdefault("state", {})[STATE_KEY] = verification
+        scope["state"][RAW_TOKEN_KEY] = raw
         return None
 
 

@@ -12,8 +12,11 @@ against pytest-django's live_server.
 
 import asyncio
 import contextlib
+import hashlib
+import json
 import os
 import secrets
+import sqlite3
 import subprocess
 import sys
 import time
@@ -31,10 +34,18 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull,
 from oauth2_provider.models import set_token_value
 
 from oauthclients import services
+from oauthclients.exchangetargets import client_exchange_targets_set
 from oauthclients.models import AccessToken, ClientStatus, OAuthClient, digest
 from tests.clients.test_client_libraries import TIMEOUT, allow
 from tests.factories import make_client
-from tests.integration.server import PROJECT_ROOT, free_port, stop, wait_until_answering
+from tests.integration.server import (
+    PROJECT_ROOT,
+    example_service_environment,
+    free_port,
+    running_server,
+    stop,
+    wait_until_answering,
+)
 from tests.oauthflows.helpers import pkce_pair
 from tests.oauthflows.test_client_metadata_documents import DocumentServer
 
@@ -42,24 +53,31 @@ REDIRECT_URI = "http://127.0.0.1:33418/callback"
 
 
 @contextlib.contextmanager
-def running_mcp(server: str, reviewer, tmp_path, *, introspection_url: str | None = None):
+def running_mcp(server: str, reviewer, tmp_path, *, introspection_url: str | None = None, bookings: str | None = None):
     """The example MCP server in its own process, as docs/agents.md runs it, with a resource
-    server's credentials; yields its resource URI."""
+    server's credentials (allowed to exchange toward `bookings`, the bookings service's resource
+    URI); yields its resource URI. Only OAUTH_ISSUER names the authorization server: the
+    introspection and token endpoints follow it (an issuer on another port than 8000)."""
     port = free_port()
     resource = f"http://127.0.0.1:{port}/mcp"
     created = services.resource_server_create(
-        owner=reviewer, name=f"Scheduling MCP {port}", resource_uri=resource, actor=reviewer
+        owner=reviewer, name="Scheduling MCP", resource_uri=resource, actor=reviewer
     )
+    if bookings:
+        client_exchange_targets_set(client=created.client, resource_uris=[bookings], actor=reviewer)
     env = {
         **os.environ,
         "OAUTH_ISSUER": server,
-        "OAUTH_INTROSPECTION_URL": introspection_url or server + "/v2/auth/oauth2/introspect",
         "OAUTH_RESOURCE_SERVER_ID": created.client.client_id,
         "OAUTH_RESOURCE_SERVER_SECRET": created.secret.plaintext,
         "OAUTH_INTROSPECTION_TIMEOUT": "2",
+        **({"OAUTH_INTROSPECTION_URL": introspection_url} if introspection_url else {}),
+        **({"OAUTH_BOOKINGS_URL": bookings + "/bookings"} if bookings else {}),
     }
     for name in ("DJANGO_SETTINGS_MODULE", "OAUTH_RESOURCE_URI", "OAUTH_REQUIRE_AUDIENCE"):
         env.pop(name, None)
+    if not introspection_url:
+        env.pop("OAUTH_INTROSPECTION_URL", None)
     log_path = tmp_path / f"mcp-{port}.log"
     with log_path.open("w") as log:
         process = subprocess.Popen(
@@ -82,9 +100,38 @@ def running_mcp(server: str, reviewer, tmp_path, *, introspection_url: str | Non
 
 
 @pytest.fixture
-def mcp_server(server, reviewer, tmp_path):
-    with running_mcp(server, reviewer, tmp_path) as resource:
+def bookings_service(server, reviewer, tmp_path):
+    """examples/bookings_service in its own gunicorn, with its own SQLite database, accepting only
+    tokens bound to it; yields (its resource URI, its database's path)."""
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/v2"
+    created = services.resource_server_create(
+        owner=reviewer, name="Bookings service", resource_uri=resource, actor=reviewer
+    )
+    database = tmp_path / "bookings.sqlite3"
+    environment = example_service_environment(
+        server,
+        created.client.client_id,
+        created.secret.plaintext,
+        OAUTH_RESOURCE_URI=resource,
+        OAUTH_REQUIRE_AUDIENCE="1",
+        OAUTH_BOOKINGS_DATABASE=str(database),
+    )
+    with running_server(None, workers=1, app="examples.bookings_service.wsgi", environment=environment, port=port):
+        yield resource, database
+
+
+@pytest.fixture
+def mcp_server(server, reviewer, tmp_path, bookings_service):
+    with running_mcp(server, reviewer, tmp_path, bookings=bookings_service[0]) as resource:
         yield resource
+
+
+def bookings_calls(database) -> list[dict]:
+    """What the bookings service received, from its own database (models.Call)."""
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        db.row_factory = sqlite3.Row
+        return [dict(row) for row in db.execute("SELECT * FROM bookings_service_call ORDER BY id")]
 
 
 class MemoryStorage:
@@ -150,18 +197,22 @@ async def call_tools(mcp_url: str, provider: OAuthClientProvider) -> dict:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_sdk_agent_registers_is_authorized_and_calls_the_tools(server, mcp_server, user_agent, end_user):
+def test_an_sdk_agent_registers_is_authorized_and_calls_the_tools(
+    server, mcp_server, bookings_service, user_agent, end_user
+):
     seen: dict = {}
     provider = agent_provider(mcp_server, user_agent, server, seen)
     results = asyncio.run(call_tools(mcp_server, provider))
 
-    assert results["tools"] == ["list_bookings", "whoami"]
+    assert results["tools"] == ["create_booking", "list_bookings", "whoami"]
     whoami = results["whoami"]
     assert not whoami.is_error, whoami
     assert whoami.structured_content["username"] == end_user.username
     bookings = results["list_bookings"]
     assert not bookings.is_error, bookings
-    assert bookings.structured_content == {"username": end_user.username, "bookings": []}
+    assert bookings.structured_content["username"] == end_user.username
+    titles = [booking["title"] for booking in bookings.structured_content["bookings"]]
+    assert titles == ["Intro call", "Design review", "Dentist"]  # the service's own, for this user
 
     # It registered itself, and is unverified; the user was told so.
     client = OAuthClient.objects.get(name="Test agent")
@@ -172,9 +223,23 @@ def test_an_sdk_agent_registers_is_authorized_and_calls_the_tools(server, mcp_se
     query = parse_qs(urlsplit(seen["authorization_url"]).query)
     assert set(query["scope"][0].split()) == {"PROFILE_READ", "BOOKING_READ"}
     assert query["resource"] == [mcp_server]
-    token = AccessToken.objects.get(application=client)
+    token = AccessToken.objects.get(application=client, act__isnull=True)
     assert token.resource == [mcp_server]
-    assert token.token_checksum == digest(provider.context.current_tokens.access_token)
+    agent_token = provider.context.current_tokens.access_token
+    assert token.token_checksum == digest(agent_token)
+
+    # The bookings service never saw the agent's token: it got one exchanged for it, bound to it,
+    # still the agent's (client_id), with the MCP server as the actor (RFC 8693 `act`).
+    mcp_client = OAuthClient.objects.get(resource_uri=mcp_server)
+    calls = bookings_calls(bookings_service[1])
+    assert len(calls) == 1
+    assert calls[0]["token_sha256"] != hashlib.sha256(agent_token.encode()).hexdigest()
+    assert calls[0]["client_id"] == client.client_id
+    assert calls[0]["actor"] == mcp_client.client_id
+    assert json.loads(calls[0]["audience"]) == [bookings_service[0]]
+    exchanged = AccessToken.objects.get(application=client, act__isnull=False)
+    assert exchanged.scope == "BOOKING_READ" and exchanged.resource == [bookings_service[0]]
+    assert exchanged.expires <= token.expires
 
 
 def token_for(user, client, *, scope: str, resource: list[str]) -> str:
@@ -214,24 +279,27 @@ def test_its_metadata_lists_only_the_tools_scopes(server, mcp_server):
         document = requests.get(f"{parts.scheme}://{parts.netloc}{path}", timeout=TIMEOUT).json()
         assert document["resource"] == mcp_server
         assert document["authorization_servers"] == [server]
-        assert document["scopes_supported"] == ["BOOKING_READ", "PROFILE_READ"]
+        assert document["scopes_supported"] == ["BOOKING_READ", "BOOKING_WRITE", "PROFILE_READ"]
         assert document["bearer_methods_supported"] == ["header"]
     refused = post_mcp(mcp_server, None)
     assert refused.status_code == 401
     assert refused.headers["WWW-Authenticate"] == (
-        f'Bearer realm="mcp", resource_metadata="{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource/mcp"'
+        f'Bearer realm="mcp", scope="PROFILE_READ BOOKING_READ", '
+        f'resource_metadata="{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource/mcp"'
     )
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_token_for_another_resource_or_none_is_refused_one_for_it_accepted(server, mcp_server, end_user, owner):
     client = make_client(owner, scopes=["PROFILE_READ"], approve=True).client
-    for resource in ([server + "/v2"], []):  # another resource's; no audience (OAUTH_REQUIRE_AUDIENCE=1)
+    # Another resource's token is inactive to this server's introspection (RFC 7662 §2.2); a token
+    # with no audience is active but refused here (OAUTH_REQUIRE_AUDIENCE=1), saying which to ask for.
+    for resource, said in (([server + "/v2"], "invalid, expired or revoked"), ([], f"resource={mcp_server}")):
         response = post_mcp(mcp_server, token_for(end_user, client, scope="PROFILE_READ", resource=resource))
         assert response.status_code == 401
         assert 'error="invalid_token"' in response.headers["WWW-Authenticate"]
         assert "resource_metadata=" in response.headers["WWW-Authenticate"]
-        assert f"resource={mcp_server}" in response.json()["error_description"]
+        assert said in response.json()["error_description"]
     assert post_mcp(mcp_server, "not-a-token").status_code == 401
 
     token = token_for(end_user, client, scope="PROFILE_READ", resource=[mcp_server])
@@ -282,7 +350,8 @@ def test_an_agent_with_a_client_id_metadata_document_connects(server, mcp_server
             "response_type": "code",
             "client_id": documents.url,
             "redirect_uri": REDIRECT_URI,
-            "scope": " ".join(resource["scopes_supported"]),
+            # MCP 2025-11-25: the 401's `scope` first (the read tools; the write tool's is a step-up).
+            "scope": challenge.headers["WWW-Authenticate"].split('scope="')[1].split('"')[0],
             "state": "st",
             "code_challenge": code_challenge,
             "code_challenge_method": "S256",
@@ -316,3 +385,48 @@ def test_an_agent_with_a_client_id_metadata_document_connects(server, mcp_server
     finally:
         documents.httpd.shutdown()
         documents.httpd.server_close()
+
+
+async def call_one(mcp_url: str, token: str, tool: str, arguments: dict):
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=TIMEOUT) as http,
+        streamable_http_client(mcp_url, http_client=http) as streams,
+        ClientSession(streams[0], streams[1]) as session,
+    ):
+        await session.initialize()
+        return await session.call_tool(tool, arguments)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_create_booking_books_through_an_exchanged_write_token(server, mcp_server, bookings_service, end_user, owner):
+    client = make_client(owner, scopes=["BOOKING_READ", "BOOKING_WRITE"], approve=True).client
+    token = token_for(end_user, client, scope="BOOKING_READ BOOKING_WRITE", resource=[mcp_server])
+    booked = asyncio.run(call_one(mcp_server, token, "create_booking", {"title": "Lunch with Ada"}))
+    assert not booked.is_error, booked
+    assert booked.structured_content["booking"]["title"] == "Lunch with Ada"
+    assert (
+        booked.structured_content["booking"]["made_through"]
+        == OAuthClient.objects.get(resource_uri=mcp_server).client_id
+    )
+    listed = asyncio.run(call_one(mcp_server, token, "list_bookings", {}))
+    assert "Lunch with Ada" in [booking["title"] for booking in listed.structured_content["bookings"]]
+    post, get = bookings_calls(bookings_service[1])
+    assert (post["method"], get["method"]) == ("POST", "GET")
+    sent = hashlib.sha256(token.encode()).hexdigest()
+    assert sent not in (post["token_sha256"], get["token_sha256"])  # never passed on
+    scopes = sorted(AccessToken.objects.filter(act__isnull=False).values_list("scope", flat=True))
+    assert scopes == ["BOOKING_READ", "BOOKING_WRITE"]  # each exchange asked only what its tool needs
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_an_allowed_target_the_tool_fails_and_nothing_reaches_the_bookings_service(
+    server, reviewer, tmp_path, bookings_service, end_user, owner
+):
+    with running_mcp(server, reviewer, tmp_path) as url:  # no exchange target allowed
+        env_less = url
+        client = make_client(owner, scopes=["BOOKING_READ"], approve=True).client
+        token = token_for(end_user, client, scope="BOOKING_READ", resource=[env_less])
+        answer = asyncio.run(call_one(url, token, "list_bookings", {}))
+    assert answer.is_error
+    assert "refused the token exchange" in answer.content[0].text
+    assert bookings_calls(bookings_service[1]) == []

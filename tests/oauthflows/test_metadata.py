@@ -21,7 +21,11 @@ def test_metadata_describes_this_server(db):
     assert body["introspection_endpoint"] == issuer + "/v2/auth/oauth2/introspect"
     assert body["scopes_supported"] == list(SCOPE_NAMES) and len(SCOPE_NAMES) == 46
     assert body["response_types_supported"] == ["code"]
-    assert body["grant_types_supported"] == ["authorization_code", "refresh_token"]
+    assert body["grant_types_supported"] == [
+        "authorization_code",
+        "refresh_token",
+        "urn:ietf:params:oauth:grant-type:token-exchange",
+    ]
     assert body["code_challenge_methods_supported"] == ["S256"]
     assert set(body["token_endpoint_auth_methods_supported"]) == {"client_secret_basic", "client_secret_post", "none"}
     assert body["authorization_response_iss_parameter_supported"] is True

@@ -4,6 +4,7 @@ expiring with their window; per process only on SQLite."""
 
 import threading
 import time
+from urllib.parse import urlencode
 
 import pytest
 from django.core.cache import caches
@@ -12,6 +13,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from plumbing.ratelimit import Window
+from tests.factories import make_tokens
+from tests.oauthflows.helpers import TOKEN
 from tests.ratelimit.settings_probe import production_settings
 from tests.ratelimit.test_shared_counts import guess
 
@@ -188,3 +191,38 @@ def test_a_successful_request_writes_its_request_limits_once_a_batch(counters, s
     # One statement for both limits once their batch (25 requests here) is full, none otherwise.
     assert written == [0] * 24 + [1] + [0] * 5
     assert caches["process_b"].get(Window.of("registrations_total", "all", 3600).key) == 26
+
+
+def _refresh(client_id, secret, refresh_token, address):
+    data = {"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": client_id}
+    data["client_secret"] = secret
+    return Client().post(
+        TOKEN, data=urlencode(data), content_type="application/x-www-form-urlencoded", REMOTE_ADDR=address
+    )
+
+
+@postgres_only
+def test_strangers_sharing_the_counters_never_refuse_the_apps_right_secret(
+    counters, settings, limits, confidential, end_user
+):
+    # issue 28, medium 4, with the window shared by two processes through the database ledger.
+    client, secret = confidential
+    limits(token_failures_per_client=(20, 60))
+    # Fifteen failures through one process, then the rest through another (setting the setting
+    # empties both processes' ledgers, so one switch: the shared count is all b starts from).
+    answers = []
+    settings.RATELIMIT_CACHE = "process_a"
+    for index in range(40):
+        if index == 15:
+            settings.RATELIMIT_CACHE = "process_b"
+        answers.append(_refresh(client.client_id, "cs_wrong", "x" * 43, f"203.0.113.{index + 1}").status_code)
+    assert answers == [401] * 20 + [429] * 20
+    _access, refresh_token = make_tokens(end_user, client)
+    assert _refresh(client.client_id, secret, refresh_token, "198.51.100.50").status_code == 200
+    settings.RATELIMIT_CACHE = "process_a"
+    _access, refresh_token = make_tokens(end_user, client)
+    assert _refresh(client.client_id, secret, refresh_token, "198.51.100.50").status_code == 200
+    # a had not seen the window full: one more failure through, whose statement tells it.
+    assert _refresh(client.client_id, "cs_wrong", "x" * 43, "198.51.100.51").status_code == 401
+    refused = _refresh(client.client_id, "cs_wrong", "x" * 43, "198.51.100.51")
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0

@@ -20,7 +20,7 @@ def server(reviewer):
 
 @pytest.fixture
 def tight(limits):
-    limits(introspect_requests_per_client=(3, 60), introspect_requests_per_address=(3, 60))
+    limits(introspect_failures_per_client=(3, 60), introspect_requests_per_address=(3, 60))
 
 
 @pytest.mark.parametrize("use_basic", [True, False], ids=["basic", "body"])

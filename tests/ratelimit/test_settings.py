@@ -63,9 +63,9 @@ def test_production_defaults_are_the_documented_ones():
             "token_failures_per_client": [20, 60],
             "token_requests_per_address": [600, 60],
             "revoke_requests_per_address": [300, 60],
-            "revoke_requests_per_client": [300, 60],
+            "revoke_failures_per_client": [20, 60],
             "introspect_requests_per_address": [300, 60],
-            "introspect_requests_per_client": [300, 60],
+            "introspect_failures_per_client": [20, 60],
             "introspect_inactive_per_resource_server": [3000, 60],
             "login_failures_per_address": [10, 300],
             "login_failures_per_username": [10, 300],
@@ -113,3 +113,12 @@ def test_the_limiter_runs_after_static_files_and_before_sessions_and_csrf(settin
     assert middleware.index("whitenoise.middleware.WhiteNoiseMiddleware") < position
     assert position < middleware.index("django.contrib.sessions.middleware.SessionMiddleware")
     assert position < middleware.index("plumbing.csrf.FetchMetadataCsrfViewMiddleware")
+
+
+@pytest.mark.parametrize("endpoint", ["REVOKE", "INTROSPECT"])
+def test_a_retired_per_client_request_limit_is_a_startup_error_not_ignored(endpoint):
+    # Strangers could fill them with a public client_id (issue 28): the failure limits replace them.
+    with pytest.raises(
+        AssertionError, match=f"RATELIMIT_{endpoint}_REQUESTS_PER_CLIENT is gone: set RATELIMIT_{endpoint}_FAILURES"
+    ):
+        production_settings("print(1)", **{f"RATELIMIT_{endpoint}_REQUESTS_PER_CLIENT": "300/m"})

@@ -123,3 +123,32 @@ def test_an_unreachable_cache_lets_requests_through_and_says_so(db, settings, li
         for _ in range(3):
             assert guess().status_code == 401
     assert "Rate limiting skipped: the cache is unavailable (ConnectionError)" in caplog.messages
+
+
+def test_on_redis_strangers_never_refuse_the_apps_right_secret(
+    db, settings, limits, redis_url, redis_prefix, confidential, end_user
+):
+    # issue 28, medium 4: the per-client window shared through Redis by two processes.
+    from tests.factories import make_tokens
+
+    first, second = two_processes(settings, REDIS_BACKEND, redis_url, redis_prefix)
+    client, secret = confidential
+    limits(token_failures_per_client=(20, 60))
+
+    def refresh(secret, refresh_token="x" * 43, address="198.51.100.60"):
+        data = {"grant_type": "refresh_token", "refresh_token": refresh_token}
+        data.update(client_id=client.client_id, client_secret=secret)
+        return Client().post(
+            TOKEN, data=urlencode(data), content_type="application/x-www-form-urlencoded", REMOTE_ADDR=address
+        )
+
+    answers = []
+    for index in range(40):
+        settings.RATELIMIT_CACHE = (first, second)[index % 2]
+        answers.append(refresh("cs_wrong", address=f"203.0.113.{index + 1}").status_code)
+    assert answers == [401] * 20 + [429] * 20
+    for alias in (first, second):
+        settings.RATELIMIT_CACHE = alias
+        _access, refresh_token = make_tokens(end_user, client)
+        assert refresh(secret, refresh_token).status_code == 200
+        assert refresh("cs_wrong").status_code == 429

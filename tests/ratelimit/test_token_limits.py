@@ -6,6 +6,8 @@ from urllib.parse import urlencode
 import pytest
 from django.test import Client
 
+from oauthclients.models import ClientKind
+from tests.factories import make_client, make_tokens
 from tests.oauthflows.helpers import TOKEN, basic, get_code
 
 HERE, ELSEWHERE, THIRD = "198.51.100.1", "198.51.100.2", "198.51.100.3"
@@ -70,17 +72,66 @@ def test_failures_under_the_client_limit_leave_the_client_working(api, browser, 
     assert exchange(api, client, code, secret).status_code == 200
 
 
-def test_a_client_over_its_failure_limit_is_refused_before_the_view(
-    api, browser, confidential, limits, django_assert_num_queries
-):
+def strangers(n):
+    return (f"203.0.113.{i}" for i in range(1, n + 1))
+
+
+def test_strangers_wrong_secrets_never_refuse_the_apps_own_refresh(api, confidential, end_user, limits):
+    # issue 28, medium 4: forty wrong secrets with the app's public client_id, from anywhere, then
+    # the app's own refresh with its right secret. It used to get 429 for the rest of the window.
+    client, secret = confidential
+    limits(token_failures_per_client=(20, 60))
+    _access, refresh_token = make_tokens(end_user, client)
+    answers = [wrong_secret(api, client, address=stranger).status_code for stranger in strangers(40)]
+    assert answers == [401] * 20 + [429] * 20  # wrong secrets past the limit are still refused
+    refreshed = refresh_as(api, client.client_id, secret, refresh_token=refresh_token)
+    assert refreshed.status_code == 200, refreshed.content
+    # HTTP Basic and JSON bodies are the same client: its right secret passes either way.
+    _access, refresh_token = make_tokens(end_user, client)
+    data = {"grant_type": "refresh_token", "refresh_token": refresh_token}
+    assert post(api, data, as_json=True, HTTP_AUTHORIZATION=basic(client.client_id, secret)).status_code == 200
+
+
+def test_a_right_secret_over_the_client_limit_gets_its_own_answer(api, browser, confidential, limits):
     client, secret = confidential
     limits(token_failures_per_client=(3, 60))
+    for stranger in strangers(3):
+        assert wrong_secret(api, client, address=stranger).status_code == 401
+    assert bad_grant(api, client, secret).json()["error"] == "invalid_grant"  # not 429
     code = get_code(browser, client)
-    for _ in range(3):
-        assert wrong_secret(api, client).status_code == 401
-    with django_assert_num_queries(0):  # no client lookup, no secret digest, no code lookup
-        refused = exchange(api, client, code, secret)
-    assert_refused(refused)
+    assert exchange(api, client, code, secret).status_code == 200
+    assert_refused(wrong_secret(api, client))
+
+
+def test_an_unknown_client_and_a_wrong_secret_are_refused_alike_past_the_limit(api, confidential, limits):
+    # SECURITY.md: unknown client and wrong secret look the same, under the limit and past it.
+    client, _secret = confidential
+    limits(token_failures_per_client=(2, 60))
+    for stranger in strangers(2):
+        assert wrong_secret(api, client, address=stranger).status_code == 401
+        assert unknown_client(api, "no-such-client", address=stranger).status_code == 401
+    over_wrong, over_unknown = wrong_secret(api, client), unknown_client(api, "no-such-client")
+    assert_refused(over_wrong)
+    assert_refused(over_unknown)
+    assert over_wrong.content == over_unknown.content
+
+
+def test_a_public_client_has_no_per_client_failure_limit(api, owner, end_user, limits):
+    # A public client has no secret to guess: strangers could only spend its budget.
+    public = make_client(
+        owner, name="Phone App", kind=ClientKind.PUBLIC, redirect_uris=["https://phone.example.com/cb"], approve=True
+    ).client
+    limits(token_failures_per_client=(2, 60))
+    for stranger in strangers(6):
+        assert wrong_secret(api, public, address=stranger).status_code == 401
+    _access, refresh_token = make_tokens(end_user, public)
+    data = {"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": public.client_id}
+    assert post(api, data).status_code == 200
+    # The per-address limit still holds for it.
+    limits(token_failures_per_address=(2, 60))
+    for _ in range(2):
+        assert wrong_secret(api, public, address=ELSEWHERE).status_code == 401
+    assert_refused(wrong_secret(api, public, address=ELSEWHERE))
 
 
 def test_client_failures_count_from_every_address(api, confidential, other_confidential, limits):

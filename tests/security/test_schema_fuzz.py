@@ -72,13 +72,21 @@ class World:
             body["client_secret"] = self.secret
 
     def apply(self, case, method: str, path: str, choice: str) -> None:
-        """Swap generated values for live ones, as `choice` says ("generated" keeps them all)."""
+        """Swap generated values for live ones, as `choice` says ("generated" keeps them all;
+        "surrogate" adds a lone UTF-16 surrogate to a generated JSON string)."""
+        if path == ME and choice == "surrogate":
+            case.headers = {**(case.headers or {}), "Authorization": f"Bearer {self.tokens()['access_token']}"}
+            surrogate_add(case)
+            return
         if path == ME:
             if choice != "generated":
                 scope = "BOOKING_READ" if choice == "narrow" else "PROFILE_READ PROFILE_WRITE"
                 case.headers = {**(case.headers or {}), "Authorization": f"Bearer {self.tokens(scope)['access_token']}"}
             return
         if choice == "generated" or not isinstance(case.body, dict):
+            return
+        if choice == "surrogate":
+            surrogate_add(case)
             return
         self.client_credentials(case, "basic" if choice.endswith("basic") else "body")
         if not choice.startswith("live"):
@@ -94,11 +102,22 @@ class World:
             case.body["token"] = self.tokens()[hint if hint in ("access_token", "refresh_token") else "access_token"]
 
 
+def surrogate_add(case) -> None:
+    """A lone UTF-16 surrogate (JSON's "\ud800" escape; issue 28) in one of a JSON body's string
+    values, the live client's credentials kept: schemathesis's alphabet is what UTF-8 encodes, so
+    it never makes one itself. Form bodies cannot carry one (Django decodes them with U+FFFD)."""
+    if not isinstance(case.body, dict) or "json" not in (case.media_type or ""):
+        return
+    names = sorted(name for name, value in case.body.items() if isinstance(value, str)) or ["client_id"]
+    name = names[len(repr(case.body)) % len(names)]
+    case.body[name] = str(case.body.get(name, "")) + "\ud800"
+
+
 CHOICES = {
-    ME: ["generated", "live", "narrow"],
-    TOKEN: ["generated", "client", "client-basic", "live", "live-basic"],
-    REVOKE: ["generated", "client", "client-basic", "live", "live-basic"],
-    INTROSPECT: ["generated", "client", "client-basic", "live", "live-basic"],
+    ME: ["generated", "live", "narrow", "surrogate"],
+    TOKEN: ["generated", "client", "client-basic", "live", "live-basic", "surrogate"],
+    REVOKE: ["generated", "client", "client-basic", "live", "live-basic", "surrogate"],
+    INTROSPECT: ["generated", "client", "client-basic", "live", "live-basic", "surrogate"],
 }
 
 

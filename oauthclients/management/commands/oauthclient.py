@@ -16,6 +16,7 @@ from django.db import transaction
 
 from oauthclients import selectors, services
 from oauthclients.exceptions import ApplicationError
+from oauthclients.exchangetargets import client_exchange_targets_set, exchange_target_uris
 from oauthclients.models import ClientKind, ClientStatus, IdTokenAlgorithm, OAuthClient
 
 _SCOPE_SEPARATORS = re.compile(r"[\s,]+")
@@ -234,6 +235,13 @@ class Command(BaseCommand):
             'Prints {"updated": N}.',
         )
 
+        exchange_targets = commands.add_parser(
+            "set-exchange-targets",
+            help="The resource servers a resource server may exchange users' tokens toward (RFC 8693); none: none.",
+        )
+        exchange_targets.add_argument("client_id")
+        exchange_targets.add_argument("resource_uris", nargs="*", metavar="RESOURCE_URI")
+
     def handle(self, *args, subcommand, actor=None, **options):
         # The audit trail is in the database (and the server's log); on the command line, stderr
         # stays for errors (and the review mail of the console backend) unless -v 2 or more.
@@ -372,6 +380,10 @@ class Command(BaseCommand):
                 client=self._client(client_id), token_format=token_format, actor=actor
             )
         )
+
+    def do_set_exchange_targets(self, *, actor, client_id, resource_uris, **_):
+        client = client_exchange_targets_set(client=self._client(client_id), resource_uris=resource_uris, actor=actor)
+        return client_json(client) | {"exchange_targets": exchange_target_uris(client=client)}
 
     def do_set_id_token_alg(self, *, actor, client_id, algorithm, **_):
         return client_json(

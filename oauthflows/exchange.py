@@ -1,0 +1,263 @@
+"""RFC 8693 token exchange, for resource servers that call other resource servers for a user.
+
+A service that received a user's token (bound to it, RFC 8707) never passes that token on (MCP
+security best practices, "token passthrough"; SECURITY.md, "One service acting for a user at
+another"): it trades it here for one bound to the downstream service. An oauthlib grant type,
+registered with the server in oauthflows.oauth2.Server, so that the token endpoint, client
+authentication, the token generator (opaque or JWT) and the error answers are the ones every
+other grant uses.
+
+The rules, each refused with its RFC 6749 §5.2 / RFC 8693 §2.2.2 error:
+
+- the caller authenticates with its own secret and is a resource server (`unauthorized_client`
+  for an app; `unauthorized_client` too for a resource server an administrator allowed no target);
+- `subject_token` is a live access token bound to the caller (`invalid_grant` otherwise), of type
+  `urn:ietf:params:oauth:token-type:access_token`, and an access token is what is asked for
+  (`invalid_request`); no `actor_token`: the caller's authentication names the actor;
+- `resource` / `audience` name exactly one resource server that an administrator allowed for this
+  caller (oauthclients.exchangetargets; `invalid_target`);
+- `scope` is within the subject token's (`invalid_scope`; never wider), and within the unverified
+  ceiling for a self-registered app (oauthclients.tier);
+- the new token keeps the app's client_id and the user's grant family (so that revoking the grant,
+  rejecting the app or deactivating the user ends it, status list bits included), carries
+  `act: {"sub": <caller's client_id>}` (RFC 8693 §4.1; nested for a chain), lives no longer than
+  the subject token, and comes with no refresh token.
+"""
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.utils import timezone
+from oauth2_provider.models import set_token_value
+from oauth2_provider.settings import oauth2_settings
+from oauthlib.oauth2.rfc6749 import errors
+from oauthlib.oauth2.rfc6749.grant_types.base import GrantTypeBase
+
+from oauthclients.exchangetargets import exchange_target_get
+from oauthclients.models import AccessToken, ClientStatus, ExchangeTarget, RefreshToken, digest
+from oauthclients.selectors import MAX_TOKEN_LENGTH
+from oauthclients.tier import ceiling_refusal
+from scopes.catalog import SCOPE_NAMES
+
+TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
+ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"  # RFC 8693 §3
+
+SUBJECT_REFUSED = (
+    "The subject_token is not a live access token bound to this resource server (unknown, expired, revoked, "
+    "or issued for another audience)."
+)
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """What the token generator (oauthflows.oauth2.generate_access_token) and the save read."""
+
+    act: dict
+    lifetime: int
+    family: uuid.UUID | None
+    auth_time: datetime | None
+
+
+def _param(request, name: str):
+    value = request._params.get(name)
+    return value if isinstance(value, str) else None
+
+
+def _target_uri(request) -> str:
+    """The one downstream resource (RFC 8693 §2.1: `resource` and `audience` may each repeat)."""
+    named = [value for key, value in (request.decoded_body or []) if key in ("resource", "audience")]
+    if not named:
+        raise errors.InvalidRequestError(
+            description="Name the downstream resource server with resource (its resource URI).", request=request
+        )
+    if len(set(named)) > 1:
+        raise errors.CustomOAuth2Error(
+            error="invalid_target",
+            description="A token exchange names one downstream resource server; this request names several.",
+            request=request,
+        )
+    return named[0]
+
+
+def _subject(raw: str | None, caller, request) -> AccessToken:
+    if not raw or len(raw) > MAX_TOKEN_LENGTH:
+        raise errors.InvalidGrantError(description=SUBJECT_REFUSED, request=request)
+    subject = (
+        AccessToken.objects.filter(token_checksum=digest(raw))
+        .select_related("application", "user")
+        .only(
+            "expires",
+            "scope",
+            "resource",
+            "act",
+            "token_family",
+            "user_id",
+            "application_id",
+            "user__is_active",
+            "application__client_id",
+            "application__status",
+            "application__user_id",
+        )
+        .first()
+    )
+    if (
+        subject is None
+        or subject.is_expired()
+        or subject.application is None
+        or subject.application.status == ClientStatus.REJECTED
+        or subject.user is None
+        or not subject.user.is_active
+        # RFC 8707: only a token bound to the caller is the caller's to exchange; an unbound one
+        # (no audience) was meant for nobody in particular, and is refused too.
+        or caller.resource_uri not in (subject.resource or [])
+    ):
+        raise errors.InvalidGrantError(description=SUBJECT_REFUSED, request=request)
+    return subject
+
+
+def _scopes(request, subject: AccessToken) -> list[str]:
+    held = subject.scope.split()
+    if not held:
+        # A legacy app's unrestricted token: "never wider" has nothing to be measured against.
+        raise errors.InvalidScopeError(
+            description="A token without scopes (a legacy app's full access) cannot be exchanged.", request=request
+        )
+    asked = _param(request, "scope")
+    if asked is None:
+        return held
+    wanted = list(dict.fromkeys(asked.split()))
+    wider = [name for name in wanted if name not in held]
+    if not wanted or wider:
+        raise errors.InvalidScopeError(
+            description="The scope must be within the subject token's"
+            + (
+                f"; it does not hold {', '.join(name for name in wider if name in SCOPE_NAMES) or 'those'}."
+                if wider
+                else "."
+            ),
+            request=request,
+        )
+    return wanted
+
+
+def _family_and_auth_time(subject: AccessToken):
+    """The grant family the subject token belongs to (its own for an exchanged token, else its
+    refresh token's) and the user's login time for it (a JWT's auth_time): one read."""
+    row = RefreshToken.objects.filter(access_token_id=subject.pk).values_list("token_family", "auth_time").first()
+    family, auth_time = row or (None, None)
+    return subject.token_family or family, auth_time
+
+
+class TokenExchangeGrant(GrantTypeBase):
+    """grant_type=urn:ietf:params:oauth:grant-type:token-exchange (RFC 8693 §2)."""
+
+    def validate_token_request(self, request) -> None:
+        # RFC 8693 §2.1: the subject is an access token, and an access token is what is issued.
+        if not _param(request, "subject_token"):
+            raise errors.InvalidRequestError(description="The subject_token parameter is required.", request=request)
+        if _param(request, "subject_token_type") != ACCESS_TOKEN_TYPE:
+            raise errors.InvalidRequestError(
+                description=f"subject_token_type must be {ACCESS_TOKEN_TYPE}.", request=request
+            )
+        requested = _param(request, "requested_token_type")
+        if requested is not None and requested != ACCESS_TOKEN_TYPE:
+            raise errors.InvalidRequestError(
+                description=f"Only access tokens are issued by exchange: requested_token_type {ACCESS_TOKEN_TYPE}.",
+                request=request,
+            )
+        if "actor_token" in request._params or "actor_token_type" in request._params:
+            raise errors.InvalidRequestError(
+                description="actor_token is not accepted: the calling resource server's authentication is the actor.",
+                request=request,
+            )
+        if not self.request_validator.authenticate_client(request):
+            raise errors.InvalidClientError(request=request)
+        caller = request.client
+        if not caller.is_resource_server:
+            raise errors.UnauthorizedClientError(
+                description="Only a resource server exchanges tokens (RFC 8693), for the services it calls.",
+                request=request,
+            )
+        uri = _target_uri(request)
+        target = exchange_target_get(client=caller, resource_uri=uri)
+        if target is None and not ExchangeTarget.objects.filter(client=caller).exists():
+            raise errors.UnauthorizedClientError(
+                description="An administrator has allowed this resource server no token exchange.", request=request
+            )
+        if target is None:
+            raise errors.CustomOAuth2Error(
+                error="invalid_target",
+                description=f"This resource server may not exchange tokens toward {uri[:200]!r}.",
+                request=request,
+            )
+        subject = _subject(_param(request, "subject_token"), caller, request)
+        scopes = _scopes(request, subject)
+        app = subject.application
+        refusal = ceiling_refusal(app, scopes)  # a ceiling lowered since the subject was issued
+        if refusal:
+            raise errors.InvalidScopeError(description=refusal, request=request)
+        if app.status == ClientStatus.PENDING and subject.user_id != app.user_id:
+            raise errors.InvalidGrantError(description=SUBJECT_REFUSED, request=request)
+        # RFC 8693 §2.2.1: never longer-lived than what it was exchanged from.
+        remaining = int((subject.expires - timezone.now()).total_seconds())
+        lifetime = min(oauth2_settings.ACCESS_TOKEN_EXPIRE_SECONDS, remaining)
+        if lifetime < 1:
+            raise errors.InvalidGrantError(description=SUBJECT_REFUSED, request=request)
+        act = {"sub": caller.client_id} | ({"act": subject.act} if subject.act else {})
+        # From here on the request describes the token to issue: the app's, for the user, bound to
+        # the target (the rate limiter and the logs still see the caller, oauthflows.oauth2.client_call).
+        request.user = subject.user
+        request.client = app
+        request.scopes = scopes
+        request.resource = [target.resource_uri]
+        family, auth_time = _family_and_auth_time(subject)
+        request._exchange = Exchange(act=act, lifetime=lifetime, family=family, auth_time=auth_time)
+
+    def create_token_response(self, request, token_handler):
+        headers = self._get_default_headers()
+        try:
+            self.validate_token_request(request)
+        except errors.OAuth2Error as exc:
+            headers.update(exc.headers)
+            return headers, exc.json, exc.status_code
+        exchange = request._exchange
+        request.expires_in = exchange.lifetime
+        value = token_handler.token_generator(request)
+        access_token_exchanged_save(value=value, request=request)
+        token = {
+            "access_token": value,
+            "issued_token_type": ACCESS_TOKEN_TYPE,  # RFC 8693 §2.2.1
+            "token_type": "Bearer",
+            "expires_in": exchange.lifetime,
+            "scope": " ".join(request.scopes),
+        }
+        return headers, json.dumps(token), 200
+
+
+def access_token_exchanged_save(*, value: str, request) -> AccessToken:
+    """Store the exchanged token's row (its digest; never the token): no refresh token (RFC 8693 §2.2.1)."""
+    from oauthflows.oauth2 import client_call  # oauthflows.oauth2 registers this grant
+
+    exchange: Exchange = request._exchange
+    status_list, status_index = getattr(request, "_jwt_status", None) or (None, None)
+    with transaction.atomic(savepoint=False):
+        access = AccessToken(
+            user=request.user,
+            scope=" ".join(request.scopes),
+            expires=timezone.now() + timedelta(seconds=exchange.lifetime),
+            application=request.client,
+            resource=list(request.resource),
+            status_list=status_list,
+            status_index=status_index,
+            act=exchange.act,
+            token_family=exchange.family,
+        )
+        set_token_value(access, value)
+        access.save()
+    call = client_call.get()
+    if call is not None:
+        call.issued = access
+    return access
