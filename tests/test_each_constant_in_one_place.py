@@ -6,6 +6,7 @@ that kept its own copy answers differently the day the constant changes.
 """
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -38,6 +39,8 @@ from oauthclients.validators import (
 )
 from oauthflows.authorization import PROMPT_VALUES
 from plumbing import errors
+from plumbing.logfilters import RedactCredentials
+from plumbing.requestparams import CREDENTIAL_PARAMS
 from tests.factories import PASSWORD, make_client, make_user
 from tests.oauthflows.helpers import authorize_url
 
@@ -186,3 +189,23 @@ def test_the_code_reads_the_paths_from_settings(settings, db):
     assert errors.is_api(factory.get("/v3/me")) and not errors.is_api(factory.get("/v2/me"))
     assert errors.is_oauth_endpoint(factory.post("/v3/oauth/token"))
     assert not errors.is_oauth_endpoint(factory.post("/v2/auth/oauth2/token"))
+
+
+# --- CREDENTIAL_PARAMS: refused in URLs, kept out of error reports and out of the logs ---
+
+
+@pytest.mark.parametrize("name", CREDENTIAL_PARAMS)
+def test_each_credential_parameter_is_refused_in_a_url_hidden_from_reports_and_logs(db, name):
+    from oauthflows.endpoints import TokenView
+
+    form = "application/x-www-form-urlencoded"
+    response = Client().post(f"/v2/auth/oauth2/token?{name}=s3cret", "grant_type=refresh_token", content_type=form)
+    assert response.status_code == 400 and "never in the URL" in response.json()["error_description"]
+    request = RequestFactory().post(
+        "/v2/auth/oauth2/token", f"grant_type=refresh_token&{name}=s3cret", content_type=form
+    )
+    TokenView.as_view()(request)
+    assert name in request.sensitive_post_parameters
+    record = logging.LogRecord("oauthlib", logging.DEBUG, __file__, 1, "Saving %s", ({name: "s3cret"},), None)
+    RedactCredentials().filter(record)
+    assert "s3cret" not in record.getMessage()
