@@ -431,3 +431,11 @@ def test_registration_is_closed_unless_every_permission_class_says_yes(api, db, 
     assert response.status_code == 403
     assert response.json()["error"] == "access_denied"
     assert not OAuthClient.objects.exists()
+
+
+def test_the_admin_states_the_ceiling_the_tier_enforces(agent, staff):
+    from oauthclients.tier import unverified_ceiling
+
+    page = staff.get(f"/admin/oauthclients/oauthclient/{agent.pk}/change/").content.decode()
+    assert f"users can grant it only {', '.join(sorted(unverified_ceiling()))};" in page
+    assert "openid" in unverified_ceiling()  # the OpenID scopes are within it, and said to be
