@@ -1,10 +1,12 @@
 """Django settings. Everything that differs between machines comes from the environment (docs/configuration.md)."""
 
+import re
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from oauthclients.algorithms import SIGNING_ALGORITHMS
 from plumbing.env import env_bool, env_int, env_list, env_str
 from scopes.catalog import SCOPES, ScopeLevel
 
@@ -248,8 +250,9 @@ OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauthclients.IDToken"
 OAUTH_AUTHORIZATION_CODE_LIFETIME = env_int("OAUTH_AUTHORIZATION_CODE_LIFETIME", 600, minimum=1)
 OAUTH_ACCESS_TOKEN_LIFETIME = 1800  # spec §2.2 / §8: expires_in is 1800
 OAUTH_REFRESH_TOKEN_LIFETIME = env_int("OAUTH_REFRESH_TOKEN_LIFETIME", 60 * 60 * 24 * 90, minimum=1)
-# A code or refresh token presented again within this many seconds of its use is a racing duplicate
-# (refused, nothing revoked); later, a replay (its token family is revoked). See oauthflows/oauth2.py.
+# A refresh token presented again within this many seconds of its use is a racing duplicate (refused,
+# nothing revoked); later, a replay (its token family is revoked). Codes get no grace: any second
+# presentation revokes what the code produced (RFC 9700 §4.5). See oauthflows/oauth2.py.
 OAUTH_REPLAY_GRACE_SECONDS = env_int("OAUTH_REPLAY_GRACE_SECONDS", 5)
 
 # PostgreSQL: redeem a code or refresh token in one hand-written statement when every check
@@ -261,6 +264,12 @@ OAUTH_FAST_REDEMPTION = env_bool("OAUTH_FAST_REDEMPTION", True)
 # all one way, where a trial that changes nothing reads 0.97-1.04 x (docs/performance.md, "The hot paths", 7).
 OAUTH_CONSENT_STATEMENT = env_bool("OAUTH_CONSENT_STATEMENT", True)
 
+# The paths the code names (the URLconfs serve them; tests/config/test_paths.py holds them together).
+# Under API_PATH_PREFIX errors answer in the /v2 JSON shape; under OAUTH_API_PATH_PREFIX in RFC 6749
+# §5.2's (plumbing.errors).
+API_PATH_PREFIX = "/v2"
+API_ME_PATH = "/v2/me"
+OAUTH_API_PATH_PREFIX = "/v2/auth/oauth2/"
 OAUTH_AUTHORIZE_PATH = "/auth/oauth2/authorize"
 OAUTH_TOKEN_PATH = "/v2/auth/oauth2/token"
 OAUTH_REVOKE_PATH = "/v2/auth/oauth2/revoke"
@@ -290,8 +299,8 @@ OAUTH_SIGNING_KEY_PUBLISH_AHEAD = env_int("OAUTH_SIGNING_KEY_PUBLISH_AHEAD", 600
 # JWT access tokens (RFC 9068) for resource servers registered with --token-format jwt
 # (signing.jwtokens, docs/verifying-tokens.md): signed with the current key of this algorithm.
 OAUTH_JWT_ACCESS_TOKEN_ALGORITHM = env_str("OAUTH_JWT_ACCESS_TOKEN_ALGORITHM", "ES256")
-if OAUTH_JWT_ACCESS_TOKEN_ALGORITHM not in ("ES256", "RS256"):
-    raise ImproperlyConfigured("OAUTH_JWT_ACCESS_TOKEN_ALGORITHM must be ES256 or RS256.")
+if OAUTH_JWT_ACCESS_TOKEN_ALGORITHM not in SIGNING_ALGORITHMS:
+    raise ImproperlyConfigured(f"OAUTH_JWT_ACCESS_TOKEN_ALGORITHM must be one of {', '.join(SIGNING_ALGORITHMS)}.")
 # Token status lists (signing.statuslist): how long a resource server may keep one (so how long
 # a revoked JWT may still pass there), and how many tokens one list holds (a multiple of 256).
 OAUTH_STATUS_LIST_TTL = env_int("OAUTH_STATUS_LIST_TTL", 10, minimum=1)
@@ -299,6 +308,7 @@ OAUTH_STATUS_LIST_SIZE = env_int("OAUTH_STATUS_LIST_SIZE", 131072, minimum=256)
 if OAUTH_STATUS_LIST_SIZE % 256:
     raise ImproperlyConfigured("OAUTH_STATUS_LIST_SIZE must be a multiple of 256.")
 OAUTH_JWKS_PATH = "/.well-known/jwks.json"
+OAUTH_STATUS_LIST_PATH = "/v2/auth/oauth2/status-lists/"  # + the list's number
 # OpenID Connect (docs/openid-connect.md): discovery, userinfo, RP-initiated logout.
 OAUTH_OPENID_CONFIGURATION_PATH = "/.well-known/openid-configuration"
 OAUTH_USERINFO_PATH = "/v2/auth/oauth2/userinfo"
@@ -336,10 +346,16 @@ OAUTH_SELF_REGISTERED_OWNER = env_str("OAUTH_SELF_REGISTERED_OWNER", "self-regis
 # CORS (django-cors-headers) for the metadata, token and revocation endpoints only; which origin
 # may read an answer is decided per request by oauthflows.cors (no static allow-list, never
 # credentials). Introspection is for servers, so it has none.
-CORS_URLS_REGEX = (
-    r"^(/\.well-known/(oauth-authorization-server|openid-configuration)|/v2/auth/oauth2/(token|revoke|register|userinfo)"
-    r"|/v2/me)$"
+_cors_paths = (
+    OAUTH_METADATA_PATH,
+    OAUTH_OPENID_CONFIGURATION_PATH,
+    OAUTH_TOKEN_PATH,
+    OAUTH_REVOKE_PATH,
+    OAUTH_REGISTRATION_PATH,
+    OAUTH_USERINFO_PATH,
+    API_ME_PATH,
 )
+CORS_URLS_REGEX = "^(" + "|".join(re.escape(path) for path in _cors_paths) + ")$"
 CORS_ALLOWED_ORIGINS: list[str] = []
 CORS_ALLOW_CREDENTIALS = False
 CORS_ALLOW_METHODS = ("GET", "POST", "PATCH", "OPTIONS")

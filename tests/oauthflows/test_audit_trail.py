@@ -10,8 +10,7 @@ from oauthclients import services
 from oauthclients.audit import audit_event_recorded
 from oauthclients.models import AuditAction, ClientAuditEvent
 from tests.factories import make_client
-from tests.oauthflows.helpers import authorize_url, consent, exchange, get_code, refresh
-from tests.oauthflows.test_token import assert_tokens
+from tests.oauthflows.helpers import assert_tokens, authorize_url, consent, exchange, get_code, refresh
 
 
 @pytest.fixture
