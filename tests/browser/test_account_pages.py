@@ -84,11 +84,11 @@ def _on_consent(page, authorize: str) -> None:
 
 
 @pytest.mark.parametrize("viewport", list(VIEWPORTS))
-def test_every_account_page_is_ours_and_axe_clean(cast, live_server, browser, screenshots, viewport):
+def test_every_account_page_is_ours_and_axe_clean(cast, live_server, chromium, screenshots, viewport):
     width, height = VIEWPORTS[viewport]
     base = live_server.url
     audit = Audit(screenshots)
-    page = new_page(browser, width=width, height=height)
+    page = new_page(chromium, width=width, height=height)
 
     # The second-factor challenge, reached from an app's authorization request; the consent of the
     # same request comes after it.
@@ -161,9 +161,9 @@ def test_every_account_page_is_ours_and_axe_clean(cast, live_server, browser, sc
     audit.assert_clean()
 
 
-def test_a_passkey_second_factor_keeps_the_authorization_request(cast, live_server, browser):
+def test_a_passkey_second_factor_keeps_the_authorization_request(cast, live_server, chromium):
     base = live_server.url
-    page = new_page(browser)
+    page = new_page(chromium)
     virtual_authenticator(page)
     page.goto(base + "/accounts/login/")
     log_in(page, "enduser")

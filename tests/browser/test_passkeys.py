@@ -73,9 +73,9 @@ def log_out(page, base: str) -> None:
         page.click("main button[type=submit]")
 
 
-def test_passkey_as_second_factor_then_passwordless(people, localhost_issuer, browser):
+def test_passkey_as_second_factor_then_passwordless(people, localhost_issuer, chromium):
     base = localhost_issuer
-    page = new_page(browser)
+    page = new_page(chromium)
     cdp, authenticator = virtual_authenticator(page)
 
     # Registration as a second factor, after a password sign-in.
@@ -116,10 +116,10 @@ def test_passkey_as_second_factor_then_passwordless(people, localhost_issuer, br
     assert "enduser" in page.content()
 
 
-def test_without_a_passkey_the_passkey_login_signs_nobody_in(people, localhost_issuer, browser):
+def test_without_a_passkey_the_passkey_login_signs_nobody_in(people, localhost_issuer, chromium):
     # The failure side: an authenticator with no credential for this site cannot sign anyone in.
     base = localhost_issuer
-    page = new_page(browser)
+    page = new_page(chromium)
     virtual_authenticator(page)
     page.goto(base + "/accounts/login/")
     page.click("#passkey_login")
@@ -129,11 +129,11 @@ def test_without_a_passkey_the_passkey_login_signs_nobody_in(people, localhost_i
     assert urlsplit(page.url).path == "/accounts/login/"
 
 
-def test_staff_enrolls_a_passkey_on_a_phone_width_page(people, localhost_issuer, browser, screenshots, settings):
+def test_staff_enrolls_a_passkey_on_a_phone_width_page(people, localhost_issuer, chromium, screenshots, settings):
     settings.OAUTH_STAFF_MFA_REQUIRED = True
     base = localhost_issuer
     audit = Audit(screenshots)
-    page = new_page(browser, width=390, height=844)
+    page = new_page(chromium, width=390, height=844)
     cdp, authenticator = virtual_authenticator(page)
 
     page.goto(base + "/admin/")

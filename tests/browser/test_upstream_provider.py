@@ -135,7 +135,7 @@ def _claims(id_token: str) -> dict:
     return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
 
 
-def test_an_enforced_domain_signs_in_upstream_and_reaches_the_same_consent(scene, live_server, browser, screenshots):
+def test_an_enforced_domain_signs_in_upstream_and_reaches_the_same_consent(scene, live_server, chromium, screenshots):
     base = live_server.url
     with ThirdPartyApp(base) as app:
         app.client_id, app.client_secret = in_thread(lambda: _make_app(app.redirect_uri))
@@ -150,7 +150,7 @@ def test_an_enforced_domain_signs_in_upstream_and_reaches_the_same_consent(scene
             }
         )
         authorize = f"{settings.OAUTH_AUTHORIZE_PATH}?{query}"
-        page = new_page(browser, width=390, height=844)
+        page = new_page(chromium, width=390, height=844)
         page.goto(base + authorize)
         assert urlsplit(page.url).path == "/accounts/login/"
         screenshots(page, "login")
@@ -213,9 +213,9 @@ def _make_app(redirect_uri: str) -> tuple[str, str]:
     return created.client.client_id, created.secret.plaintext
 
 
-def test_noauth_an_unverified_email_of_an_administrator_links_nothing(scene, live_server, browser, screenshots):
+def test_noauth_an_unverified_email_of_an_administrator_links_nothing(scene, live_server, chromium, screenshots):
     base = live_server.url
-    page = new_page(browser)
+    page = new_page(chromium)
     page.goto(base + "/accounts/login/")
     with page.expect_navigation():
         page.get_by_role("link", name="Acme SSO").click()
