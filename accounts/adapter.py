@@ -11,6 +11,7 @@ from accounts.selectors import (
     UPSTREAM_MFA_AMR,
     landing_url_for,
     login_is_recent,
+    provider_refusing_direct_login,
     upstream_amr_of,
     user_has_second_factor,
     user_has_totp,
@@ -31,6 +32,14 @@ class AccountAdapter(DefaultAccountAdapter):
         sociallogin = (kwargs.get("signal_kwargs") or {}).get("sociallogin")
         if sociallogin is not None:
             record_upstream_amr(request, sociallogin)
+        else:
+            # A passkey is no way around an enforced domain's provider either (the password is
+            # refused earlier, in accounts.forms.LoginForm, naming the provider the same way).
+            provider = provider_refusing_direct_login(user=user)
+            if provider is not None:
+                from django.shortcuts import render
+
+                return render(request, "accounts/enforced_provider.html", {"provider": provider}, status=403)
         return super().pre_login(request, user, **kwargs)
 
     def is_reauthentication_required(self, *, app: str, **kwargs) -> bool:

@@ -6,7 +6,7 @@ from django.http import QueryDict
 
 from accounts.audit import account_audit_record
 from accounts.models import AccountAuditAction
-from accounts.selectors import enforcing_provider_for_user, user_has_second_factor
+from accounts.selectors import enforcing_provider_for_user, provider_refusing_direct_login
 
 
 class LoginForm(AllauthLoginForm):
@@ -29,7 +29,7 @@ class LoginForm(AllauthLoginForm):
         # An organization's enforced provider is the only way in for its people (docs/accounts.md,
         # "The domain rule"), whatever identifier was typed. Superusers keep a password way in, with
         # their second factor (asked next), so that a broken provider cannot lock out those who fix it.
-        if user.is_superuser and user_has_second_factor(user=user):
+        if provider_refusing_direct_login(user=user) is None:
             account_audit_record(
                 actor=user, user=user, action=AccountAuditAction.SUPERUSER_PASSWORD_LOGIN, provider=provider.slug
             )

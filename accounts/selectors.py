@@ -166,3 +166,13 @@ def upstream_amr_of(sociallogin) -> list[str]:
     claims = (sociallogin.account.extra_data or {}).get("id_token") or {}
     amr = claims.get("amr") if isinstance(claims, dict) else None
     return sorted({value for value in amr if isinstance(value, str)}) if isinstance(amr, list) else []
+
+
+def provider_refusing_direct_login(*, user):
+    """The enforced provider that is `user`'s only way in, refusing a sign-in here (a password or a
+    passkey) — None for other accounts, and for superusers with a second factor, who keep a way in
+    that does not depend on the provider (docs/accounts.md, "Enforced domains")."""
+    provider = enforcing_provider_for_user(user=user)
+    if provider is None or (user.is_superuser and user_has_second_factor(user=user)):
+        return None
+    return provider

@@ -153,3 +153,24 @@ def test_an_upstream_only_account_re_authenticates_at_its_provider(wile):
     wile.email = "wile@elsewhere.example"
     wile.save()
     assert reauthentication_url(wile) == "/accounts/reauthenticate/"
+
+
+@pytest.mark.parametrize(
+    ("superuser", "enforce", "refused"), [(False, True, True), (False, False, False), (True, True, True)]
+)
+def test_a_passkey_is_no_way_around_the_enforced_provider(wile, rf, superuser, enforce, refused):
+    # allauth calls pre_login for every sign-in; a passkey's carries no sociallogin. A superuser
+    # without a second factor is refused too (with one, tests above: the password way in).
+    from accounts.adapter import AccountAdapter
+
+    acme_provider(enforce=enforce)
+    wile.is_superuser = superuser
+    wile.save()
+    request = rf.post("/accounts/2fa/login/webauthn/")
+    request.session = Client().session
+    answer = AccountAdapter(request).pre_login(
+        request, wile, email_verification="optional", signal_kwargs=None, email=None, signup=False, redirect_url=None
+    )
+    assert (answer is not None and answer.status_code == 403) is refused
+    if refused:
+        assert "Your organization signs you in through Acme SSO" in answer.content.decode()
