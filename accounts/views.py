@@ -105,3 +105,27 @@ class SignOutEverywhereView(LoginRequiredMixin, View):
         )
         messages.success(request, "You are signed out everywhere.")
         return redirect("account_login")
+
+
+# The authorization request a password reset started from (the login page's link carries it), for
+# the "log in and continue" link at the end of the reset: the mailed link usually opens in the same
+# browser, whose session keeps it.
+RESET_NEXT_SESSION_KEY = "accounts_reset_next"
+
+
+class PasswordResetView(allauth_views.PasswordResetView):
+    def dispatch(self, request, *args, **kwargs):
+        next_url = request.GET.get("next") or request.POST.get("next") or ""
+        # Only an authorization request of this site (login_hint_for's rule): `next` is anyone's to write.
+        if _authorization_query(next_url):
+            request.session[RESET_NEXT_SESSION_KEY] = next_url
+        return super().dispatch(request, *args, **kwargs)
+
+
+class PasswordResetFromKeyDoneView(allauth_views.PasswordResetFromKeyDoneView):
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        next_url = self.request.session.pop(RESET_NEXT_SESSION_KEY, "")
+        context["next"] = next_url if _authorization_query(next_url) else ""
+        context["asking_client"] = asking_client_for(context["next"])
+        return context

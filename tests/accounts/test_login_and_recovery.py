@@ -139,3 +139,22 @@ def test_allauths_middleware_stays_off_the_machine_paths(db):
         middleware(RequestFactory().post(path))
     middleware(RequestFactory().get("/accounts/login/"))
     assert seen == [False, False, False, False, True]
+
+
+@pytest.mark.parametrize(
+    ("next_url", "kept"),
+    [
+        ("/auth/oauth2/authorize?client_id=x&response_type=code", True),
+        ("https://evil.example/auth/oauth2/authorize?client_id=x", False),
+        ("/settings/apps/", False),
+    ],
+)
+def test_a_reset_keeps_only_an_authorization_request_of_this_site(db, next_url, kept):
+    from accounts.views import RESET_NEXT_SESSION_KEY
+
+    browser = Client()
+    browser.get("/accounts/password/reset/", {"next": next_url})
+    assert (browser.session.get(RESET_NEXT_SESSION_KEY) == next_url) is kept
+    done = browser.get("/accounts/password/reset/key/done/").content.decode()
+    assert ("?next=/auth/oauth2/authorize%3Fclient_id%3Dx" in done) is kept
+    assert RESET_NEXT_SESSION_KEY not in browser.session  # used once

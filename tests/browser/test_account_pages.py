@@ -138,8 +138,11 @@ def test_every_account_page_is_ours_and_axe_clean(cast, live_server, chromium, s
     _on_consent(page, cast["authorize"])
     log_out(page, base)
 
-    # Password reset, end to end through the pages.
-    page.goto(base + "/accounts/password/reset/")
+    # Password reset, end to end through the pages, started from an app's request: the end of the
+    # reset leads back to it (through the login and the second factor).
+    page.goto(base + cast["authorize"])
+    with page.expect_navigation():
+        page.get_by_role("link", name="Forgot your password?").click()
     audit(page, "password-reset")
     page.fill("#id_email", "enduser@example.com")
     with page.expect_navigation():
@@ -152,6 +155,17 @@ def test_every_account_page_is_ours_and_axe_clean(cast, live_server, chromium, s
     with page.expect_navigation():
         page.click("main button[type=submit]")
     audit(page, "password-reset-from-key-done")
+    with page.expect_navigation():
+        page.get_by_role("link", name=re.compile("^Log in and continue to ")).click()
+    page.fill("#id_login", "enduser")
+    page.fill("#id_password", "a-new-passphrase-for-enduser-7")
+    with page.expect_navigation():
+        page.click("main button[type=submit]")
+    page.fill("#id_code", cast["codes"][2])
+    with page.expect_navigation():
+        page.click("main button[type=submit]")
+    _on_consent(page, cast["authorize"])
+    log_out(page, base)
 
     # "Continue with…": the confirmation before leaving for the provider.
     page.goto(base + "/accounts/login/")
