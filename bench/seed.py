@@ -112,6 +112,8 @@ def seed_project(users: int, tokens: int, codes: int, jwt_codes: int = 0) -> dic
     from oauthclients.models import AccessToken, Grant
 
     owner, end_users = _users(users)
+    # Before the sessions are made: a session keeps its user's password hash (Django's session hash).
+    login_users = _login_users(end_users)
     scope = "PROFILE_READ BOOKING_READ"
     created = services.client_create(
         owner=owner,
@@ -139,7 +141,7 @@ def seed_project(users: int, tokens: int, codes: int, jwt_codes: int = 0) -> dic
         "scope": scope,
         "user_ids": user_ids,
         "sessions": _sessions(end_users),
-        "login_users": _login_users(end_users),
+        "login_users": login_users,
         "login_password": LOGIN_PASSWORD,
     }
     seed["tokens"] = _seed_tokens(AccessToken, seed, 0, tokens, stored_token="''")
