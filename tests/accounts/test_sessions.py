@@ -53,3 +53,19 @@ def test_without_a_second_factor_the_password_re_authenticates(end_user):
     _age_the_sign_in(browser, 3600)
     answer = browser.post("/accounts/reauthenticate/", {"password": PASSWORD, "next": "/accounts/2fa/"})
     assert answer.status_code == 302 and answer["Location"] == "/accounts/2fa/"
+
+
+def test_the_admin_never_shows_a_session_key(end_user, reviewer):
+    # allauth.usersessions' admin (its model's key is not editable): pinned, since the key would be
+    # enough to take the session over.
+    from allauth.usersessions.models import UserSession
+    from django.test import Client
+
+    log_in("enduser")
+    session = UserSession.objects.get(user=end_user)
+    admin = Client()
+    admin.force_login(reviewer)
+    listing = admin.get("/admin/usersessions/usersession/")
+    page = admin.get(f"/admin/usersessions/usersession/{session.pk}/change/")
+    assert listing.status_code == 200 and page.status_code == 200
+    assert session.session_key not in listing.content.decode() + page.content.decode()
