@@ -176,29 +176,42 @@ def cors_origin_is_clients(*, origin: str, client_id: str) -> bool:
     return ClientOrigin.objects.filter(origin=origin, client__client_id=client_id).exists()
 
 
-def consent_covers(*, user, client: OAuthClient, scopes: list[str]) -> bool:
-    """Whether the user's standing consent to this approved client covers these scopes (one query).
+@dataclass(frozen=True)
+class StandingConsent:
+    """What the user's last Allow for a client granted, and when."""
 
-    The user's last Allow must have granted at least them (an unrestricted grant covers only an
-    unrestricted request), after the client's last approval, so that nothing users are shown (and
-    nothing they granted) has changed since. Revoking the app under Connected apps, a rejection,
-    a deletion or the user's deactivation deletes the consent, so the page is shown again.
-    """
-    if client.status != ClientStatus.APPROVED:
-        return False
+    authorized_at: datetime
+    scopes: frozenset[str]
+    unrestricted: bool
+
+
+def consent_standing(*, user, client: OAuthClient) -> StandingConsent | None:
+    """The user's standing consent to this client (one query), or None."""
     row = (
         Consent.objects.filter(user=user, client=client)
         .values_list("last_authorized_at", "scope", "unrestricted")
         .first()
     )
     if row is None:
+        return None
+    return StandingConsent(authorized_at=row[0], scopes=frozenset(row[1].split()), unrestricted=row[2])
+
+
+def consent_covers(*, standing: StandingConsent | None, client: OAuthClient, scopes: list[str]) -> bool:
+    """Whether the user's standing consent to this approved client covers these scopes.
+
+    The user's last Allow must have granted at least them (an unrestricted grant covers only an
+    unrestricted request), after the client's last approval, so that nothing users are shown (and
+    nothing they granted) has changed since. Revoking the app under Connected apps, a rejection,
+    a deletion or the user's deactivation deletes the consent, so the page is shown again.
+    """
+    if client.status != ClientStatus.APPROVED or standing is None:
         return False
-    authorized_at, granted, unrestricted = row
-    if client.reviewed_at is not None and authorized_at < client.reviewed_at:
+    if client.reviewed_at is not None and standing.authorized_at < client.reviewed_at:
         return False
     if not scopes:
-        return unrestricted
-    return set(scopes) <= set(granted.split())
+        return standing.unrestricted
+    return set(scopes) <= standing.scopes
 
 
 # OpenID Connect: what a login session carries for the ID token (docs/openid-connect.md).
