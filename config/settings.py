@@ -338,11 +338,11 @@ OAUTH_SELF_REGISTERED_OWNER = env_str("OAUTH_SELF_REGISTERED_OWNER", "self-regis
 # credentials). Introspection is for servers, so it has none.
 CORS_URLS_REGEX = (
     r"^(/\.well-known/(oauth-authorization-server|openid-configuration)|/v2/auth/oauth2/(token|revoke|register|userinfo)"
-    r"|/v2/me)$"
+    r"|/v2/auth/oauth2/register/[^/]+|/v2/me)$"  # RFC 7592's client configuration endpoint too
 )
 CORS_ALLOWED_ORIGINS: list[str] = []
 CORS_ALLOW_CREDENTIALS = False
-CORS_ALLOW_METHODS = ("GET", "POST", "PATCH", "OPTIONS")
+CORS_ALLOW_METHODS = ("GET", "POST", "PATCH", "PUT", "DELETE", "OPTIONS")  # PUT, DELETE: RFC 7592
 CORS_ALLOW_HEADERS = ("accept", "authorization", "content-type")
 CORS_PREFLIGHT_MAX_AGE = 600
 
@@ -545,6 +545,11 @@ RATELIMITS = {
     # RFC 7591 registration is open: per address, and for everyone together.
     "registrations_per_address": env_rate("RATELIMIT_REGISTRATIONS_PER_ADDRESS", "50/h"),
     "registrations_total": env_rate("RATELIMIT_REGISTRATIONS_TOTAL", "1000/h"),
+    # RFC 7592 client configuration: every call per address; wrong tokens per client_id.
+    "registration_management_per_address": env_rate("RATELIMIT_REGISTRATION_MANAGEMENT_PER_ADDRESS", "120/h"),
+    "registration_management_failures_per_client": env_rate(
+        "RATELIMIT_REGISTRATION_MANAGEMENT_FAILURES_PER_CLIENT", "20/m"
+    ),
 }
 
 
