@@ -692,6 +692,10 @@ class AccessToken(AbstractAccessToken):
     # (§4.1, nested for a chain), and `token_family` is the family of the user's grant the token
     # continues, so that ending that grant ends it too (RefreshToken.revoke_family below).
     act = models.JSONField(null=True, blank=True, editable=False)
+    # ID-JAG (RFC 7523 JWT bearer grant, oauthflows.idjag): the issuer of the organization's
+    # identity provider whose assertion granted this token with no consent page; empty otherwise.
+    # Connected apps lists such access as "allowed by your organization".
+    assertion_issuer = models.CharField(max_length=300, blank=True, default="", editable=False)
     token_family = models.UUIDField(null=True, blank=True, editable=False, db_index=True)
 
     class Meta(AbstractAccessToken.Meta):
