@@ -232,3 +232,18 @@ def test_the_commands_refuse_unknown_names(org, agent):
         call_command("identityprovider", "allow-assertions", "ACME", "--client", "no-such-client")
     with pytest.raises(CommandError):
         call_command("identityprovider", "allow-assertions", "ACME", "--client", agent[0].client_id, "--scope", "NOPE")
+
+
+def test_the_admin_allows_and_denies_through_the_audited_services(client, admin_user, org, agent, linked, settings):
+    client.force_login(admin_user)
+    page = client.post(
+        "/admin/accounts/assertionpolicy/add/",
+        {"provider": org.record.pk, "client": agent[0].pk, "scopes": '["BOOKING_READ"]'},
+    )
+    assert page.status_code == 302, page.content[:2000]
+    policy = AssertionPolicy.objects.get()
+    assert policy.scopes == ["BOOKING_READ"]
+    assert AccountAuditEvent.objects.filter(action=AccountAuditAction.ASSERTIONS_ALLOWED, actor=admin_user).exists()
+    client.post(f"/admin/accounts/assertionpolicy/{policy.pk}/delete/", {"post": "yes"})
+    assert not AssertionPolicy.objects.exists()
+    assert AccountAuditEvent.objects.filter(action=AccountAuditAction.ASSERTIONS_DENIED, actor=admin_user).exists()
