@@ -74,7 +74,7 @@ fuzz-schema: $(TEST_STAMP)
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache
 
-# Load benchmark on the local PostgreSQL server (README, "Performance"): make bench
+# Load benchmark on the local PostgreSQL server (docs/performance.md): make bench
 BENCH_STAMP := $(VENV)/.bench-installed-stamp
 .PHONY: bench
 

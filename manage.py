@@ -16,7 +16,7 @@ def main():
         sys.exit(
             f"manage.py: {exc}.\n"
             "Locally, run it as `DJANGO_DEBUG=1 .venv/bin/python manage.py …` (what `make run` does); "
-            "on a server, set the variables in the README's configuration table."
+            "on a server, set the variables in the docs/configuration.md."
         )
     execute_from_command_line(sys.argv)
 

@@ -4,7 +4,7 @@ allauth's middleware sets `request.allauth`, enters a context variable holding t
 adapters read it), turns its exceptions into responses, and redirects a 404 at `/accounts/` to the
 login page. None of that concerns the token, revocation, introspection, userinfo, status-list and
 /v2 API endpoints, nor the metadata documents, whose cost per request the bench measures
-(README, "Performance"): there, the request goes straight on.
+(docs/performance.md): there, the request goes straight on.
 """
 
 from allauth.account.middleware import AccountMiddleware as _AllauthAccountMiddleware

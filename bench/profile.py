@@ -60,7 +60,7 @@ def owner(frames: list[str]) -> tuple[str, str]:
     return "other", "other"
 
 
-# The layers of a request, for the per-core breakdown (README, "Where a refresh's CPU goes").
+# The layers of a request, for the per-core breakdown (docs/performance.md, "Where a refresh's CPU goes").
 LAYERS = (
     "gunicorn and WSGI (HTTP parsing, socket, request and response objects)",
     "middleware",

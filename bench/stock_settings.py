@@ -1,4 +1,4 @@
-"""Stock django-oauth-toolkit for the bench's comparison point (README, "Performance").
+"""Stock django-oauth-toolkit for the bench's comparison point (docs/performance.md).
 
 DOT's models are swappable process-wide (OAUTH2_PROVIDER_*_MODEL), and the project swaps every
 one of them, so stock DOT cannot run in the project's process: it gets this settings module, its

@@ -5,6 +5,8 @@ import os
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
 
+from oauthclients.algorithms import SIGNING_ALGORITHMS
+
 # Cache backends whose counts live inside one server process.
 PER_PROCESS_CACHES = (
     "django.core.cache.backends.locmem.LocMemCache",
@@ -14,7 +16,7 @@ PER_PROCESS_CACHES = (
 
 @register(Tags.security, deploy=True)
 def ratelimit_cache_shared(app_configs=None, **kwargs) -> list[Warning]:
-    """Rate limits counted per process multiply with the number of workers (README, Rate limits)."""
+    """Rate limits counted per process multiply with the number of workers (docs/configuration.md, "Rate limits")."""
     if not settings.RATELIMIT_ENABLED:
         return []
     backend = settings.CACHES[settings.RATELIMIT_CACHE]["BACKEND"]
@@ -89,11 +91,13 @@ def signing_keys_ready(app_configs=None, databases=None, **kwargs) -> list:
         problems.append(
             Error(
                 "No signing key exists: the JWKS is empty.",
-                hint="Run `manage.py signingkey create --alg ES256` and `manage.py signingkey create --alg RS256`.",
+                hint="Run "
+                + " and ".join(f"`manage.py signingkey create --alg {alg}`" for alg in SIGNING_ALGORITHMS)
+                + ".",
                 id="config.E004",
             )
         )
-    elif missing := sorted({"RS256", "ES256"} - algorithms):
+    elif missing := sorted(set(SIGNING_ALGORITHMS) - algorithms):
         # OpenID Connect ID tokens are RS256 unless a client asks for ES256 (docs/openid-connect.md):
         # without a key of its algorithm, a client's OpenID exchange is refused (invalid_request).
         problems.append(

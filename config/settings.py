@@ -1,10 +1,12 @@
-"""Django settings. Everything that differs between machines comes from the environment (README)."""
+"""Django settings. Everything that differs between machines comes from the environment (docs/configuration.md)."""
 
+import re
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from oauthclients.algorithms import SIGNING_ALGORITHMS
 from plumbing.env import env_bool, env_int, env_list, env_str
 from scopes.catalog import SCOPES, ScopeLevel
 
@@ -114,7 +116,7 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Django's backend, with a health check that sends no SELECT 1 to a quiet connection
     # (plumbing/postgresql/base.py). DATABASE_HEALTH_CHECK=ping keeps Django's own (a SELECT 1 at
-    # every request's first query), =off none at all; the bench measures both (README).
+    # every request's first query), =off none at all; the bench measures both (docs/performance.md).
     health_check = env_str("DATABASE_HEALTH_CHECK") or "poll"
     if health_check not in ("poll", "ping", "off"):
         raise ImproperlyConfigured("DATABASE_HEALTH_CHECK must be poll, ping or off.")
@@ -123,7 +125,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     )
     # psycopg's server-side binding: parameters sent apart from the SQL, and a statement run more
     # than DATABASE_PREPARE_THRESHOLD times on a connection is prepared (parsed and planned once
-    # per connection). On by default: 17-28 % less CPU per request in `make bench` (README,
+    # per connection). On by default: 17-28 % less CPU per request in `make bench` (docs/performance.md,
     # "Performance"). Behind PgBouncer in transaction mode, prepared statements need PgBouncer
     # >= 1.22 with max_prepared_statements > 0 (psycopg sends DEALLOCATE ALL after a rollback,
     # which older versions refuse): otherwise keep the binding and turn preparing off
@@ -248,8 +250,9 @@ OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauthclients.IDToken"
 OAUTH_AUTHORIZATION_CODE_LIFETIME = env_int("OAUTH_AUTHORIZATION_CODE_LIFETIME", 600, minimum=1)
 OAUTH_ACCESS_TOKEN_LIFETIME = 1800  # spec §2.2 / §8: expires_in is 1800
 OAUTH_REFRESH_TOKEN_LIFETIME = env_int("OAUTH_REFRESH_TOKEN_LIFETIME", 60 * 60 * 24 * 90, minimum=1)
-# A code or refresh token presented again within this many seconds of its use is a racing duplicate
-# (refused, nothing revoked); later, a replay (its token family is revoked). See oauthflows/oauth2.py.
+# A refresh token presented again within this many seconds of its use is a racing duplicate (refused,
+# nothing revoked); later, a replay (its token family is revoked). Codes get no grace: any second
+# presentation revokes what the code produced (RFC 9700 §4.5). See oauthflows/oauth2.py.
 OAUTH_REPLAY_GRACE_SECONDS = env_int("OAUTH_REPLAY_GRACE_SECONDS", 5)
 
 # PostgreSQL: redeem a code or refresh token in one hand-written statement when every check
@@ -258,9 +261,15 @@ OAUTH_FAST_REDEMPTION = env_bool("OAUTH_FAST_REDEMPTION", True)
 # PostgreSQL: 1, the default, writes the authorization code in the same statement as the consent and
 # its audit row (oauthflows/services.py); 0 lets Django INSERT the code. Four make bench trials side
 # by side measured the single statement at 1.03-1.05 x the flow, and a fifth the INSERT at 0.92 x:
-# all one way, where a trial that changes nothing reads 0.97-1.04 x (README, "The hot paths", 7).
+# all one way, where a trial that changes nothing reads 0.97-1.04 x (docs/performance.md, "The hot paths", 7).
 OAUTH_CONSENT_STATEMENT = env_bool("OAUTH_CONSENT_STATEMENT", True)
 
+# The paths the code names (the URLconfs serve them; tests/config/test_paths.py holds them together).
+# Under API_PATH_PREFIX errors answer in the /v2 JSON shape; under OAUTH_API_PATH_PREFIX in RFC 6749
+# §5.2's (plumbing.errors).
+API_PATH_PREFIX = "/v2"
+API_ME_PATH = "/v2/me"
+OAUTH_API_PATH_PREFIX = "/v2/auth/oauth2/"
 OAUTH_AUTHORIZE_PATH = "/auth/oauth2/authorize"
 OAUTH_TOKEN_PATH = "/v2/auth/oauth2/token"
 OAUTH_REVOKE_PATH = "/v2/auth/oauth2/revoke"
@@ -290,8 +299,8 @@ OAUTH_SIGNING_KEY_PUBLISH_AHEAD = env_int("OAUTH_SIGNING_KEY_PUBLISH_AHEAD", 600
 # JWT access tokens (RFC 9068) for resource servers registered with --token-format jwt
 # (signing.jwtokens, docs/verifying-tokens.md): signed with the current key of this algorithm.
 OAUTH_JWT_ACCESS_TOKEN_ALGORITHM = env_str("OAUTH_JWT_ACCESS_TOKEN_ALGORITHM", "ES256")
-if OAUTH_JWT_ACCESS_TOKEN_ALGORITHM not in ("ES256", "RS256"):
-    raise ImproperlyConfigured("OAUTH_JWT_ACCESS_TOKEN_ALGORITHM must be ES256 or RS256.")
+if OAUTH_JWT_ACCESS_TOKEN_ALGORITHM not in SIGNING_ALGORITHMS:
+    raise ImproperlyConfigured(f"OAUTH_JWT_ACCESS_TOKEN_ALGORITHM must be one of {', '.join(SIGNING_ALGORITHMS)}.")
 # Token status lists (signing.statuslist): how long a resource server may keep one (so how long
 # a revoked JWT may still pass there), and how many tokens one list holds (a multiple of 256).
 OAUTH_STATUS_LIST_TTL = env_int("OAUTH_STATUS_LIST_TTL", 10, minimum=1)
@@ -299,6 +308,7 @@ OAUTH_STATUS_LIST_SIZE = env_int("OAUTH_STATUS_LIST_SIZE", 131072, minimum=256)
 if OAUTH_STATUS_LIST_SIZE % 256:
     raise ImproperlyConfigured("OAUTH_STATUS_LIST_SIZE must be a multiple of 256.")
 OAUTH_JWKS_PATH = "/.well-known/jwks.json"
+OAUTH_STATUS_LIST_PATH = "/v2/auth/oauth2/status-lists/"  # + the list's number
 # OpenID Connect (docs/openid-connect.md): discovery, userinfo, RP-initiated logout.
 OAUTH_OPENID_CONFIGURATION_PATH = "/.well-known/openid-configuration"
 OAUTH_USERINFO_PATH = "/v2/auth/oauth2/userinfo"
@@ -336,9 +346,18 @@ OAUTH_SELF_REGISTERED_OWNER = env_str("OAUTH_SELF_REGISTERED_OWNER", "self-regis
 # CORS (django-cors-headers) for the metadata, token and revocation endpoints only; which origin
 # may read an answer is decided per request by oauthflows.cors (no static allow-list, never
 # credentials). Introspection is for servers, so it has none.
+_cors_paths = (
+    OAUTH_METADATA_PATH,
+    OAUTH_OPENID_CONFIGURATION_PATH,
+    OAUTH_TOKEN_PATH,
+    OAUTH_REVOKE_PATH,
+    OAUTH_REGISTRATION_PATH,
+    OAUTH_USERINFO_PATH,
+    API_ME_PATH,
+)
+# RFC 7592's client configuration endpoints too: the registration path and a client_id.
 CORS_URLS_REGEX = (
-    r"^(/\.well-known/(oauth-authorization-server|openid-configuration)|/v2/auth/oauth2/(token|revoke|register|userinfo)"
-    r"|/v2/auth/oauth2/register/[^/]+|/v2/me)$"  # RFC 7592's client configuration endpoint too
+    "^(" + "|".join(re.escape(path) for path in _cors_paths) + "|" + re.escape(OAUTH_REGISTRATION_PATH) + "/[^/]+)$"
 )
 CORS_ALLOWED_ORIGINS: list[str] = []
 CORS_ALLOW_CREDENTIALS = False
@@ -407,7 +426,7 @@ REST_FRAMEWORK = {
 # The public client Swagger UI (/v2/docs/) authorizes as; `seed_demo` makes one with this client_id.
 OAUTH_DOCS_CLIENT_ID = env_str("OAUTH_DOCS_CLIENT_ID", "api-docs-demo")
 
-# OpenAPI schema at /v2/schema/, docs at /v2/docs/ (config/openapi.py, README "API documentation").
+# OpenAPI schema at /v2/schema/, docs at /v2/docs/ (config/openapi.py, docs/walkthrough.md, "API documentation").
 SPECTACULAR_SETTINGS = {
     "TITLE": "Scheduling API",
     "DESCRIPTION": "The /v2 resource API and the OAuth 2.0 token, revocation and introspection endpoints.",
@@ -487,7 +506,7 @@ LOGGING = {
 
 
 # --- Rate limiting and cache ---
-# README "Rate limits". Counts live in Redis when REDIS_URL names one; else in PostgreSQL when that is
+# docs/configuration.md "Rate limits". Counts live in Redis when REDIS_URL names one; else in PostgreSQL when that is
 # the database (shared by every server process either way); per process only on SQLite.
 from plumbing.env import env_networks, env_rate  # noqa: E402
 
@@ -522,7 +541,9 @@ for _retired in ("RATELIMIT_REVOKE_REQUESTS_PER_CLIENT", "RATELIMIT_INTROSPECT_R
     # Strangers could fill a per-client request limit with the public client_id: replaced by the
     # *_FAILURES_PER_CLIENT limits. Said loudly rather than ignored.
     if (env_str(_retired) or "").strip():
-        raise ImproperlyConfigured(f"{_retired} is gone: set {_retired.replace('REQUESTS', 'FAILURES')} (README).")
+        raise ImproperlyConfigured(
+            f"{_retired} is gone: set {_retired.replace('REQUESTS', 'FAILURES')} (docs/configuration.md)."
+        )
 # (count, seconds) per limit name in plumbing/ratelimit.py ROUTES.
 RATELIMITS = {
     "token_failures_per_address": env_rate("RATELIMIT_TOKEN_FAILURES_PER_ADDRESS", "60/m"),

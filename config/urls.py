@@ -29,7 +29,7 @@ urlpatterns = [
     path("logos/<str:client_id>.png", client_logo, name="client_logo"),
     path("", include("oauthflows.urls")),
     path("", include("operations.urls")),  # /healthz, /readyz (docs/operating.md)
-    path("v2/schema/", SpectacularAPIView.as_view(), name="schema"),  # public: README "API documentation"
+    path("v2/schema/", SpectacularAPIView.as_view(), name="schema"),  # public: docs/walkthrough.md, "API documentation"
     path("v2/docs/", SwaggerView.as_view(url_name="schema"), name="api_docs"),
     path("v2/docs/oauth2-redirect.html", SwaggerOAuthRedirectView.as_view(), name="api_docs_oauth2_redirect"),
     path("v2/scopes", ScopeCatalogApi.as_view(), name="scope_catalog"),  # public: the catalog as data

@@ -11,7 +11,6 @@ from functools import partial
 # Import it first so that it has run, whatever the order of INSTALLED_APPS, before we replace them.
 import oauth2_provider.admin  # noqa: F401
 from django import forms
-from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.widgets import ForeignKeyRawIdWidget
@@ -40,7 +39,8 @@ from oauthclients.models import (
     RefreshToken,
     TokenFormat,
 )
-from oauthclients.validators import lookalike_flags
+from oauthclients.tier import unverified_ceiling
+from oauthclients.validators import MAX_REDIRECT_URIS, MAX_URI_LENGTH, lookalike_flags
 from scopes.catalog import LEVEL_LABELS, SCOPES, ScopeLevel, group_by_resource
 
 for _model in (OAuthClient, AccessToken, RefreshToken, Grant, IDToken):
@@ -75,14 +75,14 @@ class ClientAddForm(forms.Form):
         label="Redirect URIs",
         widget=forms.Textarea(attrs={"rows": 4}),
         required=False,
-        help_text="One per line, up to 10. None for a resource server.",
+        help_text=f"One per line, up to {MAX_REDIRECT_URIS}. None for a resource server.",
     )
     post_logout_redirect_uris = forms.CharField(
         label="Post-logout redirect URIs",
         widget=forms.Textarea(attrs={"rows": 2}),
         required=False,
-        help_text="Optional, one per line, up to 10: where OpenID Connect logout may send users besides the "
-        "redirect URIs.",
+        help_text=f"Optional, one per line, up to {MAX_REDIRECT_URIS}: where OpenID Connect logout may send users "
+        "besides the redirect URIs.",
     )
     scopes = forms.MultipleChoiceField(
         choices=[
@@ -94,6 +94,7 @@ class ClientAddForm(forms.Form):
         help_text="At least one, unless the client is legacy.",
     )
     website_url = forms.CharField(label="Website URL", required=False, help_text="Not needed for a resource server.")
+    # Required for applications by services.client_create (its error lands here); a resource server has none.
     purpose = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
     is_legacy = forms.BooleanField(
         label="Legacy",
@@ -104,7 +105,7 @@ class ClientAddForm(forms.Form):
     resource_uri = forms.CharField(
         label="Resource URI",
         required=False,
-        max_length=2000,
+        max_length=MAX_URI_LENGTH,
         help_text="Resource servers only: the service's OAUTH_RESOURCE_URI, which apps name in `resource` "
         "(RFC 8707) to get tokens bound to it.",
     )
@@ -319,7 +320,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
         source = "a client ID metadata document" if client.registration_source == "cimd" else "dynamic registration"
         parts = [
             f"Yes, through {source} (RFC 7591 / docs/agents.md). While unverified, users can grant it only "
-            f"{', '.join(sorted(settings.OAUTH_UNVERIFIED_SCOPES))}; approving it makes its registered scopes "
+            f"{', '.join(sorted(unverified_ceiling()))}; approving it makes its registered scopes "
             "usable, rejecting it ends every token."
         ]
         lookalike = selectors.verified_name_like(client)
@@ -439,11 +440,16 @@ class OAuthClientAdmin(admin.ModelAdmin):
 
     def get_urls(self):
         wrap = self.admin_site.admin_view
+        # Adding a client is our own view (client_add_view), registered under the admin's own name
+        # for the add page (the changelist's "Add" button and every reverse() find it), in place of
+        # ModelAdmin's model-form add view, which this admin never uses.
+        add_name = "oauthclients_oauthclient_add"
         return [
+            path("add/", wrap(self.client_add_view), name=add_name),
             path("<path:object_id>/approve/", wrap(self.approve_view), name="oauthclients_oauthclient_approve"),
             path("<path:object_id>/logo.png", wrap(self.logo_view), name="oauthclients_oauthclient_logo"),
             path("<path:object_id>/reject/", wrap(self.reject_view), name="oauthclients_oauthclient_reject"),
-            *super().get_urls(),
+            *(pattern for pattern in super().get_urls() if getattr(pattern, "name", None) != add_name),
         ]
 
     def _review_target(self, request, object_id):
@@ -570,7 +576,10 @@ class OAuthClientAdmin(admin.ModelAdmin):
             actor=request.user,
         )
 
-    def add_view(self, request, form_url="", extra_context=None):
+    def client_add_view(self, request):
+        """Register a client or a resource server through the services (ClientAddForm), then the
+        one-time page with its first secret. Its own page (admin/oauthclients/client_add.html),
+        not Django's change form: nothing here is a model form."""
         if not self.has_add_permission(request):
             raise PermissionDenied
         form = ClientAddForm(request.POST or None, admin_site=self.admin_site)
@@ -602,26 +611,17 @@ class OAuthClientAdmin(admin.ModelAdmin):
                 return self._one_time_secrets_page(
                     request, title="OAuth client created", client=created.client, issued=issued
                 )
-        admin_form = helpers.AdminForm(form, [(None, {"fields": list(form.fields)})], {}, model_admin=self)
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Add OAuth client",
-            "subtitle": None,
-            "adminform": admin_form,
-            "object_id": None,
-            "original": None,
-            "is_popup": False,
-            "to_field": None,
-            "media": self.media + admin_form.media,
-            "inline_admin_formsets": [],
-            "errors": helpers.AdminErrorList(form, []),
-            "preserved_filters": self.get_preserved_filters(request),
-            # Every way out of this form is the one-time result page.
-            "show_save_and_add_another": False,
-            "show_save_and_continue": False,
-            **(extra_context or {}),
-        }
-        return self.render_change_form(request, context, add=True, form_url=form_url)
+        return TemplateResponse(
+            request,
+            "admin/oauthclients/client_add.html",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.opts,
+                "title": "Add OAuth client",
+                "form": form,
+                "media": self.media + form.media,
+            },
+        )
 
     # --- actions: thin loops over the services ---
 

@@ -6,8 +6,8 @@ from django.core.exceptions import ValidationError
 from oauthclients.exceptions import ApplicationError
 from oauthclients.models import APP_KIND_CHOICES, ClientKind, OAuthClient
 from oauthclients.services import MAX_NAME_LENGTH, MAX_PURPOSE_LENGTH
-from oauthclients.validators import MAX_LOGO_BYTES, MAX_REDIRECT_URI_LENGTH, MAX_REDIRECT_URIS
-from scopes.catalog import SCOPE_NAMES, Scope, catalog_by_resource, group_by_level
+from oauthclients.validators import MAX_LOGO_BYTES, MAX_REDIRECT_URIS, MAX_URI_LENGTH
+from scopes.catalog import SCOPE_NAMES, catalog_by_resource
 
 # The services key their errors by model field; a form may call the same thing something else.
 _SERVICE_FIELD_NAMES = {"client_type": "kind"}
@@ -28,17 +28,17 @@ class ClientForm(forms.Form):
     """Name, purpose, website, redirect URIs and scopes: what an owner registers and edits.
 
     Fields are deliberately lenient (not required, no URL parsing): `services.client_create` and
-    `services.client_update` run the validators and report every field at once, which
-    `add_service_errors` attaches here.
+    `services.client_update` run the validators (the purpose is required there) and report every
+    field at once, which `add_service_errors` attaches here.
     """
 
-    # Not required here (the services report every field at once), but marked and required in the browser.
+    # Name and purpose: not required here (the services report every field at once, and refuse an
+    # empty one), but marked and required in the browser.
     name = forms.CharField(
         required=False, widget=forms.TextInput(attrs={"maxlength": MAX_NAME_LENGTH, "required": True})
     )
     purpose = forms.CharField(
-        required=True,
-        error_messages={"required": "Say what the application does with the access it asks for: reviewers read this."},
+        required=False,
         widget=forms.Textarea(attrs={"rows": 3, "maxlength": MAX_PURPOSE_LENGTH, "required": True}),
         help_text="What the application does with the access it asks for. Reviewers read this.",
     )
@@ -73,7 +73,7 @@ class ClientForm(forms.Form):
         required=False,
         # Room for the most a valid list can hold. The validator reports every bad line, so an
         # unbounded textarea would turn a 2 MB post into a 15 MB error page.
-        max_length=MAX_REDIRECT_URIS * (MAX_REDIRECT_URI_LENGTH + 2),
+        max_length=MAX_REDIRECT_URIS * (MAX_URI_LENGTH + 2),
         widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "autocapitalize": "off", "required": True}),
         help_text=(
             f"One per line, 1 to {MAX_REDIRECT_URIS}. https only (plain http only for localhost, 127.0.0.1 "
@@ -84,7 +84,7 @@ class ClientForm(forms.Form):
     post_logout_redirect_uris = forms.CharField(
         label="Post-logout redirect URIs",
         required=False,
-        max_length=MAX_REDIRECT_URIS * (MAX_REDIRECT_URI_LENGTH + 2),
+        max_length=MAX_REDIRECT_URIS * (MAX_URI_LENGTH + 2),
         widget=forms.Textarea(attrs={"rows": 2, "spellcheck": "false", "autocapitalize": "off"}),
         help_text=(
             f"Optional, one per line, at most {MAX_REDIRECT_URIS}, the same rules as redirect URIs: where "
@@ -121,14 +121,6 @@ class ClientForm(forms.Form):
 
     def clean_post_logout_redirect_uris(self) -> list[str]:
         return [line.strip() for line in self.cleaned_data["post_logout_redirect_uris"].splitlines() if line.strip()]
-
-    def scope_groups(self) -> list[tuple[str, list[tuple[Scope, bool]]]]:
-        """[(level label, [(Scope, checked), ...]), ...] for the grouped checkboxes."""
-        selected = set(self["scopes"].value() or [])
-        return [
-            (label, [(scope, scope.name in selected) for scope in members])
-            for _level, label, members in group_by_level(SCOPE_NAMES)
-        ]
 
     def scope_resources(self) -> list[dict]:
         """The scope picker: one group per resource, one row per level, read and write side by side."""

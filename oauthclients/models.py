@@ -23,7 +23,10 @@ from oauth2_provider.models import (
     ApplicationManager,
 )
 
+from oauthclients.algorithms import SIGNING_ALGORITHMS
 from oauthclients.validators import (
+    MAX_LINK_URL_LENGTH,
+    MAX_URI_LENGTH,
     NAME_SKELETON_LENGTH,
     is_private_use_redirect,
     loopback_ip_redirect_without_port,
@@ -49,6 +52,11 @@ class ClientStatus(models.TextChoices):
     UNVERIFIED = "unverified", "Unverified (self-registered)"
 
 
+# The statuses a user may authorize (and DOT may issue to): approved, or unverified within the
+# ceiling of oauthclients.tier. The one list the consent page, `is_usable` and the services read.
+AUTHORIZABLE_STATUSES = (ClientStatus.APPROVED, ClientStatus.UNVERIFIED)
+
+
 class ClientKind(models.TextChoices):
     CONFIDENTIAL = AbstractApplication.CLIENT_CONFIDENTIAL, "Confidential (server-side, has a secret)"
     PUBLIC = AbstractApplication.CLIENT_PUBLIC, "Public (browser or mobile, uses PKCE)"
@@ -59,7 +67,6 @@ class ClientKind(models.TextChoices):
 
 # The kinds a developer can register: applications that act for users.
 APP_KINDS = (ClientKind.CONFIDENTIAL, ClientKind.PUBLIC)
-MAX_RESOURCE_URI_LENGTH = 2000
 # The longest web origin CORS looks up (scheme, a 253-character host, a port): longer is nobody's.
 MAX_ORIGIN_LENGTH = 300
 APP_KIND_CHOICES = [(kind.value, kind.label) for kind in APP_KINDS]
@@ -89,12 +96,12 @@ class ShownClient:
         return bool(self.logo_url)
 
 
-class IdTokenAlgorithm(models.TextChoices):
-    """The ID token signatures a client may ask for: asymmetric only (no HS256, which would sign
-    with a client secret that is stored here only as a digest)."""
-
-    RS256 = "RS256", "RS256 (RSA, the OpenID Connect default)"
-    ES256 = "ES256", "ES256 (ECDSA P-256)"
+# The ID token signatures a client may ask for: those of SIGNING_ALGORITHMS, the OpenID Connect
+# default (RS256) first. A new algorithm without a label here fails at import (KeyError).
+_ID_TOKEN_LABELS = {"RS256": "RS256 (RSA, the OpenID Connect default)", "ES256": "ES256 (ECDSA P-256)"}
+IdTokenAlgorithm = models.TextChoices(
+    "IdTokenAlgorithm", [(alg, (alg, _ID_TOKEN_LABELS[alg])) for alg in sorted(SIGNING_ALGORITHMS, reverse=True)]
+)
 
 
 class OAuthClient(AbstractApplication):
@@ -128,9 +135,13 @@ class OAuthClient(AbstractApplication):
     hash_client_secret = models.BooleanField(default=False, editable=False)
 
     purpose = models.TextField(blank=True, help_text="What the application does with the access it asks for.")
-    website_url = models.URLField(max_length=500, verbose_name="website URL")
-    privacy_policy_url = models.URLField(max_length=500, blank=True, default="", verbose_name="privacy policy URL")
-    terms_url = models.URLField(max_length=500, blank=True, default="", verbose_name="terms of service URL")
+    website_url = models.URLField(max_length=MAX_LINK_URL_LENGTH, verbose_name="website URL")
+    privacy_policy_url = models.URLField(
+        max_length=MAX_LINK_URL_LENGTH, blank=True, default="", verbose_name="privacy policy URL"
+    )
+    terms_url = models.URLField(
+        max_length=MAX_LINK_URL_LENGTH, blank=True, default="", verbose_name="terms of service URL"
+    )
     # The developer's upload, validated and re-encoded to a small PNG (validators.logo_reencode),
     # served from this origin by views.client_logo: a consent page never loads a third-party image.
     logo_png = models.BinaryField(null=True, blank=True, editable=False)
@@ -159,7 +170,7 @@ class OAuthClient(AbstractApplication):
     approved_logo_png = models.BinaryField(null=True, blank=True, editable=False)
     # A resource server's RFC 8707 resource URI: the audience its tokens are bound to (docs/agents.md).
     resource_uri = models.CharField(
-        max_length=MAX_RESOURCE_URI_LENGTH,
+        max_length=MAX_URI_LENGTH,
         blank=True,
         default="",
         verbose_name="resource URI",
@@ -302,11 +313,7 @@ class OAuthClient(AbstractApplication):
     def can_be_authorized(self) -> bool:
         """Whether users may be sent to authorize it: approved (or unverified, within the ceiling),
         not deleted, an app (not a resource server)."""
-        return (
-            self.status in (ClientStatus.APPROVED, ClientStatus.UNVERIFIED)
-            and self.deleted_at is None
-            and not self.is_resource_server
-        )
+        return self.status in AUTHORIZABLE_STATUSES and self.deleted_at is None and not self.is_resource_server
 
     @property
     def is_unverified(self) -> bool:
@@ -465,12 +472,14 @@ class OAuthClient(AbstractApplication):
         then allows codes and refresh tokens of the owner's own account only. Both marks are the
         Python object True, which no request parameter can be.
         """
-        if self.status in (ClientStatus.APPROVED, ClientStatus.UNVERIFIED):
+        if self.status in AUTHORIZABLE_STATUSES:
             # An unverified client is usable; what it may get is capped (oauthclients.tier).
             return True
         if self.status != ClientStatus.PENDING:
             return False
-        if getattr(request, "pending_owner_only", None) is True:
+        if getattr(request, "pending_client_may_authenticate", None) is True:
+            # Token, revocation, introspection: its grants are then held to the owner's own
+            # (oauthflows.oauth2.Validator._pending_client_owner_only).
             return True
         user = getattr(request, "user", None)
         return getattr(request, "pending_owner_preview", None) is True and getattr(user, "pk", None) == self.user_id
@@ -770,9 +779,11 @@ class IDToken(AbstractIDToken):
         pass
 
 
-class SigningKeyAlgorithm(models.TextChoices):
-    ES256 = "ES256", "ES256 (ECDSA P-256)"
-    RS256 = "RS256", "RS256 (RSA 2048)"
+# The keys' algorithms: SIGNING_ALGORITHMS, each with the key it makes (signing.keys).
+_KEY_LABELS = {"ES256": "ES256 (ECDSA P-256)", "RS256": "RS256 (RSA 2048)"}
+SigningKeyAlgorithm = models.TextChoices(
+    "SigningKeyAlgorithm", [(alg, (alg, _KEY_LABELS[alg])) for alg in SIGNING_ALGORITHMS]
+)
 
 
 class SigningKey(models.Model):

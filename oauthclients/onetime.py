@@ -4,7 +4,7 @@ The POST that creates a client or a secret answers 303 with the plaintext in a s
 encrypted under a key derived from SECRET_KEY, scoped to that client's page, HttpOnly and
 SameSite=Strict. The GET that follows reads it, deletes it in the same response and renders it
 with no-store. A reload finds no cookie: nothing is created again and nothing is shown again.
-The plaintext never reaches the session, the database, `messages` or a URL (STYLE 7).
+The plaintext never reaches the session, the database, `messages` or a URL (STYLE.md 8).
 
 The cookie is also bound to the browser's session and good for one read: the POST puts a random
 nonce in the (server-side) session and in the encrypted cookie; the GET shows the secret only if

@@ -1,8 +1,6 @@
 """Reads of the client registry. Developer pages go through the owner-scoped ones (404 otherwise)."""
 
 import hmac
-import itertools
-import re
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -103,9 +101,6 @@ def client_secret_list(*, client: OAuthClient) -> QuerySet[ClientSecret]:
     return client.secrets.order_by("created", "id")
 
 
-STATUS_VALUES = ClientStatus.values
-
-
 @dataclass(frozen=True)
 class OAuthEndpoints:
     authorization_url: str
@@ -121,9 +116,9 @@ def oauth_endpoints() -> OAuthEndpoints:
     introspect, and the RFC 8414 metadata document that lists them all."""
     issuer = settings.OAUTH_ISSUER
     # Exchange and refresh share one path.
-    token_url = f"{issuer}/v2/auth/oauth2/token"
+    token_url = issuer + settings.OAUTH_TOKEN_PATH
     return OAuthEndpoints(
-        authorization_url=f"{issuer}/auth/oauth2/authorize",
+        authorization_url=issuer + settings.OAUTH_AUTHORIZE_PATH,
         access_token_url=token_url,
         refresh_token_url=token_url,
         revocation_url=issuer + settings.OAUTH_REVOKE_PATH,
@@ -152,46 +147,6 @@ def resource_names(uris) -> list[tuple[str, str]]:
     )
     names.setdefault(settings.OAUTH_RESOURCE_URI, getattr(settings, "OAUTH_RESOURCE_NAME", "") or "")
     return [(names.get(uri) or uri, uri) for uri in uris]
-
-
-GUIDE_ISSUER = "https://auth.example.com"
-GUIDE_REDIRECT_URI = "https://app.example.com/callback"
-GUIDE_INTRO = (
-    "It uses `https://auth.example.com` for the server (`OAUTH_ISSUER`); against a local\n"
-    "`make run`, that is `http://127.0.0.1:8000`."
-)
-
-
-def integration_guide_html(*, issuer: str | None = None, client: OAuthClient | None = None) -> str:
-    """docs/integrating.md as HTML (CommonMark with tables; raw HTML in the file is escaped), with
-    this server's URLs in place of the guide's example host and, given the developer's own client,
-    its client_id and first redirect URI in place of the placeholders (as GitHub and Slack do)."""
-    from urllib.parse import quote
-
-    from markdown_it import MarkdownIt
-
-    text = (settings.BASE_DIR / "docs" / "integrating.md").read_text(encoding="utf-8")
-    issuer = issuer or settings.OAUTH_ISSUER
-    shown = f"This copy shows this server's own address, `{issuer}`"
-    text = text.replace(GUIDE_INTRO, shown + (f", and the values of your client “{client.name}”." if client else "."))
-    text = text.replace(quote(GUIDE_ISSUER, safe=""), quote(issuer, safe="")).replace(GUIDE_ISSUER, issuer)
-    if client is not None:
-        text = text.replace("client_id=CLIENT_ID", f"client_id={client.client_id}")
-        text = text.replace("$CLIENT_ID", client.client_id)
-        if client.redirect_uri_list:
-            text = text.replace(GUIDE_REDIRECT_URI, client.redirect_uri_list[0])
-    html = MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
-    # Accessible as a page: a wide code block can be scrolled from the keyboard, and an empty
-    # header cell (a table whose first column has no title) is a plain cell.
-    html = html.replace("<pre>", '<pre tabindex="0">').replace("<th></th>", "<td></td>")
-    # A wide table scrolls in its own keyboard-reachable region on a phone.
-    numbers = itertools.count(1)
-    html = re.sub(
-        "<table>",
-        lambda _match: f'<div class="scroll" tabindex="0" role="region" aria-label="Table {next(numbers)}"><table>',
-        html,
-    )
-    return html.replace("</table>", "</table></div>")
 
 
 def _verified_named(skeleton) -> QuerySet[OAuthClient]:

@@ -28,6 +28,7 @@ from oauthclients.exceptions import (
 from oauthclients.grants import GrantsEnded, grants_end
 from oauthclients.models import (
     APP_KINDS,
+    AUTHORIZABLE_STATUSES,
     MAX_ORIGIN_LENGTH,
     AccessToken,
     AuditAction,
@@ -45,6 +46,7 @@ from oauthclients.models import (
     digest,
 )
 from oauthclients.validators import (
+    MAX_LINK_URL_LENGTH,
     has_bidi_control,
     has_line_break_or_control,
     invisible_characters,
@@ -64,6 +66,7 @@ SECRET_HINT_LENGTH = len(SECRET_PREFIX) + 4
 MAX_NAME_LENGTH = 100
 MAX_PURPOSE_LENGTH = 2000
 MAX_REJECTION_REASON_LENGTH = 2000
+PURPOSE_REQUIRED = "Say what the application does with the access it asks for: reviewers read this."
 LOOKALIKE_URL = (
     "This address mixes alphabets in its host name or holds bidirectional control characters, as "
     "look-alike addresses do (раураl.com for paypal.com). Use the plain address of your site."
@@ -130,7 +133,7 @@ def _clean_text(
         # header injection, and Django refuses such a header at send time, after the review.
         raise ValidationError({field: f"{label} must be a single line, without control characters."})
     if required and not value:
-        raise ValidationError({field: f"{label} is required."})
+        raise ValidationError({field: PURPOSE_REQUIRED if field == "purpose" else f"{label} is required."})
     if len(value) > max_length:
         raise ValidationError({field: f"{label} can be at most {max_length} characters."})
     if "\x00" in value:
@@ -144,8 +147,8 @@ def _clean_website(website_url, cleaned: dict, errors: dict) -> None:
         # PostgreSQL cannot store NUL in text; refuse it here rather than fail on save.
         ProhibitNullCharactersValidator()(website_url)
         URLValidator(schemes=["http", "https"])(website_url)
-        if len(website_url) > 500:
-            raise ValidationError("The website URL can be at most 500 characters.")
+        if len(website_url) > MAX_LINK_URL_LENGTH:
+            raise ValidationError(f"The website URL can be at most {MAX_LINK_URL_LENGTH} characters.")
         cleaned["website_url"] = website_url
     except ValidationError:
         errors["website_url"] = ["Enter the application's website as an http(s) URL."]
@@ -166,11 +169,14 @@ def _clean_fields(
     terms_url="",
     logo: bytes | None = None,
     website_required: bool = True,
+    purpose_required: bool = True,
     post_logout_redirect_uris=(),
 ) -> dict:
     """Validate everything a client is made of; report every field's problem at once.
 
-    A self-registered client may have no website (RFC 7591's `client_uri` is optional).
+    A client a person registers (the developer page, the admin, the command) says what it is for:
+    reviewers and users read its purpose. A self-registered client says no such thing (RFC 7591 has
+    no purpose) and may have no website (`client_uri` is optional).
     """
     errors: dict[str, list] = {}
     cleaned: dict = {}
@@ -190,7 +196,7 @@ def _clean_fields(
             errors["logo"] = exc.messages
     for field, label, value, max_length, required in (
         ("name", "Name", name, MAX_NAME_LENGTH, True),
-        ("purpose", "Purpose", purpose, MAX_PURPOSE_LENGTH, False),
+        ("purpose", "Purpose", purpose, MAX_PURPOSE_LENGTH, purpose_required),
     ):
         try:
             cleaned[field] = _clean_text(
@@ -263,7 +269,7 @@ def _client_origins_sync(client: OAuthClient, *, created: bool = False) -> None:
     if (
         client.client_type != ClientKind.PUBLIC
         or client.deleted_at is not None
-        or client.status not in (ClientStatus.APPROVED, ClientStatus.UNVERIFIED)
+        or client.status not in AUTHORIZABLE_STATUSES
     ):
         return
     origins = {origin for origin in map(web_origin, client.redirect_uri_list) if origin}
@@ -387,6 +393,7 @@ def _clean_self_registered(
         privacy_policy_url=privacy_policy_url,
         terms_url=terms_url,
         website_required=False,
+        purpose_required=False,
         post_logout_redirect_uris=post_logout_redirect_uris,
     )
 

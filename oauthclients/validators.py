@@ -12,8 +12,11 @@ from django.core.exceptions import ValidationError
 
 from scopes.catalog import UnknownScopeError, parse_scopes
 
-MAX_REDIRECT_URIS = 10
-MAX_REDIRECT_URI_LENGTH = 2000
+MAX_REDIRECT_URIS = 10  # a client's redirect URIs, and its post-logout redirect URIs: however registered
+# The longest URI accepted anywhere: a redirect URI, a resource indicator (RFC 8707), a logo_uri.
+MAX_URI_LENGTH = 2000
+# The longest link shown to users (website, privacy policy, terms): the length of their columns.
+MAX_LINK_URL_LENGTH = 500
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1"}
 # RFC 8252 §7.1: a native app's private-use scheme is a reverse domain name it controls, so it
 # has at least one dot (com.example.app). Lowercase, as RFC 3986 §3.1 makes it canonical.
@@ -82,10 +85,8 @@ def validate_redirect_uri(uri: str) -> str:
     """
     if not uri or uri != uri.strip() or any(ch.isspace() for ch in uri):
         raise ValidationError("A redirect URI cannot be empty or contain spaces.", code="redirect_uri_space")
-    if len(uri) > MAX_REDIRECT_URI_LENGTH:
-        raise ValidationError(
-            f"A redirect URI can be at most {MAX_REDIRECT_URI_LENGTH} characters.", code="redirect_uri_length"
-        )
+    if len(uri) > MAX_URI_LENGTH:
+        raise ValidationError(f"A redirect URI can be at most {MAX_URI_LENGTH} characters.", code="redirect_uri_length")
     if not uri.isascii() or not uri.isprintable():
         raise ValidationError(f"{uri!r}: use percent-encoding for non-ASCII characters.", code="redirect_uri_ascii")
     if not URI_CHARACTERS.fullmatch(uri):
@@ -154,8 +155,8 @@ def resource_uri_problem(uri) -> str | None:
     An absolute https URI without userinfo, query or fragment (RFC 8707 §2: SHOULD NOT hold a
     query); http only on a loopback host, for services run on a developer's machine.
     """
-    if not isinstance(uri, str) or not uri or len(uri) > 2000:
-        return "must be an absolute URI of at most 2000 characters"
+    if not isinstance(uri, str) or not uri or len(uri) > MAX_URI_LENGTH:
+        return f"must be an absolute URI of at most {MAX_URI_LENGTH} characters"
     if any(ch.isspace() or ord(ch) < 32 or ch == "\x7f" for ch in uri):
         return "cannot contain spaces or control characters"
     try:
@@ -281,14 +282,15 @@ def logo_reencode(data: bytes) -> bytes:
 
 
 def validate_optional_url(value: str, *, label: str) -> str:
-    """An optional http(s) link shown to users (privacy policy, terms): empty, or a URL of at most 500."""
+    """An optional http(s) link shown to users (privacy policy, terms): empty, or a URL of at most
+    MAX_LINK_URL_LENGTH characters."""
     from django.core.validators import URLValidator
 
     value = (value or "").strip()
     if not value:
         return ""
-    if len(value) > 500 or "\x00" in value:
-        raise ValidationError(f"The {label} URL can be at most 500 characters.")
+    if len(value) > MAX_LINK_URL_LENGTH or "\x00" in value:
+        raise ValidationError(f"The {label} URL can be at most {MAX_LINK_URL_LENGTH} characters.")
     try:
         URLValidator(schemes=["http", "https"])(value)
     except ValidationError:

@@ -20,6 +20,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from oauthclients import services
 from oauthclients.exceptions import ApplicationError, SecretNotFound
 from oauthclients.forms import ClientCreateForm, ClientUpdateForm
+from oauthclients.guide import integration_guide_render
 from oauthclients.models import ClientStatus, OAuthClient
 from oauthclients.onetime import secret_handoff_clear, secret_handoff_read, secret_handoff_set
 from oauthclients.selectors import (
@@ -29,7 +30,6 @@ from oauthclients.selectors import (
     client_logo_get,
     client_name_taken_for_owner,
     client_secret_list,
-    integration_guide_html,
     oauth_endpoints,
 )
 from scopes.catalog import group_by_level
@@ -87,7 +87,7 @@ def _client_page(
     status = 200 if error is None else 404 if isinstance(error, SecretNotFound) else 409
     response = render(request, "developer/client_detail.html", context, status=status)
     if new_secret is not None:
-        # The plaintext must not outlive this response in any cache (STYLE 7).
+        # The plaintext must not outlive this response in any cache (STYLE.md 8).
         add_never_cache_headers(response)
     return response
 
@@ -226,7 +226,7 @@ def integration_guide(request):
     return render(
         request,
         "developer/integration_guide.html",
-        {"guide": integration_guide_html(client=client), "client": client},
+        {"guide": integration_guide_render(client=client), "client": client},
     )
 
 

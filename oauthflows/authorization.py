@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.http import QueryDict
 
-from oauthclients.models import ClientKind, ClientStatus, OAuthClient
+from oauthclients.models import AUTHORIZABLE_STATUSES, ClientKind, ClientStatus, OAuthClient
 from oauthclients.tier import ceiling_refusal
 from oauthclients.validators import is_private_use_redirect
 from oauthflows.cimd import MetadataDocumentError, is_metadata_document_url, metadata_document_client
@@ -34,7 +34,9 @@ SINGLE_VALUED = (
 )
 # OpenID Connect Core §3.1.2.1. `select_account` is served as `login` (logging in again is how an
 # account is chosen here); `none` stands alone.
-PROMPT_VALUES = frozenset({"none", "login", "consent", "select_account"})
+# OpenID Connect Core §3.1.2.1: the prompt values accepted, and published as prompt_values_supported
+# (oauthflows.openid), in this order.
+PROMPT_VALUES = ("none", "login", "consent", "select_account")
 MAX_NONCE_LENGTH = 255  # the grant's nonce column
 MAX_LOGIN_HINT_LENGTH = 254
 MAX_MAX_AGE = 10 * 365 * 24 * 3600
@@ -203,8 +205,8 @@ def openid_parameters_validate(params: QueryDict, fail) -> dict:
     if nonce is not None and (not nonce or len(nonce) > MAX_NONCE_LENGTH or not nonce.isprintable()):
         fail("invalid_request", f"nonce must be 1-{MAX_NONCE_LENGTH} printable characters.")
     prompt = frozenset((params.get("prompt") or "").split())
-    if prompt - PROMPT_VALUES:
-        fail("invalid_request", "prompt can only hold none, login, consent and select_account.")
+    if prompt.difference(PROMPT_VALUES):
+        fail("invalid_request", f"prompt can only hold {', '.join(PROMPT_VALUES)}.")
     if "none" in prompt and len(prompt) > 1:
         fail("invalid_request", "prompt=none cannot be combined with other prompt values.")
     raw_max_age = params.get("max_age")
@@ -278,7 +280,7 @@ def _client(params: QueryDict, user, *, before_login: bool = False) -> OAuthClie
     if client is None or client.is_resource_server:
         # A resource server is no app a user can authorize: the same page as an unknown client.
         raise AuthorizationPageError("Unknown application", "No application is registered with this client_id.")
-    if client.status in (ClientStatus.APPROVED, ClientStatus.UNVERIFIED) and client.deleted_at is None:
+    if client.status in AUTHORIZABLE_STATUSES and client.deleted_at is None:
         # Unverified: anyone may authorize it, within the ceiling (_scopes, oauthclients.tier).
         return client
     # The owner may try their own pending client before review; nobody else may.

@@ -28,8 +28,6 @@ from django.db import DatabaseError, transaction
 from oauthflows.selectors import cors_origin_answers_forget, cors_origin_is_clients, cors_origin_is_registered
 from plumbing.ratelimit import per_client
 
-BEARER_API_PATH = "/v2/me"
-
 
 def cors_allow_request(sender, request, **kwargs) -> bool:
     """django-cors-headers' check_request_enabled signal: may this request's Origin read the answer?"""
@@ -43,7 +41,7 @@ def cors_allow_request(sender, request, **kwargs) -> bool:
         settings.OAUTH_REGISTRATION_PATH,
     ):
         return True  # public documents, and open registration (no cookies, no credentials)
-    if path in (BEARER_API_PATH, settings.OAUTH_USERINFO_PATH):
+    if path in (settings.API_ME_PATH, settings.OAUTH_USERINFO_PATH):
         # The project's own bearer API: the token authorizes the call; a page may read the answer
         # from the origin of an approved public client (never with cookies: no credentials).
         try:

@@ -1,4 +1,9 @@
-"""Every hook into django-oauth-toolkit and oauthlib lives here: validator, backend, token generator.
+"""The hooks into django-oauth-toolkit's and oauthlib's token machinery: validator, backend, token generator.
+
+Not every hook: the swapped models answer DOT's own questions (oauthclients/models.py:
+`is_usable`, `redirect_uri_allowed`, `jwk_key`), and DOT's views are subclassed where they serve a
+page or document: the consent page (oauthflows/views.py), registration (registration.py), OpenID
+discovery, userinfo and logout (openid.py), client ID metadata documents (cimd.py).
 
 What DOT does well (client authentication plumbing, refresh rotation, token families, reuse
 protection, RFC 9207 `iss`) is kept; what this server needs on top is added in overrides:
@@ -84,7 +89,7 @@ HOOK_REQUEST_ATTRIBUTES = frozenset(
         "amr",
         "_json_body_pairs",
         "refresh_token_instance",
-        "pending_owner_only",
+        "pending_client_may_authenticate",
         "pending_owner_preview",
         "oauth_normalized_query",
         "access_token",
@@ -230,12 +235,6 @@ def _mark_claimed() -> None:
         call.claimed = True
 
 
-def _owner_only_if_pending(client, user_id, request) -> None:
-    """A pending client serves its owner's own account only (the owner tests it before review)."""
-    if client is not None and client.status == ClientStatus.PENDING and user_id != client.user_id:
-        raise errors.UnauthorizedClientError(description=PENDING_CLIENT_OWNER_ONLY, request=request)
-
-
 def _within_ceiling(client, scopes, request) -> None:
     """An unverified client gets nothing beyond the ceiling, at exchange and refresh alike
     (oauthclients.tier): a code or refresh token from before the ceiling was lowered included."""
@@ -256,13 +255,22 @@ _SECRET_QUERY = CompiledQuery(_active_secret, load={"": None, "client": None})
 class Validator(OAuth2Validator):
     # --- client authentication -------------------------------------------------------------
 
-    # The token, revocation and introspection endpoints start with one of these three hooks. A
-    # pending client may authenticate there (OAuthClient.is_usable); validate_code and
-    # validate_refresh_token then allow only its owner's grants (_owner_only_if_pending).
+    # The token, revocation and introspection endpoints start with one of these three hooks. Each
+    # sets `pending_client_may_authenticate`: OAuthClient.is_usable then lets a *pending* client
+    # authenticate here (any pending client, whoever it belongs to), because what it may then
+    # redeem is held to its owner's own grants by the check right below, which validate_code and
+    # validate_refresh_token call. The two halves of one rule, side by side.
 
     def client_authentication_required(self, request, *args, **kwargs):
-        request.pending_owner_only = True
+        request.pending_client_may_authenticate = True
         return super().client_authentication_required(request, *args, **kwargs)
+
+    @staticmethod
+    def _pending_client_owner_only(client, user_id, request) -> None:
+        """A pending client redeems its owner's own codes and refresh tokens only (the owner tests
+        it before review): the other half of `pending_client_may_authenticate`."""
+        if client is not None and client.status == ClientStatus.PENDING and user_id != client.user_id:
+            raise errors.UnauthorizedClientError(description=PENDING_CLIENT_OWNER_ONLY, request=request)
 
     def _extract_basic_auth(self, request):
         # RFC 7617 §2 / RFC 9110 §11.1: the scheme name is case-insensitive (DOT wants "Basic").
@@ -283,7 +291,7 @@ class Validator(OAuth2Validator):
         two active secrets works; a revoked one fails at once. Unknown client and wrong secret
         take the same path and the same time.
         """
-        request.pending_owner_only = True
+        request.pending_client_may_authenticate = True
         auth_string = self._extract_basic_auth(request)
         if auth_string:
             credentials = basic_credentials(auth_string)
@@ -335,7 +343,7 @@ class Validator(OAuth2Validator):
     def authenticate_client_id(self, client_id, request, *args, **kwargs):
         # Identification by client_id alone is for public clients only. DOT lets any kind that is
         # not "confidential" through, which would let a resource server introspect without its secret.
-        request.pending_owner_only = True
+        request.pending_client_may_authenticate = True
         return self._public_client_identified(client_id, request) if isinstance(client_id, str) else False
 
     def _load_application(self, client_id, request):
@@ -453,7 +461,7 @@ class Validator(OAuth2Validator):
             # Deactivation ends the user's codes (services.user_access_end); this covers a code issued
             # in the moment before it, and a user deactivated by a bulk update that sent no signal.
             raise errors.InvalidGrantError(description="The authorization code is no longer valid.", request=request)
-        _owner_only_if_pending(request.client, grant.user_id, request)
+        self._pending_client_owner_only(request.client, grant.user_id, request)
         verifier = getattr(request, "code_verifier", None)
         if verifier is not None and not CODE_VERIFIER_RE.fullmatch(verifier):
             raise errors.InvalidRequestError(
@@ -697,7 +705,7 @@ class Validator(OAuth2Validator):
             return False
         if rt.application_id != getattr(client, "pk", None) or not rt.user.is_active:
             return False
-        _owner_only_if_pending(client, rt.user_id, request)
+        self._pending_client_owner_only(client, rt.user_id, request)
         _within_ceiling(client, rt.access_token.scope.split(), request)
         request.user = rt.user
         request.refresh_token = refresh_token

@@ -25,6 +25,7 @@ from oauth2_provider.views.oidc import ConnectDiscoveryInfoView, RPInitiatedLogo
 from accounts.selectors import ACR_VALUES_SUPPORTED, email_is_verified
 from oauthclients.models import ClientStatus, IdTokenAlgorithm, OAuthClient
 from oauthclients.redirects import redirect_host, redirect_refusal
+from oauthflows.authorization import PROMPT_VALUES
 from oauthflows.endpoints import server_metadata
 from profiles.selectors import profile_get_for_user
 from scopes.catalog import OPENID_SCOPES
@@ -59,7 +60,7 @@ def openid_configuration() -> dict:
             *PROFILE_CLAIMS,
             *EMAIL_CLAIMS,
         ],
-        "prompt_values_supported": ["none", "login", "consent", "select_account"],
+        "prompt_values_supported": list(PROMPT_VALUES),
         # docs/accounts.md: one factor, or two (acr_values asking for two makes the login ask).
         "acr_values_supported": list(ACR_VALUES_SUPPORTED),
         "claims_parameter_supported": False,

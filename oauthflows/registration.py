@@ -1,11 +1,13 @@
 """Dynamic client registration (RFC 7591) on django-oauth-toolkit's view, for agents and tools.
 
 DOT's `DynamicClientRegistrationView` answers 404 unless DCR_ENABLED (settings: off with
-OAUTH_DYNAMIC_REGISTRATION=off), runs the DCR_REGISTRATION_PERMISSION_CLASSES (OpenRegistration:
-anyone; the rate limits in plumbing.ratelimit are the gate) and parses the JSON body. What it lacks
-is ours, in `post`: the registry's rules for every field (the developer page's redirect URI rules,
-the scope catalog, single-line names), secrets kept as digests (ClientSecret), and the unverified
-tier (oauthclients.tier): a registration is usable at once, but only within the ceiling.
+OAUTH_DYNAMIC_REGISTRATION=off). Its `post` is ours: it runs the DCR_REGISTRATION_PERMISSION_CLASSES
+(OpenRegistration: anyone; the rate limits in plumbing.ratelimit are the gate) and reads the JSON
+body as DOT's does, with DOT's public setting rather than its private helpers
+(`_registration_permitted`, `_metadata_object`); then the registry's rules for every field (the
+developer page's redirect URI rules, the scope catalog, single-line names), secrets kept as digests
+(ClientSecret), and the unverified tier (oauthclients.tier): a registration is usable at once, but
+only within the ceiling.
 
 RFC 7592 management (`RegistrationConfigurationView`): the registration answer carries a
 `registration_access_token` (random, stored as a digest on the client, not as a DOT AccessToken,
@@ -27,11 +29,8 @@ from django.utils.decorators import method_decorator
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider.dcr import AllowAllDCRPermission
-from oauth2_provider.views.dynamic_client_registration import (
-    DynamicClientRegistrationView,
-    _check_permissions,
-    _parse_metadata,
-)
+from oauth2_provider.settings import oauth2_settings
+from oauth2_provider.views.dynamic_client_registration import DynamicClientRegistrationView
 
 from oauthclients.exceptions import InvalidTransition
 from oauthclients.models import ClientKind, IdTokenAlgorithm, OAuthClient
@@ -42,7 +41,7 @@ from oauthclients.services import (
     client_registration_update,
     client_self_register,
 )
-from oauthclients.validators import has_line_break_or_control, url_host
+from oauthclients.validators import MAX_REDIRECT_URIS, MAX_URI_LENGTH, has_line_break_or_control, url_host
 from plumbing.requestparams import NOT_UNICODE, unicode_scalars_only
 from scopes.catalog import UnknownScopeError, parse_scopes, sort_scopes
 
@@ -52,7 +51,6 @@ AUTH_METHODS = {
     "client_secret_post": ClientKind.CONFIDENTIAL,
 }
 GRANT_TYPES = ("authorization_code", "refresh_token")
-MAX_REDIRECT_URIS = 10
 MAX_CONTACTS = 10
 MAX_SHORT_TEXT = 255
 MAX_BODY_BYTES = 16 * 1024
@@ -63,6 +61,22 @@ STORED_TEXT = ("software_id", "software_version", "logo_uri")
 class OpenRegistration(AllowAllDCRPermission):
     """Anyone may register (RFC 7591 §3 open registration): what a registration can do is bounded
     by the unverified tier, and how many there are by the per-address and total rate limits."""
+
+
+def _registration_permitted(request) -> bool:
+    """Every DCR_REGISTRATION_PERMISSION_CLASSES says yes; none configured is no (fails closed,
+    as DOT's view does)."""
+    classes = oauth2_settings.DCR_REGISTRATION_PERMISSION_CLASSES
+    return bool(classes) and all(cls().has_permission(request) for cls in classes)
+
+
+def _metadata_object(body: bytes):
+    """The body's JSON object (RFC 7591 §3.1), or None when it is not valid JSON or not an object."""
+    try:
+        data = json.loads(body)
+    except ValueError:  # json.JSONDecodeError and undecodable bytes alike
+        return None
+    return data if isinstance(data, dict) else None
 
 
 class RegistrationError(Exception):
@@ -171,7 +185,9 @@ def metadata_validate(data: dict) -> dict:
     if not name:
         # RFC 7591 makes client_name optional; users need something to read: the redirect host.
         name = f"Unnamed app ({url_host(redirect_uris[0]) or redirect_uris[0].partition(':')[0]})"[:MAX_NAME_LENGTH]
-    stored = {key: _text(data, key, max_length=2000 if key == "logo_uri" else MAX_SHORT_TEXT) for key in STORED_TEXT}
+    stored = {
+        key: _text(data, key, max_length=MAX_URI_LENGTH if key == "logo_uri" else MAX_SHORT_TEXT) for key in STORED_TEXT
+    }
     metadata = {key: value for key, value in stored.items() if value}
     if contacts:
         metadata["contacts"] = contacts
@@ -255,7 +271,7 @@ class RegistrationView(DynamicClientRegistrationView):
     http_method_names = ["post", "options"]
 
     def post(self, request, *args, **kwargs):
-        if not _check_permissions(request):
+        if not _registration_permitted(request):
             return _answer({"error": "access_denied", "error_description": "Registration is closed."}, 403)
         content_type = request.content_type or ""
         if content_type.lower() != "application/json":
@@ -263,10 +279,10 @@ class RegistrationView(DynamicClientRegistrationView):
         if len(request.body) > MAX_BODY_BYTES:
             return _refusal("invalid_client_metadata", f"The metadata can be at most {MAX_BODY_BYTES} bytes.")
         try:
-            data, refusal = _parse_metadata(request.body)
+            data = _metadata_object(request.body)
         except RecursionError:  # nesting deeper than the JSON parser goes
-            data, refusal = None, True
-        if refusal is not None:
+            data = None
+        if data is None:
             return _refusal("invalid_client_metadata", "The body must be a JSON object of client metadata.")
         try:
             fields = metadata_validate(data)
@@ -344,10 +360,10 @@ class RegistrationConfigurationView(View):
         if len(request.body) > MAX_BODY_BYTES:
             return _refusal("invalid_client_metadata", f"The metadata can be at most {MAX_BODY_BYTES} bytes.")
         try:
-            data = json.loads(request.body)
-        except (ValueError, RecursionError):
+            data = _metadata_object(request.body)
+        except RecursionError:
             data = None
-        if not isinstance(data, dict):
+        if data is None:
             return _refusal("invalid_client_metadata", "The body must be a JSON object of client metadata.")
         # RFC 7592 §2.2: client_id must be the client's; a client_secret, if sent, the one it holds.
         if data.get("client_id") != client.client_id:

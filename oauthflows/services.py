@@ -55,35 +55,32 @@ def consent_record(*, user, client: OAuthClient, scopes: list[str], code: Grant 
     return consent
 
 
+# The columns each CTE inserts, in the order of its VALUES: the parameters are built from these
+# names (_consent_record_in_one_statement), so that a column and its value cannot drift apart.
+CONSENT_COLUMNS = ("user", "client", "first_authorized_at", "last_authorized_at", "scope", "unrestricted")
+EVENT_COLUMNS = ("client", "actor", "user", "action", "detail", "created")
+
+
 @cache
 def _consent_ctes(alias: str) -> str:
-    """Two data-modifying CTEs, `consent` (the upsert) and `event` (its audit row); positional
-    parameters: user, client, now, now, scope, unrestricted (the consent); client, actor, user, action,
-    detail, now (the event)."""
+    """Two data-modifying CTEs, `consent` (the upsert) and `event` (its audit row); their
+    parameters are the values of CONSENT_COLUMNS, then those of EVENT_COLUMNS."""
     connection = connections[alias]
     quote = connection.ops.quote_name
-    c = quoted_columns(
-        connection,
-        Consent,
-        "id",
-        "user",
-        "client",
-        "first_authorized_at",
-        "last_authorized_at",
-        "scope",
-        "unrestricted",
-    )
-    e = quoted_columns(connection, ClientAuditEvent, "id", "client", "actor", "user", "action", "detail", "created")
+    c = quoted_columns(connection, Consent, "id", *CONSENT_COLUMNS)
+    e = quoted_columns(connection, ClientAuditEvent, "id", *EVENT_COLUMNS)
     consents, events = quote(Consent._meta.db_table), quote(ClientAuditEvent._meta.db_table)
+
+    def values(columns: dict, names: tuple) -> str:
+        return f"({', '.join(columns[name] for name in names)}) VALUES ({', '.join(['%s'] * len(names))})"
+
     return (
-        f"consent AS (INSERT INTO {consents} ({c['user']}, {c['client']}, {c['first_authorized_at']}, "
-        f"{c['last_authorized_at']}, {c['scope']}, {c['unrestricted']}) VALUES (%s, %s, %s, %s, %s, %s) "
+        f"consent AS (INSERT INTO {consents} {values(c, CONSENT_COLUMNS)} "
         f"ON CONFLICT ({c['user']}, {c['client']}) DO UPDATE "
         f"SET {c['last_authorized_at']} = EXCLUDED.{c['last_authorized_at']}, "
         f"{c['scope']} = EXCLUDED.{c['scope']}, {c['unrestricted']} = EXCLUDED.{c['unrestricted']} "
         f"RETURNING {c['id']} AS id, {c['first_authorized_at']} AS first_authorized_at), "
-        f"event AS (INSERT INTO {events} ({e['client']}, {e['actor']}, {e['user']}, {e['action']}, {e['detail']}, "
-        f"{e['created']}) VALUES (%s, %s, %s, %s, %s, %s) RETURNING {e['id']} AS id)"
+        f"event AS (INSERT INTO {events} {values(e, EVENT_COLUMNS)} RETURNING {e['id']} AS id)"
     )
 
 
@@ -106,20 +103,23 @@ def _consent_record_in_one_statement(connection, *, user, client, now, detail, c
     action = AuditAction.GRANT_AUTHORIZED
     detail_value = ClientAuditEvent._meta.get_field("detail").get_db_prep_save(detail, connection)
     scope, unrestricted = " ".join(detail["scopes"]), detail["unrestricted"]
-    params = [
-        user.pk,
-        client.pk,
-        now,
-        now,
-        scope,
-        unrestricted,
-        client.pk,
-        user.pk,
-        user.pk,
-        action.value,
-        detail_value,
-        now,
-    ]
+    consent_values = {
+        "user": user.pk,
+        "client": client.pk,
+        "first_authorized_at": now,
+        "last_authorized_at": now,
+        "scope": scope,
+        "unrestricted": unrestricted,
+    }
+    event_values = {
+        "client": client.pk,
+        "actor": user.pk,
+        "user": user.pk,
+        "action": action.value,
+        "detail": detail_value,
+        "created": now,
+    }
+    params = [consent_values[name] for name in CONSENT_COLUMNS] + [event_values[name] for name in EVENT_COLUMNS]
     ctes, selected, sources = (
         [_consent_ctes(connection.alias)],
         ["consent.id", "consent.first_authorized_at", "event.id"],

@@ -1,4 +1,4 @@
-"""Querysets compiled to SQL once per process, for the hot paths (README, "Performance").
+"""Querysets compiled to SQL once per process, for the hot paths (docs/performance.md).
 
 Building and compiling a queryset costs more CPU than PostgreSQL spends answering an indexed
 lookup: on `GET /v2/me` it was a quarter of the request. A CompiledQuery is written as an
@@ -15,7 +15,7 @@ its value, such as iexact, is refused at compile time rather than silently wrong
 Replaces: `QuerySet.filter(…).select_related(…).first()` built per request (Django's query
 construction and SQLCompiler.as_sql) in tokens.selectors.access_token_get_valid and
 access_token_get_for_introspection, Validator.authenticate_client's secret lookup and the consent
-page's client. Justified by (README, "The hot paths", 1): workbench 2.3 → 1.4 ms of CPU for
+page's client. Justified by (docs/performance.md, "The hot paths", 1): workbench 2.3 → 1.4 ms of CPU for
 `/v2/me`, bench `/v2/me` 0.83 → 1.24 × its floor, introspection 0.73 → 1.15 ×. Kept honest by
 tests/tokens/test_compiled_matches_orm.py (each compiled query against the ORM's answer,
 field for field, and its SQL against a fresh compile of the current models).

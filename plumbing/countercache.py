@@ -1,4 +1,4 @@
-"""The rate limiter's counters in PostgreSQL, for deployments without Redis (settings, README).
+"""The rate limiter's counters in PostgreSQL, for deployments without Redis (settings, docs/configuration.md).
 
 Without a shared cache each server process counts on its own, so with four workers a client over
 its limit on one worker is served by the next. Django's DatabaseCache would share the counts but
@@ -18,7 +18,7 @@ limits are added in small batches, failure limits are written once per failure.
 `count_in_window` and `window_closes` are the same statement for one key, and the rest of the cache
 API is there for everything else. The table is made on first use, and expired rows are swept now
 and then by the statement that opens a window. Measured by `make bench`
-(README, "Performance": the token scenarios against their floors).
+(docs/performance.md: the token scenarios against their floors).
 """
 
 import random

@@ -2,6 +2,7 @@
 
 import sys
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 from django.template.loader import render_to_string
@@ -13,7 +14,8 @@ RETRY_AFTER_SECONDS = 5
 
 
 def is_api(request) -> bool:
-    return request.path.startswith("/v2/") or request.path == "/v2"
+    prefix = settings.API_PATH_PREFIX
+    return request.path.startswith(prefix + "/") or request.path == prefix
 
 
 def api_error(code: str, message: str, status: int) -> JsonResponse:
@@ -57,7 +59,7 @@ def server_error(request):
 
 def is_oauth_endpoint(request) -> bool:
     """The token, revocation and introspection endpoints answer in RFC 6749 §5.2's shape."""
-    return request.path.startswith("/v2/auth/oauth2/")
+    return request.path.startswith(settings.OAUTH_API_PATH_PREFIX)
 
 
 def bad_request(request, exception=None):

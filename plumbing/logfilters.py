@@ -13,24 +13,14 @@ import logging
 import re
 from collections.abc import Mapping
 
+from plumbing.requestparams import CREDENTIAL_PARAMS
+
 REDACTED = "[redacted]"
 
-# Parameter and field names that carry a credential (RFC 6749, 7636, 7009; OIDC).
+# Names that carry a credential: every request parameter that does (plumbing.requestparams), and
+# the fields of answers and cookies that do (RFC 6749 §5.1, OpenID Connect, RFC 8628, RFC 7521, Django).
 CREDENTIAL_KEYS = frozenset(
-    {
-        "code",
-        "access_token",
-        "refresh_token",
-        "id_token",
-        "token",
-        "client_secret",
-        "code_verifier",
-        "password",
-        "device_code",
-        "assertion",
-        "sessionid",
-        "csrftoken",
-    }
+    {*CREDENTIAL_PARAMS, "access_token", "id_token", "device_code", "assertion", "sessionid", "csrftoken"}
 )
 # A placeholder right after one of these words is a credential: "refresh token %s", "token, %s".
 _CREDENTIAL_BEFORE = re.compile(r"(?:token|code|secret|verifier|password)[\s,:=]{0,3}$", re.IGNORECASE)

@@ -11,6 +11,21 @@ import json
 import re
 from urllib.parse import unquote_plus
 
+# The request parameters that carry a credential (RFC 6749 §2.3.1, §4.1.3, §6 and the password
+# grant's; RFC 7636 §4.5; RFC 7009 and 7662's `token`; RFC 8693 §2.1). The one list the endpoints
+# refuse in a URL and keep out of error reports, and plumbing.logfilters keeps out of the logs.
+CREDENTIAL_PARAMS = (
+    "client_secret",
+    "code",
+    "code_verifier",
+    "refresh_token",
+    "token",
+    "password",
+    "subject_token",
+    "actor_token",
+    "assertion",  # RFC 7523: an ID-JAG (oauthflows.idjag) is a credential too
+)
+
 
 class BodyError(ValueError):
     """A request body the token endpoint cannot read."""

@@ -3,7 +3,7 @@
 A per-process semaphore bounds nothing under gunicorn's sync workers (one request per process at a
 time), so the slots live where the rate limits keep their counts (settings.RATELIMIT_CACHE: Redis,
 or PostgreSQL's counter table, plumbing/countercache.py). On SQLite that cache is per process
-(locmem), and so are the slots: README, "Rate limits".
+(locmem), and so are the slots: docs/configuration.md, "Rate limits".
 
 Slot i of a pool is one cache key, taken with `cache.add` (atomic on every backend we use: Redis
 SET NX, one INSERT … ON CONFLICT statement in PostgreSQL, a lock in locmem) with a lifetime of its

@@ -23,7 +23,7 @@ def _time_zones() -> frozenset[str]:
 
 
 def profile_data(profile) -> dict:
-    """The /v2/me `data` object (spec §4.4; fields chosen in the README)."""
+    """The /v2/me `data` object (spec §4.4; fields chosen in docs/choices.md)."""
     user = profile.user
     return {
         "id": user.pk,

@@ -29,7 +29,7 @@ from django.db.models.signals import post_save
 
 from oauthclients.models import ClientKind, ClientStatus, OAuthClient, TokenFormat
 from signing.keys import signer_current
-from signing.statuslist import access_token_algorithm, allocator, list_uri, sign
+from signing.statuslist import allocator, jws_sign, jwt_signing_algorithm, list_uri
 
 JWT_FORMATS_SECONDS = 30
 ACCESS_TOKEN_TYPE = "at+jwt"
@@ -83,9 +83,9 @@ def access_token_jwt(
     *, user_pk, client_id: str, scope: str, audience: list[str], auth_time: int, lifetime: int, act: dict | None = None
 ):
     """(the signed JWT, (status list, index)) for a new access token; `act` for an exchanged one (RFC 8693 §4.1)."""
-    signer = signer_current(access_token_algorithm())
+    signer = signer_current(jwt_signing_algorithm())
     if signer is None:
-        raise NoSigningKey(access_token_algorithm())
+        raise NoSigningKey(jwt_signing_algorithm())
     key, op_key = signer
     number, index = allocator.take()
     issued = int(time.time())
@@ -101,4 +101,4 @@ def access_token_jwt(
         "auth_time": auth_time,
         "status": {"status_list": {"idx": index, "uri": list_uri(number)}},
     } | ({"act": act} if act else {})
-    return sign(claims, typ=ACCESS_TOKEN_TYPE, key=key, op_key=op_key), (number, index)
+    return jws_sign(claims, typ=ACCESS_TOKEN_TYPE, key=key, op_key=op_key), (number, index)

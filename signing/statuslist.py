@@ -54,7 +54,6 @@ from signing.keys import signer_current
 
 BLOCK = 256
 SEQUENCE = "oauthclients_status_index_seq"
-STATUS_LIST_PATH = "/v2/auth/oauth2/status-lists/"
 
 
 def list_size() -> int:
@@ -66,7 +65,7 @@ def list_ttl() -> int:
 
 
 def list_uri(number: int) -> str:
-    return f"{settings.OAUTH_ISSUER}{STATUS_LIST_PATH}{number}"
+    return f"{settings.OAUTH_ISSUER}{settings.OAUTH_STATUS_LIST_PATH}{number}"
 
 
 # --- handing out indices -------------------------------------------------------------------------
@@ -229,13 +228,6 @@ def status_triggers_missing(using: str = "default") -> list[str]:
     return [name for name in TRIGGERS if name not in present]
 
 
-def status_bit(number: int, index: int) -> int | None:
-    """The bit of one token (None: no such list)."""
-    if not StatusList.objects.filter(number=number).exists():
-        return None
-    return int(StatusRevocation.objects.filter(status_list=number, index=index).exists())
-
-
 def status_list_bits(number: int, size: int) -> bytes:
     """The list's bytes: bit i is bit i % 8 (least significant first) of byte i // 8."""
     bits = bytearray(size // 8)
@@ -260,7 +252,7 @@ def status_list_token(number: int) -> str | None:
     if size is None:
         return None
     version = StatusRevocation.objects.filter(status_list=number).aggregate(count=Count("id"), newest=Max("id"))
-    signer = signer_current(access_token_algorithm())
+    signer = signer_current(jwt_signing_algorithm())
     if signer is None:
         raise LookupError("no signing key")
     key, op_key = signer
@@ -278,19 +270,23 @@ def status_list_token(number: int) -> str | None:
         "ttl": list_ttl(),
         "status_list": {"bits": 1, "lst": _b64(zlib.compress(status_list_bits(number, size), 9))},
     }
-    token = sign(claims, typ="statuslist+jwt", key=key, op_key=op_key)
+    token = jws_sign(claims, typ="statuslist+jwt", key=key, op_key=op_key)
     status_list_built.send(sender=None, number=number)
     with _signed_lock:
         _signed[number] = (version, token, now)
     return token
 
 
-def access_token_algorithm() -> str:
+def jwt_signing_algorithm() -> str:
+    """The algorithm of every JWT this server signs for resource servers: the access tokens
+    (signing.jwtokens) and the status lists that revoke them, under one key (the verifier
+    checks both with the same JWKS key)."""
     return settings.OAUTH_JWT_ACCESS_TOKEN_ALGORITHM
 
 
-def sign(claims: dict, *, typ: str, key, op_key) -> str:
-    """A compact JWS of `claims` with this key (header alg, kid, typ): RFC 7515 signed by
+def jws_sign(claims: dict, *, typ: str, key, op_key) -> str:
+    """A compact JWS of `claims` with this key (header alg, kid, typ), for a JWT access token
+    (`at+jwt`, signing.jwtokens) or a status list (`statuslist+jwt`): RFC 7515 signed by
     `cryptography` directly with the key signing.keys.signer_current holds (a third of
     jwcrypto's JWS time per token, measured; tests verify the result with jwcrypto and with
     oauth4webapi)."""

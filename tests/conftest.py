@@ -2,8 +2,9 @@ import os
 
 import pytest
 from django.db import connection
+from django.test import Client
 
-from tests.factories import make_client, make_user
+from tests.factories import PASSWORD, make_client, make_user
 
 REQUIRE_POSTGRES = os.environ.get("REQUIRE_POSTGRES") == "1"
 
@@ -44,6 +45,24 @@ def reviewer(db):
 @pytest.fixture
 def end_user(db):
     return make_user("enduser")
+
+
+# Three kinds of browser, three names: `browser` (here: Django's test client, logged in as the end
+# user), `user_session` (tests/integration: a requests.Session logged in to a live server) and
+# `chromium` (tests/browser: a real headless Chromium).
+@pytest.fixture
+def browser(end_user):
+    """The end user's browser (Django's test client), logged in."""
+    browser = Client()
+    assert browser.login(username=end_user.username, password=PASSWORD)
+    return browser
+
+
+@pytest.fixture
+def staff(client, reviewer):
+    """The reviewer's browser (pytest-django's `client`), logged in to the admin."""
+    client.force_login(reviewer)
+    return client
 
 
 @pytest.fixture

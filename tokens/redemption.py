@@ -20,7 +20,7 @@ stays about what surrounds the database work.
 
 Replaces: Validator.validate_code / invalidate_authorization_code and validate_refresh_token's
 `select_for_update()…first()` + `save()` / `update()` / `delete()` (the full path, still there and
-switched on for every request by OAUTH_FAST_REDEMPTION=0). Justified by (README, "The hot paths",
+switched on for every request by OAUTH_FAST_REDEMPTION=0). Justified by (docs/performance.md, "The hot paths",
 3): exchange 5 → 4 statements, refresh 6 → 4; bench refresh 0.82 → 1.00 × its floor, exchange
 0.74 → 0.98 ×. Kept honest by tests/tokens/test_redemption_paths.py (the same scenarios both
 ways, answers and rows compared, PostgreSQL) and tests/tokens/test_redemption.py.
@@ -52,6 +52,24 @@ def _supported(model) -> str | None:
 
 def _names(model, *fields: str) -> dict[str, str]:
     return quoted_columns(connections[router.db_for_write(model)], model, *fields)
+
+
+# What a code's claim returns, in the order of its RETURNING: the row is read back by these names
+# (dict(zip(...))), so a column and its value cannot drift apart. OpenID Connect's nonce, auth_time,
+# sid and amr ride along: the ID token needs no second read.
+GRANT_RETURNING = (
+    "id",
+    "user",
+    "scope",
+    "expires",
+    "code_challenge",
+    "code_challenge_method",
+    "resource",
+    "nonce",
+    "auth_time",
+    "sid",
+    "amr",
+)
 
 
 @cache
@@ -94,9 +112,7 @@ def _grant_sql(with_verifier: bool) -> str:
         f"AND {g['expires']} > %(now)s AND {g['redirect_uri']} = %(redirect_uri)s AND {pkce} "
         # A code of a user deactivated since it was issued is not redeemed (SECURITY.md).
         f"AND EXISTS (SELECT 1 FROM {user_table} u WHERE u.{u['id']} = {table}.{g['user']} AND u.{u['is_active']}) "
-        f"RETURNING {g['id']}, {g['user']}, {g['scope']}, {g['expires']}, {g['code_challenge']}, "
-        # OpenID Connect's nonce, auth_time, sid and amr ride along: the ID token needs no second read.
-        f"{g['code_challenge_method']}, {g['resource']}, {g['nonce']}, {g['auth_time']}, {g['sid']}, {g['amr']}"
+        f"RETURNING {', '.join(g[name] for name in GRANT_RETURNING)}"
     )
 
 
@@ -141,30 +157,37 @@ def grant_claim(
         row = cursor.fetchone()
     if row is None:
         return None
-    pk, user_id, scope, expires, challenge, method, resource, nonce, auth_time, sid, amr = row
+    claimed = dict(zip(GRANT_RETURNING, row, strict=True))
     grant = _instance(
         Grant,
         alias,
         {
-            "id": pk,
-            "user_id": user_id,
+            "id": claimed["id"],
+            "user_id": claimed["user"],
             "application_id": client_pk,
-            "expires": expires,
+            "expires": claimed["expires"],
             "redirect_uri": redirect_uri,
-            "scope": scope,
-            "code_challenge": challenge,
-            "code_challenge_method": method,
-            "resource": _json_column(Grant, "resource", resource, alias),
-            "nonce": nonce,
-            "auth_time": auth_time,
-            "sid": sid,
-            "amr": amr,
+            "scope": claimed["scope"],
+            "code_challenge": claimed["code_challenge"],
+            "code_challenge_method": claimed["code_challenge_method"],
+            "resource": _json_column(Grant, "resource", claimed["resource"], alias),
+            "nonce": claimed["nonce"],
+            "auth_time": claimed["auth_time"],
+            "sid": claimed["sid"],
+            "amr": claimed["amr"],
             "used_at": now,
             "token_family": family,
         },
     )
-    Grant._meta.get_field("user").set_cached_value(grant, _user(alias, user_id))
+    Grant._meta.get_field("user").set_cached_value(grant, _user(alias, claimed["user"]))
     return grant, family
+
+
+# What a refresh token's claim returns, in the order of the `claimed` CTE's RETURNING: the refresh
+# token's own columns, then its access token's as they were (`old`, read before the DELETE). The
+# row is read back by these names.
+REFRESH_RETURNING = ("id", "user", "token_family", "created", "resource", "auth_time")
+OLD_ACCESS_RETURNING = ("access_token_id", "scope", "expires", "status_list", "status_index")
 
 
 @cache
@@ -200,9 +223,8 @@ def _refresh_sql() -> str:
         f"FOR UPDATE OF r), "
         f"claimed AS (UPDATE {refresh_table} SET {r['revoked']} = %(now)s, {r['access_token']} = NULL, "
         f"{r['updated']} = %(now)s FROM old WHERE {refresh_table}.{r['id']} = old.id "
-        f"RETURNING {refresh_table}.{r['id']}, {refresh_table}.{r['user']}, {refresh_table}.{r['token_family']}, "
-        f"{refresh_table}.{r['created']}, {refresh_table}.{r['resource']}, {refresh_table}.{r['auth_time']}, "
-        f"old.access_token_id, old.scope, old.expires, old.status_list, old.status_index), "
+        f"RETURNING {', '.join(f'{refresh_table}.{r[name]}' for name in REFRESH_RETURNING)}, "
+        f"{', '.join(f'old.{name}' for name in OLD_ACCESS_RETURNING)}), "
         # A JWT's status bit is set by the database's trigger as its row goes (signing.statuslist).
         f"gone AS (DELETE FROM {access_table} WHERE {a['id']} IN (SELECT access_token_id FROM claimed)) "
         f"SELECT * FROM claimed"
@@ -226,20 +248,20 @@ def refresh_token_claim(*, raw: str, client_pk: int, now: datetime, alive_after:
         row = cursor.fetchone()
     if row is None:
         return None
-    pk, user_id, family, created, resource, auth_time, access_token_id, scope, expires, status_list, status_index = row
+    claimed = dict(zip(REFRESH_RETURNING + OLD_ACCESS_RETURNING, row, strict=True))
     token = _instance(
         RefreshToken,
         alias,
         {
-            "id": pk,
-            "user_id": user_id,
+            "id": claimed["id"],
+            "user_id": claimed["user"],
             "application_id": client_pk,
-            "access_token_id": access_token_id,
-            "created": created,
+            "access_token_id": claimed["access_token_id"],
+            "created": claimed["created"],
             "revoked": now,
-            "token_family": family,
-            "resource": _json_column(RefreshToken, "resource", resource, alias),
-            "auth_time": auth_time,
+            "token_family": claimed["token_family"],
+            "resource": _json_column(RefreshToken, "resource", claimed["resource"], alias),
+            "auth_time": claimed["auth_time"],
         },
     )
     # A JWT's status list place rides along: the caller sets its bit (signing.statuslist).
@@ -247,13 +269,13 @@ def refresh_token_claim(*, raw: str, client_pk: int, now: datetime, alive_after:
         AccessToken,
         alias,
         {
-            "id": access_token_id,
-            "expires": expires,
-            "scope": scope,
-            "status_list": status_list,
-            "status_index": status_index,
+            "id": claimed["access_token_id"],
+            "expires": claimed["expires"],
+            "scope": claimed["scope"],
+            "status_list": claimed["status_list"],
+            "status_index": claimed["status_index"],
         },
     )
     RefreshToken._meta.get_field("access_token").set_cached_value(token, access)
-    RefreshToken._meta.get_field("user").set_cached_value(token, _user(alias, user_id))
+    RefreshToken._meta.get_field("user").set_cached_value(token, _user(alias, claimed["user"]))
     return token

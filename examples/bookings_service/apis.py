@@ -4,6 +4,7 @@ what got through, and as whom, is visible from outside."""
 import hashlib
 from datetime import timedelta
 
+from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
@@ -48,6 +49,12 @@ def _answer(request, data, *, status=200, **extra):
         },
         status=status,
     )
+
+
+def _store() -> bool:
+    """Whether this service keeps bookings and records calls (OAUTH_BOOKINGS_STORE; off in a process
+    without that setting, such as the bench's in-process reference route)."""
+    return getattr(settings, "OAUTH_BOOKINGS_STORE", False)
 
 
 def _received(request) -> None:
@@ -99,12 +106,16 @@ class BookingsApi(ScopedApiView):
     @documented()
     def get(self, request):
         """The token's user's bookings."""
+        if not _store():
+            return _answer(request, [])
         _received(request)
         return _answer(request, [_shown(booking) for booking in _bookings_of(request.auth.subject)])
 
     @documented(201, request=None)
     def post(self, request):
         """Book: `title` (and optionally `start`, ISO 8601; 30 minutes) for the token's user."""
+        if not _store():
+            return Response({"status": "error", "error": {"message": "This service keeps no bookings."}}, status=503)
         _received(request)
         body = request.data if isinstance(request.data, dict) else {}
         title = str(body.get("title") or "New booking")[:200]

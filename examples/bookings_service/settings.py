@@ -90,6 +90,9 @@ OAUTH_BOOKINGS_DATABASE = _env(
     "OAUTH_BOOKINGS_DATABASE", os.path.join(tempfile.gettempdir(), "example-bookings-service.sqlite3")
 )
 DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": OAUTH_BOOKINGS_DATABASE}}
+# 0: keep nothing (GET answers an empty list, POST 503, no call recorded): `make bench` measures the
+# token check alone this way, as the project's own in-process route does.
+OAUTH_BOOKINGS_STORE = _env_bool("OAUTH_BOOKINGS_STORE", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Active introspection answers (OAUTH_INTROSPECTION_CACHE_SECONDS > 0) are kept per process.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

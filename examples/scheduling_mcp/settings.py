@@ -1,5 +1,5 @@
-"""Settings of the example MCP server: the bookings service's `OAUTH_*` variables (README, "Example
-resource server"), read from the environment.
+"""Settings of the example MCP server: the bookings service's `OAUTH_*` variables (docs/walkthrough.md, "A second
+service"), read from the environment.
 
 - `OAUTH_RESOURCE_SERVER_ID`, `OAUTH_RESOURCE_SERVER_SECRET` (required): a resource server made with
   `manage.py oauthclient create --resource-server --resource-uri http://127.0.0.1:PORT/mcp`;

@@ -39,7 +39,7 @@ def _unavailable(reason: str) -> None:
 
 
 @pytest.fixture
-def browser() -> Iterator["object"]:
+def chromium() -> Iterator["object"]:
     """A headless Chromium for one test, closed (with Playwright's driver) when the test ends.
 
     Function-scoped on purpose: Playwright's sync API runs an event loop in this thread, and Django
@@ -60,9 +60,9 @@ def browser() -> Iterator["object"]:
             chromium.close()
 
 
-def new_page(browser, *, width: int = 1100, height: int = 900):
+def new_page(chromium, *, width: int = 1100, height: int = 900):
     """A page in a fresh context (its own cookies: one person), with bounded waits."""
-    context = browser.new_context(viewport={"width": width, "height": height})
+    context = chromium.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     page.set_default_timeout(ACTION_TIMEOUT_MS)
     page.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)

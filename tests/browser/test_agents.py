@@ -34,7 +34,7 @@ def agent(people):
 
 
 @pytest.mark.parametrize("viewport", list(VIEWPORTS))
-def test_unverified_consent_and_admin_queue_with_axe(people, agent, live_server, browser, screenshots, viewport):
+def test_unverified_consent_and_admin_queue_with_axe(people, agent, live_server, chromium, screenshots, viewport):
     width, height = VIEWPORTS[viewport]
     base = live_server.url
     query = urlencode(
@@ -50,7 +50,7 @@ def test_unverified_consent_and_admin_queue_with_axe(people, agent, live_server,
     )
     audit = Audit(screenshots)
 
-    user = new_page(browser, width=width, height=height)
+    user = new_page(chromium, width=width, height=height)
     user.goto(f"{base}/auth/oauth2/authorize?{query}")
     log_in(user, "enduser")
     audit(user, "unverified-consent")
@@ -64,7 +64,7 @@ def test_unverified_consent_and_admin_queue_with_axe(people, agent, live_server,
     # Nothing of the page is wider than the phone's screen.
     assert user.evaluate("document.documentElement.scrollWidth") <= width
 
-    admin = new_page(browser, width=width, height=height)
+    admin = new_page(chromium, width=width, height=height)
     admin.goto(base + "/admin/")
     log_in(admin, "admin")
     audit(admin, "admin-index")

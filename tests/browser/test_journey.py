@@ -135,11 +135,11 @@ def log_in(page, username: str) -> None:
         page.click("main button[type=submit], #login-form input[type=submit]")
 
 
-def test_register_approve_consent_exchange_call_and_revoke(people, live_server, browser, screenshots):
+def test_register_approve_consent_exchange_call_and_revoke(people, live_server, chromium, screenshots):
     base = live_server.url
     with ThirdPartyApp(base) as app:
         # 1. The developer registers the app and copies its one-time secret.
-        developer = new_page(browser)
+        developer = new_page(chromium)
         developer.goto(base + "/settings/developer/clients/new/")
         assert "/accounts/login/" in developer.url
         screenshots(developer, "developer-login")
@@ -164,7 +164,7 @@ def test_register_approve_consent_exchange_call_and_revoke(people, live_server, 
         assert "Pending review." in developer.inner_text("main")
 
         # 2. The administrator approves it in the Django admin.
-        admin = new_page(browser, width=1280)
+        admin = new_page(chromium, width=1280)
         admin.goto(base + "/admin/oauthclients/oauthclient/")
         screenshots(admin, "admin-login")
         log_in(admin, "admin")
@@ -182,7 +182,7 @@ def test_register_approve_consent_exchange_call_and_revoke(people, live_server, 
         assert "Approved 1 client." in admin.inner_text(".messagelist")
 
         # 3. The end user follows the app's authorization link, logs in and reads the consent screen.
-        user = new_page(browser, width=390, height=844)  # a phone
+        user = new_page(chromium, width=390, height=844)  # a phone
         query = urlencode(
             {"client_id": app.client_id, "redirect_uri": app.redirect_uri, "scope": " ".join(SCOPES), "state": STATE}
         )

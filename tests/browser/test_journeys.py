@@ -59,14 +59,14 @@ def logo_file(tmp_path) -> str:
 
 
 @pytest.mark.parametrize("viewport", list(VIEWPORTS))
-def test_four_journeys_with_axe(people, live_server, browser, screenshots, tmp_path, viewport):
+def test_four_journeys_with_axe(people, live_server, chromium, screenshots, tmp_path, viewport):
     width, height = VIEWPORTS[viewport]
     base = live_server.url
     audit = Audit(screenshots)
     logo = logo_file(tmp_path)
     with ThirdPartyApp(base) as app:
         # 1. The developer registers the app with a logo and copies the one-time secret.
-        dev = new_page(browser, width=width, height=height)
+        dev = new_page(chromium, width=width, height=height)
         dev.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base)
         dev.goto(base + "/accounts/login/")
         audit(dev, "login")
@@ -106,7 +106,7 @@ def test_four_journeys_with_axe(people, live_server, browser, screenshots, tmp_p
         audit(dev, "client-page-after-reload")
 
         # 2. The administrator approves it from its change page.
-        admin = new_page(browser, width=width, height=height)
+        admin = new_page(chromium, width=width, height=height)
         admin.goto(base + "/admin/")
         audit(admin, "admin-login")
         log_in(admin, "admin")
@@ -141,7 +141,7 @@ def test_four_journeys_with_axe(people, live_server, browser, screenshots, tmp_p
         audit(admin, "admin-audit-events")
 
         # 3. The end user consents, then revokes.
-        user = new_page(browser, width=width, height=height)
+        user = new_page(chromium, width=width, height=height)
         query = urlencode(
             {"client_id": app.client_id, "redirect_uri": app.redirect_uri, "scope": " ".join(SCOPES), "state": "s1"}
         )
@@ -197,9 +197,9 @@ def test_four_journeys_with_axe(people, live_server, browser, screenshots, tmp_p
     audit.assert_clean()
 
 
-def test_registering_works_without_javascript(people, live_server, browser, screenshots):
+def test_registering_works_without_javascript(people, live_server, chromium, screenshots):
     """The same form with JavaScript off: details open natively, no copy buttons, the secret still shown once."""
-    context = browser.new_context(viewport={"width": 390, "height": 844}, java_script_enabled=False)
+    context = chromium.new_context(viewport={"width": 390, "height": 844}, java_script_enabled=False)
     page = context.new_page()
     page.set_default_timeout(10_000)
     page.goto(live_server.url + "/settings/developer/clients/new/")

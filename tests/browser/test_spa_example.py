@@ -45,10 +45,10 @@ def spa_client(people, live_server, settings, spa_server):
 
 
 def test_the_spa_example_signs_in_and_reads_me_from_another_origin(
-    spa_client, spa_server, live_server, browser, screenshots
+    spa_client, spa_server, live_server, chromium, screenshots
 ):
     client_id = spa_client.client_id  # read before the browser's event loop starts
-    page = new_page(browser, width=390, height=844)
+    page = new_page(chromium, width=390, height=844)
     page.goto(f"{spa_server}/index.html?" + urlencode({"issuer": live_server.url, "client_id": client_id}))
     with page.expect_navigation():
         page.click("#sign-in")

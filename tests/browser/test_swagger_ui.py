@@ -20,6 +20,7 @@ def docs_client(transactional_db, live_server, settings):
         owner=admin,
         actor=admin,
         name="API docs (Swagger UI)",
+        purpose="Try the API from its documentation.",
         kind=ClientKind.PUBLIC,
         scopes=["PROFILE_READ", "PROFILE_WRITE"],
         redirect_uris=[live_server.url + "/v2/docs/oauth2-redirect.html"],
@@ -37,9 +38,9 @@ def docs_client(transactional_db, live_server, settings):
         yield reader
 
 
-def test_swagger_ui_authorizes_with_pkce_and_calls_me(docs_client, live_server, browser, screenshots):
+def test_swagger_ui_authorizes_with_pkce_and_calls_me(docs_client, live_server, chromium, screenshots):
     base = live_server.url
-    page = new_page(browser, width=1280)
+    page = new_page(chromium, width=1280)
     page.goto(base + "/accounts/login/?next=/v2/docs/")
     log_in(page, docs_client.username)
     page.wait_for_selector(".swagger-ui .btn.authorize")

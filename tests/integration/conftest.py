@@ -42,13 +42,19 @@ def app_owner(transactional_db):
 
 
 @pytest.fixture
-def app(app_owner):
+def app_scopes():
+    """The scopes `app` registers; a module that needs others overrides this fixture."""
+    return ["PROFILE_READ"]
+
+
+@pytest.fixture
+def app(app_owner, app_scopes):
     """An approved confidential client and its secret."""
-    created = make_client(app_owner, redirect_uris=["http://localhost:8765/cb"], scopes=["PROFILE_READ"], approve=True)
+    created = make_client(app_owner, redirect_uris=["http://localhost:8765/cb"], scopes=app_scopes, approve=True)
     return created.client, created.secret.plaintext
 
 
 @pytest.fixture
-def browser(server, transactional_db):
+def user_session(server, transactional_db):
     """The end user's browser, logged in to the live server."""
     return login(server.url, make_server_user("racer").username)

@@ -86,7 +86,7 @@ def server_environment(database_url: str, **extra: str) -> dict[str, str]:
 
 
 def example_service_environment(server_url: str, client_id: str, secret: str, **extra: str) -> dict[str, str]:
-    """The example bookings service's environment, configured only by its own variables (README,
+    """The example bookings service's environment, configured only by its own variables (docs/walkthrough.md,
     "A second service"), pointing at the authorization server at `server_url`."""
     env = {
         key: value

@@ -25,17 +25,17 @@ pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db(transaction=True)
 RACERS = 20
 
 
-def race_code(server, app, browser):
+def race_code(server, app, user_session):
     """One code redeemed by RACERS requests at once; (code, responses)."""
     client, secret = app
-    code = authorize(browser, server.url, client)
+    code = authorize(user_session, server.url, client)
     return code, all_at_once(RACERS, lambda index: exchange(server.url, client, secret, code))
 
 
-def race_refresh(server, app, browser):
+def race_refresh(server, app, user_session):
     """One refresh token presented by RACERS requests at once; (first tokens, family, responses)."""
     client, secret = app
-    first = exchange(server.url, client, secret, authorize(browser, server.url, client)).json()
+    first = exchange(server.url, client, secret, authorize(user_session, server.url, client)).json()
     family = RefreshToken.objects.get().token_family
     responses = all_at_once(RACERS, lambda index: refresh(server.url, client.client_id, secret, first["refresh_token"]))
     return first, family, responses
@@ -47,15 +47,15 @@ def assert_no_orphan() -> None:
     assert not AccessToken.objects.filter(refresh_token__isnull=True).exists()
 
 
-def test_twenty_concurrent_redemptions_of_one_code_have_exactly_one_winner(server, app, browser):
+def test_twenty_concurrent_redemptions_of_one_code_have_exactly_one_winner(server, app, user_session):
     client, secret = app
-    code, responses = race_code(server, app, browser)
+    code, responses = race_code(server, app, user_session)
 
     assert statuses(responses) == [200] + [400] * (RACERS - 1)
     assert error_codes(responses) == {"invalid_grant"}
     # One pair was minted, the winner's, and nothing else: no duplicate, no orphan. Codes are
     # strictly single use (RFC 9700 §4.5), so the losers' second presentations revoked that pair
-    # (README, "Codes are single use"): no grace for codes, even for a racing duplicate.
+    # (docs/choices.md, "Codes are single use"): no grace for codes, even for a racing duplicate.
     tokens = winner(responses)
     grant = Grant.objects.get(code=digest(code))
     assert grant.used_at is not None and grant.token_family is None
@@ -66,9 +66,9 @@ def test_twenty_concurrent_redemptions_of_one_code_have_exactly_one_winner(serve
     assert refresh(server.url, client.client_id, secret, tokens["refresh_token"]).status_code == 400
 
 
-def test_twenty_concurrent_refreshes_of_one_token_have_exactly_one_winner(server, app, browser):
+def test_twenty_concurrent_refreshes_of_one_token_have_exactly_one_winner(server, app, user_session):
     client, secret = app
-    first, family, responses = race_refresh(server, app, browser)
+    first, family, responses = race_refresh(server, app, user_session)
 
     assert statuses(responses) == [200] + [400] * (RACERS - 1)
     assert error_codes(responses) == {"invalid_grant"}

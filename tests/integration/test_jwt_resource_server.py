@@ -17,7 +17,6 @@ from django.conf import settings as test_settings
 from oauthclients import services
 from signing.keys import signing_key_create, signing_key_rotate
 from signing.statuslist import allocator
-from tests.factories import make_client
 from tests.integration.flows import TIMEOUT, authorize, exchange, login, make_server_user, refresh
 from tests.integration.server import (
     example_service_environment,
@@ -84,12 +83,8 @@ def bookings(server, credentials):
 
 
 @pytest.fixture
-def app(transactional_db):
-    owner = make_server_user("appowner")
-    created = make_client(
-        owner, redirect_uris=["http://localhost:8765/cb"], scopes=["PROFILE_READ", "BOOKING_READ"], approve=True
-    )
-    return created.client, created.secret.plaintext
+def app_scopes():
+    return ["PROFILE_READ", "BOOKING_READ"]
 
 
 def issue(server, app, user, *, resource=BOOKINGS) -> dict:

@@ -23,7 +23,7 @@ from oauthclients import services
 User = get_user_model()
 owner = User.objects.create_user("owner", "owner@example.com", "correct-horse-battery-staple")
 User.objects.create_user("racer", "racer@example.com", "correct-horse-battery-staple")
-created = services.client_create(owner=owner, name="Racer", website_url="https://racer.example.com",
+created = services.client_create(owner=owner, name="Racer", purpose="Races.", website_url="https://racer.example.com",
     kind="confidential", redirect_uris=["http://localhost:8765/cb"], scopes=["PROFILE_READ"], approve=True)
 print(json.dumps({"client_id": created.client.client_id, "secret": created.secret.plaintext}))
 """

@@ -18,7 +18,7 @@ import redis
 import requests
 from django.db import connection
 
-from tests.factories import PASSWORD, make_client
+from tests.factories import PASSWORD
 from tests.integration.conftest import REPORTS
 from tests.integration.flows import (
     _csrf_token,
@@ -110,13 +110,6 @@ def servers(request, _postgres_only_guard, transactional_db, redis_db):
         if report is None or report.failed:
             for server in live:
                 print_log(server)
-
-
-@pytest.fixture
-def app(transactional_db):
-    owner = make_server_user("appowner")
-    created = make_client(owner, redirect_uris=["http://localhost:8765/cb"], scopes=["PROFILE_READ"], approve=True)
-    return created.client, created.secret.plaintext
 
 
 def test_authorize_on_one_exchange_on_the_other_refresh_back_and_call_the_api(servers, app):

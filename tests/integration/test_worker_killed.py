@@ -105,9 +105,9 @@ def kill_workers_until(done: threading.Event, server) -> list[bool]:
     return kills
 
 
-def test_killing_workers_mid_exchange_leaves_no_half_issued_token(server, app, browser):
+def test_killing_workers_mid_exchange_leaves_no_half_issued_token(server, app, user_session):
     client, secret = app
-    codes = [authorize(browser, server.url, client) for _ in range(CODES)]
+    codes = [authorize(user_session, server.url, client) for _ in range(CODES)]
     done = threading.Event()
 
     def attempt(code):

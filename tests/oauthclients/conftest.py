@@ -1,2 +1,2 @@
 # The flow fixtures of tests/oauthflows, for the cleanup tests that issue real tokens.
-from tests.oauthflows.conftest import api, browser, confidential  # noqa: F401
+from tests.oauthflows.conftest import api, confidential  # noqa: F401

@@ -4,7 +4,7 @@ from django.db import connection
 from django.utils import timezone
 
 from oauthclients import services
-from oauthclients.models import ClientAuditEvent, ClientKind, ClientSecret, OAuthClient
+from oauthclients.models import ClientAuditEvent, ClientKind, ClientSecret, OAuthClient, StatusList, StatusRevocation
 from tests.factories import make_client
 
 
@@ -79,3 +79,10 @@ def database_text() -> str:
             cursor.execute(f"SELECT * FROM {quote(table)}")  # noqa: S608 - names come from introspection
             values.extend(str(value) for row in cursor.fetchall() for value in row)
     return "\n".join(values)
+
+
+def status_bit(number: int, index: int) -> int | None:
+    """The status bit of one token as the tables hold it (None: no such list)."""
+    if not StatusList.objects.filter(number=number).exists():
+        return None
+    return int(StatusRevocation.objects.filter(status_list=number, index=index).exists())

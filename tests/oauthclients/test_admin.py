@@ -10,7 +10,7 @@ from django.utils import timezone
 from oauth2_provider.models import set_token_value
 
 from oauthclients import services
-from oauthclients.admin import OAuthClientAdmin
+from oauthclients.admin import ClientAddForm, OAuthClientAdmin
 from oauthclients.models import (
     AccessToken,
     AuditAction,
@@ -25,12 +25,6 @@ from tests.security.credentials import digests_on_page
 
 CHANGELIST = "admin:oauthclients_oauthclient_changelist"
 SECRET_IN_PAGE = re.compile(r'class="one-time-secret">(cs_[A-Za-z0-9_-]+)<')
-
-
-@pytest.fixture
-def staff(client, reviewer):
-    client.force_login(reviewer)
-    return client
 
 
 def run_action(http, action, clients, **confirmation):
@@ -122,7 +116,7 @@ def test_a_mail_failure_neither_fails_the_action_nor_stops_the_batch(staff, owne
 def test_the_admin_add_form_refuses_a_name_with_a_line_break(staff, owner):
     response = staff.post(reverse("admin:oauthclients_oauthclient_add"), add_form_data(owner, name="A\r\nB"))
     assert response.status_code == 200
-    assert "single line" in " ".join(response.context["adminform"].form.errors["name"])
+    assert "single line" in " ".join(response.context["form"].errors["name"])
     assert not OAuthClient.objects.filter(name__startswith="A").exists()
 
 
@@ -264,7 +258,7 @@ def add_form_data(owner, **overrides):
         "redirect_uris": "https://admin-made.example.com/cb\nhttp://127.0.0.1:9000/cb",
         "scopes": ["PROFILE_READ", "SCHEDULE_READ"],
         "website_url": "https://admin-made.example.com",
-        "purpose": "",
+        "purpose": "Shows your bookings in the office app.",
         **overrides,
     }
 
@@ -301,7 +295,7 @@ def test_adding_a_client_shows_the_services_errors_on_the_form(staff, owner):
     response = staff.post(reverse("admin:oauthclients_oauthclient_add"), data)
 
     assert response.status_code == 200
-    errors = response.context["adminform"].form.errors
+    errors = response.context["form"].errors
     assert "must use https" in " ".join(errors["redirect_uris"])
     assert "Select at least one scope." in errors["scopes"]
     assert not OAuthClient.objects.filter(name="Admin Made").exists()
@@ -381,3 +375,14 @@ def test_the_admins_add_form_takes_the_token_format(staff, reviewer):
         {"owner": reviewer.pk, "name": "Halls", "client_type": "resource_server", "token_format": "jwt"},
     )
     assert b"need a resource URI" in refused.content and not OAuthClient.objects.filter(name="Halls").exists()
+
+
+def test_the_add_page_is_the_services_form_with_the_owner_lookup(staff):
+    add = reverse("admin:oauthclients_oauthclient_add")
+    assert add in staff.get(reverse("admin:oauthclients_oauthclient_changelist")).content.decode()
+    response = staff.get(add)
+    page = response.content.decode()
+    assert response.status_code == 200 and isinstance(response.context["form"], ClientAddForm)
+    assert 'id="id_owner"' in page and 'class="related-lookup"' in page and "RelatedObjectLookups" in page
+    form = page.split('id="oauthclient_form"')[1].split("</form>")[0]
+    assert form.count('type="submit"') == 1  # every way out is the one-time secret page

@@ -15,12 +15,6 @@ from tests.security.credentials import digests_on_page
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def staff(client, reviewer):
-    client.force_login(reviewer)
-    return client
-
-
 def change_url(app):
     return reverse("admin:oauthclients_oauthclient_change", args=[app.pk])
 

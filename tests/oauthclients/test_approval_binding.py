@@ -20,12 +20,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def staff(client, reviewer):
-    client.force_login(reviewer)
-    return client
-
-
-@pytest.fixture
 def good_app(owner):
     return make_client(
         owner, name="Good App", redirect_uris=["https://good.example/cb"], scopes=["PROFILE_READ"]

@@ -77,6 +77,7 @@ def make_client_with(owner, **extra):
     return services.client_create(
         owner=owner,
         name="Logo App",
+        purpose="Shows your bookings.",
         website_url="https://logo.example.com",
         kind="confidential",
         redirect_uris=["https://logo.example.com/cb"],

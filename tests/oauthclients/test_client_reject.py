@@ -17,8 +17,8 @@ from tests.oauthclients.service_helpers import (
     reject,
     stored,
 )
-from tests.oauthflows.helpers import exchange, get_code, me, refresh
-from tests.oauthflows.test_token import assert_token_error, assert_tokens
+from tests.oauthflows.helpers import assert_tokens, exchange, get_code, me, refresh
+from tests.oauthflows.test_token import assert_token_error
 
 
 @pytest.mark.parametrize("start", ["pending", "approved"])

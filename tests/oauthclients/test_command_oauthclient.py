@@ -7,6 +7,7 @@ from django.core.management.base import CommandError
 
 from oauthclients import services
 from oauthclients.models import AuditAction, ClientAuditEvent, ClientSecret, ClientStatus, OAuthClient, digest
+from oauthclients.services import PURPOSE_REQUIRED
 from tests.factories import make_client
 
 GOOD_URI = "https://calendar-sync.example.com/callback"
@@ -314,9 +315,9 @@ def test_stdout_is_only_json_with_the_default_console_mail(owner, reviewer, sett
 # --- what a newcomer reads on the terminal (first-hour findings) ---
 
 
-def test_create_refuses_an_empty_purpose_like_the_developer_form(owner):
+def test_create_refuses_an_empty_purpose_with_the_services_words(owner):
     args = [a for a in create_args() if a not in ("--purpose", "Syncs your calendar.")]
-    assert "--purpose is required" in refused(*args, "--purpose", "  ")
+    assert refused(*args, "--purpose", "  ") == f"purpose: {PURPOSE_REQUIRED}"
     assert not OAuthClient.objects.exists()
 
 

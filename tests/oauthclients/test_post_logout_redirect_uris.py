@@ -137,7 +137,7 @@ def test_the_admin_add_form_sets_them(client, reviewer, owner):
         "post_logout_redirect_uris": "https://admin-made.example.com/bye",
         "scopes": ["PROFILE_READ"],
         "website_url": "https://admin-made.example.com",
-        "purpose": "",
+        "purpose": "Shows your bookings.",
     }
     client.post(reverse("admin:oauthclients_oauthclient_add"), data)
     made = OAuthClient.objects.get(name="Admin Made")

@@ -72,6 +72,7 @@ def _client_create(owner, reviewer, **_):
     return lambda: services.client_create(
         owner=owner,
         name="New App",
+        purpose="Shows your bookings.",
         website_url="https://new.example.com",
         kind="confidential",
         redirect_uris=["https://new.example.com/cb"],

@@ -48,6 +48,7 @@ def approved_with_logo(owner, reviewer):
     created = services.client_create(
         owner=owner,
         name="Good App",
+        purpose="Shows your bookings.",
         website_url="https://good.example",
         kind="confidential",
         redirect_uris=["https://good.example/cb"],
@@ -74,6 +75,7 @@ def test_logos_of_pending_rejected_and_deleted_clients_are_404(owner, reviewer, 
     pending = services.client_create(
         owner=owner,
         name="Pending",
+        purpose="Shows your bookings.",
         website_url="https://p.example",
         kind="public",
         redirect_uris=["https://p.example/cb"],
@@ -217,4 +219,5 @@ def test_the_consent_page_shows_the_approved_purpose_after_an_edit_that_kept_it_
     response = browser.get(authorize_url(edited, redirect_uri="https://good.example/cb"))
     assert response.status_code == 200 and "Good App" in response.content.decode()
     assert "Now also reads your messages." not in response.content.decode()
-    assert edited.changes_since_approval() == ["Purpose: (none) → Now also reads your messages."]
+    assert "Shows your bookings." in response.content.decode()  # the approved purpose
+    assert edited.changes_since_approval() == ["Purpose: Shows your bookings. → Now also reads your messages."]

@@ -124,3 +124,13 @@ def client_post(api, path, client, data: dict, *, secret=None, auth=None, as_jso
     if as_json:
         return api.post(path, data=body, content_type="application/json", **headers)
     return api.post(path, data=urlencode(body), content_type="application/x-www-form-urlencoded", **headers)
+
+
+def assert_tokens(response, scope):
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert set(body) == {"access_token", "refresh_token", "token_type", "expires_in", "scope"}
+    assert body["token_type"] == "bearer" and body["expires_in"] == 1800 and body["scope"] == scope
+    assert response["Cache-Control"] == "no-store" and response["Pragma"] == "no-cache"
+    assert response["Content-Type"].startswith("application/json")
+    return body

@@ -10,8 +10,7 @@ from oauthclients import services
 from oauthclients.audit import audit_event_recorded
 from oauthclients.models import AuditAction, ClientAuditEvent
 from tests.factories import make_client
-from tests.oauthflows.helpers import authorize_url, consent, exchange, get_code, refresh
-from tests.oauthflows.test_token import assert_tokens
+from tests.oauthflows.helpers import assert_tokens, authorize_url, consent, exchange, get_code, refresh
 
 
 @pytest.fixture
@@ -138,7 +137,7 @@ def test_an_authorization_is_audited_with_its_scopes_and_announced(
 
 
 def test_consent_record_writes_a_code_with_the_consent_only_where_one_statement_can(confidential, end_user, settings):
-    settings.OAUTH_CONSENT_STATEMENT = True  # the default (README, "The hot paths", 7), stated
+    settings.OAUTH_CONSENT_STATEMENT = True  # the default (docs/performance.md, "The hot paths", 7), stated
     from datetime import timedelta
 
     from django.db import connection

@@ -8,8 +8,8 @@ from django.test import Client
 from oauthclients import services
 from oauthclients.models import Grant
 from tests.factories import PASSWORD, make_client
-from tests.oauthflows.helpers import AUTHORIZE, authorize_url, consent, exchange, pkce_pair, query_of
-from tests.oauthflows.test_token import assert_token_error, assert_tokens
+from tests.oauthflows.helpers import AUTHORIZE, assert_tokens, authorize_url, consent, exchange, pkce_pair, query_of
+from tests.oauthflows.test_token import assert_token_error
 
 
 def assert_error_page(response, text):

@@ -4,8 +4,8 @@ from django.test import Client
 
 from oauthclients.models import Consent, Grant
 from tests.factories import make_client
-from tests.oauthflows.helpers import exchange, get_code, me, pkce_pair, refresh
-from tests.oauthflows.test_token import assert_token_error, assert_tokens
+from tests.oauthflows.helpers import assert_tokens, exchange, get_code, me, pkce_pair, refresh
+from tests.oauthflows.test_token import assert_token_error
 
 APPS = "/settings/apps/"
 

@@ -10,13 +10,14 @@ from tests.oauthflows.helpers import (
     METADATA,
     REVOKE,
     TOKEN,
+    assert_tokens,
     client_post,
     exchange,
     get_code,
     pkce_pair,
     refresh,
 )
-from tests.oauthflows.test_token import assert_token_error, assert_tokens
+from tests.oauthflows.test_token import assert_token_error
 
 SPA = "https://spa.example.com"
 EVIL = "https://evil.example.net"

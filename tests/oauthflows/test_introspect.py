@@ -8,17 +8,23 @@ from django.utils import timezone
 from oauthclients import services
 from oauthclients.models import AccessToken
 from tests.factories import make_client
-from tests.oauthflows.helpers import INTROSPECT, METADATA, basic, client_post, exchange, get_code, pkce_pair, refresh
-from tests.oauthflows.test_token import assert_token_error, assert_tokens
+from tests.oauthflows.helpers import (
+    INTROSPECT,
+    METADATA,
+    assert_tokens,
+    basic,
+    client_post,
+    exchange,
+    get_code,
+    pkce_pair,
+    refresh,
+)
+from tests.oauthflows.test_token import assert_token_error
 
 
 @pytest.fixture
-def tokens(browser, api, confidential):
-    client, secret = confidential
-    return assert_tokens(
-        exchange(api, client, get_code(browser, client, scope="PROFILE_READ BOOKING_READ"), secret=secret),
-        "PROFILE_READ BOOKING_READ",
-    )
+def token_scope():
+    return "PROFILE_READ BOOKING_READ"
 
 
 def introspect(api, client, token, *, secret=None, hint=None, **kw):

@@ -1,8 +1,8 @@
 """Legacy clients and their migration (spec §2.1, §5.6, §5.8)."""
 
 from oauthclients import services
-from tests.oauthflows.helpers import authorize_url, exchange, get_code, me, query_of, refresh
-from tests.oauthflows.test_token import assert_token_error, assert_tokens
+from tests.oauthflows.helpers import assert_tokens, authorize_url, exchange, get_code, me, query_of, refresh
+from tests.oauthflows.test_token import assert_token_error
 
 
 def test_a_legacy_client_without_scope_gets_an_unrestricted_token(browser, api, legacy):

@@ -110,11 +110,11 @@ def test_the_admin_add_form_refuses_the_hangul_filler(client, reviewer, owner):
         "redirect_uris": "https://admin-made.example.com/cb",
         "scopes": ["PROFILE_READ"],
         "website_url": "https://admin-made.example.com",
-        "purpose": "",
+        "purpose": "Shows your bookings.",
     }
     response = client.post(reverse("admin:oauthclients_oauthclient_add"), data)
     assert response.status_code == 200
-    assert "U+3164" in " ".join(response.context["adminform"].form.errors["name"])
+    assert "U+3164" in " ".join(response.context["form"].errors["name"])
     assert not OAuthClient.objects.filter(user=owner).exists()
 
 

@@ -6,8 +6,7 @@ import pytest
 from django.test import Client
 
 from scopes.catalog import SCOPE_NAMES
-from tests.oauthflows.helpers import METADATA, client_post, exchange, get_code, pkce_pair
-from tests.oauthflows.test_token import assert_tokens
+from tests.oauthflows.helpers import METADATA, assert_tokens, client_post, exchange, get_code, pkce_pair
 
 
 def test_metadata_describes_this_server(db):

@@ -34,14 +34,6 @@ def signing_keys(db):
     return {algorithm: keys.signing_key_create(algorithm=algorithm) for algorithm in ("RS256", "ES256")}
 
 
-@pytest.fixture
-def app(owner):
-    created = make_client(
-        owner, scopes=["PROFILE_READ", "BOOKING_READ"], redirect_uris=["https://app.example.com/cb"], approve=True
-    )
-    return created.client, created.secret.plaintext
-
-
 def _verified(id_token: str, api) -> tuple[dict, dict]:
     """The header and claims, after checking the signature against the published JWKS."""
     key_set = jwk.JWKSet.from_json(api.get("/.well-known/jwks.json").content)

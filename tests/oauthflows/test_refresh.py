@@ -7,8 +7,8 @@ from django.utils import timezone
 from oauthclients import services
 from oauthclients.models import AccessToken, RefreshToken
 from tests.factories import make_client
-from tests.oauthflows.helpers import basic, exchange, get_code, me, refresh, token_request
-from tests.oauthflows.test_token import assert_token_error, assert_tokens
+from tests.oauthflows.helpers import assert_tokens, basic, exchange, get_code, me, refresh, token_request
+from tests.oauthflows.test_token import assert_token_error
 
 SCOPES = "PROFILE_READ PROFILE_WRITE BOOKING_READ"
 

@@ -415,3 +415,27 @@ def test_bad_post_logout_redirect_uris_are_invalid_client_metadata(api, db, valu
     response = register(api, agent_metadata(post_logout_redirect_uris=value))
     assert_registration_error(response, "invalid_client_metadata")
     assert not OAuthClient.objects.filter(registration_source=OAuthClient.RegistrationSource.DCR).exists()
+
+
+class _Nobody:
+    def has_permission(self, request):
+        return False
+
+
+@pytest.mark.parametrize("classes", [(), (_Nobody,)], ids=["none configured", "one says no"])
+def test_registration_is_closed_unless_every_permission_class_says_yes(api, db, monkeypatch, classes):
+    from oauth2_provider.settings import oauth2_settings
+
+    monkeypatch.setattr(oauth2_settings, "DCR_REGISTRATION_PERMISSION_CLASSES", classes)
+    response = register(api, agent_metadata())
+    assert response.status_code == 403
+    assert response.json()["error"] == "access_denied"
+    assert not OAuthClient.objects.exists()
+
+
+def test_the_admin_states_the_ceiling_the_tier_enforces(agent, staff):
+    from oauthclients.tier import unverified_ceiling
+
+    page = staff.get(f"/admin/oauthclients/oauthclient/{agent.pk}/change/").content.decode()
+    assert f"users can grant it only {', '.join(sorted(unverified_ceiling()))};" in page
+    assert "openid" in unverified_ceiling()  # the OpenID scopes are within it, and said to be

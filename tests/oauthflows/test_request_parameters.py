@@ -11,15 +11,21 @@ import pytest
 from oauthlib.common import Request
 
 from oauthclients.models import RefreshToken
-from tests.oauthflows.helpers import INTROSPECT, REVOKE, TOKEN, exchange, get_code, me, token_request
-from tests.oauthflows.test_token import assert_token_error, assert_tokens
+from tests.oauthflows.helpers import INTROSPECT, REVOKE, TOKEN, assert_tokens, me, token_request
+from tests.oauthflows.test_token import assert_token_error
 
 _sample = Request("https://example.invalid/")
 # Every attribute of an oauthlib Request, and those the validator and DOT set on it.
 ATTRIBUTE_NAMES = sorted(
     {name for name in dir(_sample) if not name.startswith("__")}
     | set(_sample._params)
-    | {"_grant", "_new_token_family", "refresh_token_instance", "pending_owner_only", "pending_owner_preview"}
+    | {
+        "_grant",
+        "_new_token_family",
+        "refresh_token_instance",
+        "pending_client_may_authenticate",
+        "pending_owner_preview",
+    }
 )
 TOKEN_PARAMS = {
     "grant_type",
@@ -33,12 +39,6 @@ TOKEN_PARAMS = {
     "client_secret",
 }
 TOKEN_OPERATION_PARAMS = {"token", "token_type_hint", "client_id", "client_secret"}
-
-
-@pytest.fixture
-def tokens(browser, api, confidential):
-    client, secret = confidential
-    return assert_tokens(exchange(api, client, get_code(browser, client), secret=secret), "PROFILE_READ")
 
 
 @pytest.mark.parametrize("name", sorted(set(ATTRIBUTE_NAMES) - TOKEN_PARAMS))

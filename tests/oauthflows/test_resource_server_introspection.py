@@ -22,11 +22,8 @@ def server(reviewer):
 
 
 @pytest.fixture
-def tokens(browser, api, confidential):
-    client, secret = confidential
-    response = exchange(api, client, get_code(browser, client, scope=GRANTED), secret=secret)
-    assert response.status_code == 200, response.content
-    return response.json()
+def token_scope():
+    return GRANTED
 
 
 def ask(api, server, token, **kw):

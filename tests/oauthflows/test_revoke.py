@@ -4,14 +4,18 @@ import pytest
 
 from oauthclients.models import RefreshToken
 from tests.factories import make_client
-from tests.oauthflows.helpers import REVOKE, basic, client_post, exchange, get_code, me, pkce_pair, refresh
-from tests.oauthflows.test_token import assert_token_error, assert_tokens
-
-
-@pytest.fixture
-def tokens(browser, api, confidential):
-    client, secret = confidential
-    return assert_tokens(exchange(api, client, get_code(browser, client), secret=secret), "PROFILE_READ")
+from tests.oauthflows.helpers import (
+    REVOKE,
+    assert_tokens,
+    basic,
+    client_post,
+    exchange,
+    get_code,
+    me,
+    pkce_pair,
+    refresh,
+)
+from tests.oauthflows.test_token import assert_token_error
 
 
 def revoke(api, client, token, *, secret=None, hint=None, **kw):

@@ -13,11 +13,8 @@ LOGOUT = "/auth/oauth2/logout"
 
 
 @pytest.fixture
-def app(owner):
-    created = make_client(
-        owner, redirect_uris=["https://app.example.com/cb", "https://app.example.com/logged-out"], approve=True
-    )
-    return created.client, created.secret.plaintext
+def app_redirect_uris():
+    return ["https://app.example.com/cb", "https://app.example.com/logged-out"]
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from django.utils import timezone
 from oauthclients import services
 from oauthclients.models import AccessToken, Grant, RefreshToken
 from tests.factories import make_client
-from tests.oauthflows.helpers import TOKEN, basic, exchange, get_code, me, pkce_pair, token_request
+from tests.oauthflows.helpers import TOKEN, assert_tokens, basic, exchange, get_code, me, pkce_pair, token_request
 from tests.security.shapes import TOKEN_ERRORS
 
 ALLOWED_ERRORS = TOKEN_ERRORS  # RFC 6749 §5.2
@@ -26,23 +26,13 @@ def assert_token_error(response, error, status=400, allowed=ALLOWED_ERRORS):
     return body
 
 
-def assert_tokens(response, scope):
-    assert response.status_code == 200, response.content
-    body = response.json()
-    assert set(body) == {"access_token", "refresh_token", "token_type", "expires_in", "scope"}
-    assert body["token_type"] == "bearer" and body["expires_in"] == 1800 and body["scope"] == scope
-    assert response["Cache-Control"] == "no-store" and response["Pragma"] == "no-cache"
-    assert response["Content-Type"].startswith("application/json")
-    return body
-
-
 def test_form_body_with_client_secret_post(browser, api, confidential):
     client, secret = confidential
     code = get_code(browser, client)
     assert_tokens(exchange(api, client, code, secret=secret), "PROFILE_READ")
 
 
-def test_json_body(browser, api, confidential):
+def test_a_code_exchanged_with_a_json_body_gets_tokens(browser, api, confidential):
     client, secret = confidential
     code = get_code(browser, client)
     assert_tokens(exchange(api, client, code, secret=secret, as_json=True), "PROFILE_READ")

@@ -10,12 +10,6 @@ from tests.oauthflows.helpers import exchange, get_code
 USERINFO = "/v2/auth/oauth2/userinfo"
 
 
-@pytest.fixture
-def app(owner):
-    created = make_client(owner, redirect_uris=["https://app.example.com/cb"], approve=True)
-    return created.client, created.secret.plaintext
-
-
 def _token(browser, api, app, scope: str) -> str:
     client, secret = app
     code = get_code(browser, client, scope=scope)

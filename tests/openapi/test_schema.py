@@ -226,9 +226,8 @@ def test_client_authentication_failures_match_the_document(browser, api, confide
 
 
 @pytest.fixture
-def tokens(browser, api, confidential):
-    client, secret = confidential
-    return exchange(api, client, get_code(browser, client, scope="PROFILE_READ BOOKING_READ"), secret=secret).json()
+def token_scope():
+    return "PROFILE_READ BOOKING_READ"
 
 
 def test_introspection_answers_match_the_document(api, confidential, tokens):

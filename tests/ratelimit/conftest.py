@@ -55,11 +55,6 @@ def _logged_in(user) -> Client:
 
 
 @pytest.fixture
-def browser(end_user):
-    return _logged_in(end_user)
-
-
-@pytest.fixture
 def second_browser(db):
     return _logged_in(make_user("seconduser"))
 

@@ -52,7 +52,7 @@ def test_a_trusted_proxy_that_is_no_address_is_a_startup_error(monkeypatch):
 
 
 def test_production_defaults_are_the_documented_ones():
-    # README, configuration table. The test settings loosen them all (config/settings_test.py).
+    # docs/configuration.md. The test settings loosen them all (config/settings_test.py).
     seen = production_settings(
         "print(json.dumps([settings.RATELIMITS, settings.TRUSTED_PROXIES,"
         " settings.CACHES['default']['BACKEND'], settings.RATELIMIT_ENABLED]))"

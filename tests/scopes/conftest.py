@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.oauthflows.conftest import api, browser, confidential, legacy  # noqa: F401
+from tests.oauthflows.conftest import api, confidential, legacy  # noqa: F401
 from tests.scopes.tokens import issue_token  # noqa: F401
 
 

@@ -24,7 +24,7 @@ def _closed_port() -> int:
 
 
 @pytest.mark.parametrize("vector", VECTORS["vectors"], ids=[vector["name"] for vector in VECTORS["vectors"]])
-def test_vector(vector, settings, answering_server):
+def test_the_verifier_answers_as_the_shared_vector_says(vector, settings, answering_server):
     url, answer = answering_server
     settings.OAUTH_TOKEN_VERIFIER = "scopes.introspection.IntrospectionVerifier"
     settings.OAUTH_INTROSPECTION_URL = url

@@ -1,4 +1,4 @@
-"""The error shapes each kind of endpoint answers with (README, SECURITY.md)."""
+"""The error shapes each kind of endpoint answers with (docs/choices.md, SECURITY.md)."""
 
 # RFC 6749 §5.2: the only error codes the token endpoint returns.
 TOKEN_ERRORS = frozenset(

@@ -32,6 +32,8 @@ def app(owner):
 
 @pytest.fixture
 def browser(end_user):
+    """tests/conftest.py's end-user browser, except that a view's exception comes back as the 500
+    a user would see (raise_request_exception=False): these tests assert there is none."""
     browser = Client(raise_request_exception=False)
     browser.force_login(end_user)
     return browser

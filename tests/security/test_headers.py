@@ -154,7 +154,7 @@ def test_the_developer_pages(owner, confidential):
         "/admin/password_change/",
     ],
 )
-def test_the_admin_pages(reviewer, path):
+def test_every_admin_page_is_served_hardened(reviewer, path):
     assert_hardened_html(logged_in(reviewer).get(path))
 
 

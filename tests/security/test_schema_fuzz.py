@@ -32,7 +32,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.oauthflows.conftest import api, browser, confidential  # noqa: F401
+from tests.oauthflows.conftest import api, confidential  # noqa: F401
 from tests.oauthflows.helpers import INTROSPECT, ME, REVOKE, TOKEN, basic, exchange, get_code
 from tests.openapi.conformance import openapi
 

@@ -18,7 +18,8 @@ from jwcrypto import jwk, jws
 from oauthclients import services
 from oauthclients.models import AccessToken, RefreshToken, StatusList, StatusRevocation, digest
 from signing.keys import signing_key_create, signing_key_retire
-from signing.statuslist import allocator, status_bit, status_lists_sweep
+from signing.statuslist import allocator, status_lists_sweep
+from tests.oauthclients.service_helpers import status_bit
 from tests.oauthflows.helpers import (
     INTROSPECT,
     REVOKE,
@@ -73,7 +74,7 @@ def opaque_service(reviewer):
     return created.client, created.secret.plaintext
 
 
-def tokens(browser, api, confidential, *resources, scope="PROFILE_READ BOOKING_READ") -> dict:
+def tokens_exchanged(browser, api, confidential, *resources, scope="PROFILE_READ BOOKING_READ") -> dict:
     client, secret = confidential
     url = authorize_url(client, scope=scope) + "".join(f"&{urlencode({'resource': uri})}" for uri in resources)
     response = consent(browser, url)
@@ -108,7 +109,7 @@ def verified(api, token: str) -> dict:
 
 
 def test_a_token_for_a_jwt_resource_server_is_an_rfc9068_jwt(browser, api, confidential, jwt_service, keys, end_user):
-    issued = tokens(browser, api, confidential, JWT_SERVICE)
+    issued = tokens_exchanged(browser, api, confidential, JWT_SERVICE)
     token = issued["access_token"]
     assert is_jwt(token) and issued["token_type"] == "bearer" and issued["expires_in"] == 1800
     assert not is_jwt(issued["refresh_token"])
@@ -134,7 +135,7 @@ def test_a_token_for_a_jwt_resource_server_is_an_rfc9068_jwt(browser, api, confi
 def test_two_tokens_never_share_a_status_index(browser, api, confidential, jwt_service):
     references = set()
     for _ in range(5):
-        claims = claims_of(tokens(browser, api, confidential, JWT_SERVICE)["access_token"])
+        claims = claims_of(tokens_exchanged(browser, api, confidential, JWT_SERVICE)["access_token"])
         references.add((claims["status"]["status_list"]["uri"], claims["status"]["status_list"]["idx"]))
         assert claims["jti"] not in {None, ""}
     assert len(references) == 5
@@ -148,14 +149,14 @@ def test_everything_else_stays_opaque(browser, api, confidential, jwt_service, o
         "opaque": (OPAQUE_SERVICE,),
         "mixed": (JWT_SERVICE, OPAQUE_SERVICE),
     }[audience]
-    token = tokens(browser, api, confidential, *resources)["access_token"]
+    token = tokens_exchanged(browser, api, confidential, *resources)["access_token"]
     assert not is_jwt(token)
     assert AccessToken.objects.get(token_checksum=digest(token)).status_index is None
 
 
 def test_an_rs256_deployment_signs_with_its_rs256_key(browser, api, confidential, jwt_service, keys, settings):
     settings.OAUTH_JWT_ACCESS_TOKEN_ALGORITHM = "RS256"
-    token = tokens(browser, api, confidential, JWT_SERVICE)["access_token"]
+    token = tokens_exchanged(browser, api, confidential, JWT_SERVICE)["access_token"]
     assert header_of(token)["alg"] == "RS256" and header_of(token)["kid"] == keys[1].kid
     assert verified(api, token)["aud"] == JWT_SERVICE
 
@@ -173,7 +174,7 @@ def test_without_a_signing_key_the_exchange_is_refused_and_the_code_kept(browser
 
 
 def test_introspection_and_the_local_verifier_know_a_jwt_by_its_row(browser, api, confidential, jwt_service):
-    token = tokens(browser, api, confidential, JWT_SERVICE)["access_token"]
+    token = tokens_exchanged(browser, api, confidential, JWT_SERVICE)["access_token"]
     server, secret = jwt_service
     answer = client_post(api, INTROSPECT, server, {"token": token}, auth=basic(server.client_id, secret)).json()
     assert (
@@ -188,8 +189,8 @@ def test_introspection_and_the_local_verifier_know_a_jwt_by_its_row(browser, api
 
 def test_revoking_a_jwt_sets_its_bit(browser, api, confidential, jwt_service):
     client, secret = confidential
-    token = tokens(browser, api, confidential, JWT_SERVICE)["access_token"]
-    other = tokens(browser, api, confidential, JWT_SERVICE)["access_token"]
+    token = tokens_exchanged(browser, api, confidential, JWT_SERVICE)["access_token"]
+    other = tokens_exchanged(browser, api, confidential, JWT_SERVICE)["access_token"]
     assert client_post(api, REVOKE, client, {"token": token}, secret=secret).status_code == 200
     assert bit_of(api, token) == 1 and bit_of(api, other) == 0
     server, server_secret = jwt_service
@@ -200,7 +201,7 @@ def test_revoking_a_jwt_sets_its_bit(browser, api, confidential, jwt_service):
 
 def test_revoking_the_refresh_token_sets_the_bit_of_its_access_token(browser, api, confidential, jwt_service):
     client, secret = confidential
-    issued = tokens(browser, api, confidential, JWT_SERVICE)
+    issued = tokens_exchanged(browser, api, confidential, JWT_SERVICE)
     client_post(
         api, REVOKE, client, {"token": issued["refresh_token"], "token_type_hint": "refresh_token"}, secret=secret
     )
@@ -209,7 +210,7 @@ def test_revoking_the_refresh_token_sets_the_bit_of_its_access_token(browser, ap
 
 def test_a_refresh_issues_a_new_jwt_and_ends_the_old_one(browser, api, confidential, jwt_service):
     client, secret = confidential
-    first = tokens(browser, api, confidential, JWT_SERVICE)
+    first = tokens_exchanged(browser, api, confidential, JWT_SERVICE)
     response = refresh(api, client, first["refresh_token"], secret=secret)
     assert response.status_code == 200, response.content
     second = response.json()
@@ -222,7 +223,7 @@ def test_a_refresh_issues_a_new_jwt_and_ends_the_old_one(browser, api, confident
 
 def test_a_replayed_refresh_token_sets_the_bits_of_its_family(browser, api, confidential, jwt_service):
     client, secret = confidential
-    first = tokens(browser, api, confidential, JWT_SERVICE)
+    first = tokens_exchanged(browser, api, confidential, JWT_SERVICE)
     second = refresh(api, client, first["refresh_token"], secret=secret).json()
     RefreshToken.objects.filter(token_checksum=digest(first["refresh_token"])).update(revoked="2000-01-01T00:00:00Z")
     assert refresh(api, client, first["refresh_token"], secret=secret).status_code == 400
@@ -231,20 +232,20 @@ def test_a_replayed_refresh_token_sets_the_bits_of_its_family(browser, api, conf
 
 def test_connected_apps_revocation_sets_the_bits(browser, api, confidential, jwt_service):
     client, _secret = confidential
-    token = tokens(browser, api, confidential, JWT_SERVICE)["access_token"]
+    token = tokens_exchanged(browser, api, confidential, JWT_SERVICE)["access_token"]
     answer = browser.post(f"/settings/apps/{client.client_id}/revoke/")
     assert answer.status_code in (302, 303)
     assert bit_of(api, token) == 1
 
 
 def test_rejecting_the_client_sets_the_bits(browser, api, confidential, jwt_service, reviewer):
-    token = tokens(browser, api, confidential, JWT_SERVICE)["access_token"]
+    token = tokens_exchanged(browser, api, confidential, JWT_SERVICE)["access_token"]
     services.client_reject(client=confidential[0], actor=reviewer, reason="Abuse")
     assert bit_of(api, token) == 1
 
 
 def test_deactivating_or_deleting_the_user_sets_the_bits(browser, api, confidential, jwt_service, end_user):
-    token = tokens(browser, api, confidential, JWT_SERVICE)["access_token"]
+    token = tokens_exchanged(browser, api, confidential, JWT_SERVICE)["access_token"]
     end_user.is_active = False
     end_user.save()
     assert bit_of(api, token) == 1
@@ -252,7 +253,7 @@ def test_deactivating_or_deleting_the_user_sets_the_bits(browser, api, confident
     user = get_user_model().objects.create_user("second", password="pw-second-123456")
     second = Client()
     second.force_login(user)
-    token = tokens(second, api, confidential, JWT_SERVICE)["access_token"]
+    token = tokens_exchanged(second, api, confidential, JWT_SERVICE)["access_token"]
     assert bit_of(api, token) == 0
     user.delete()
     assert bit_of(api, token) == 1
@@ -261,7 +262,7 @@ def test_deactivating_or_deleting_the_user_sets_the_bits(browser, api, confident
 def test_a_revoked_secret_does_not_end_tokens(browser, api, confidential, jwt_service, reviewer):
     # Revoking a client secret stops the client authenticating; the users' tokens stay (as opaque).
     client, _secret = confidential
-    token = tokens(browser, api, confidential, JWT_SERVICE)["access_token"]
+    token = tokens_exchanged(browser, api, confidential, JWT_SERVICE)["access_token"]
     old = client.secrets.get()
     services.client_secret_create(client=client, actor=reviewer)
     services.client_secret_revoke(client=client, secret_id=old.pk, actor=reviewer)
@@ -269,7 +270,7 @@ def test_a_revoked_secret_does_not_end_tokens(browser, api, confidential, jwt_se
 
 
 def test_the_status_list_document(browser, api, confidential, jwt_service, keys):
-    token = tokens(browser, api, confidential, JWT_SERVICE)["access_token"]
+    token = tokens_exchanged(browser, api, confidential, JWT_SERVICE)["access_token"]
     uri = claims_of(token)["status"]["status_list"]["uri"]
     response = Client().get(uri.removeprefix(settings.OAUTH_ISSUER))
     assert response["Content-Type"] == "application/statuslist+jwt"
@@ -288,7 +289,7 @@ def test_an_unknown_list_is_404_never_500(api, path):
 
 
 def test_a_list_without_a_signing_key_is_503(browser, api, confidential, jwt_service, keys):
-    token = tokens(browser, api, confidential, JWT_SERVICE)["access_token"]
+    token = tokens_exchanged(browser, api, confidential, JWT_SERVICE)["access_token"]
     signing_key_retire(kid=keys[0].kid)
     response = api.get(claims_of(token)["status"]["status_list"]["uri"].removeprefix(settings.OAUTH_ISSUER))
     assert response.status_code == 503 and response["Retry-After"] == "5"
@@ -297,12 +298,13 @@ def test_a_list_without_a_signing_key_is_503(browser, api, confidential, jwt_ser
 def test_indices_fill_lists_in_turn_and_expired_lists_are_swept(settings, browser, api, confidential, jwt_service):
     settings.OAUTH_STATUS_LIST_SIZE = 256  # one block per list
     references = [
-        claims_of(tokens(browser, api, confidential, JWT_SERVICE)["access_token"])["status"]["status_list"]
+        claims_of(tokens_exchanged(browser, api, confidential, JWT_SERVICE)["access_token"])["status"]["status_list"]
         for _ in range(2)
     ]
     assert references[0]["uri"] == references[1]["uri"] and references[1]["idx"] == references[0]["idx"] + 1
     allocator.forget()  # as a process restarting: the next block opens the next list
-    third = claims_of(tokens(browser, api, confidential, JWT_SERVICE)["access_token"])["status"]["status_list"]
+    third_token = tokens_exchanged(browser, api, confidential, JWT_SERVICE)["access_token"]
+    third = claims_of(third_token)["status"]["status_list"]
     assert third["uri"] != references[0]["uri"] and third["idx"] == 0
     assert StatusList.objects.count() == 2
     assert status_lists_sweep() == 0  # both hold live tokens
@@ -334,7 +336,7 @@ def test_the_format_is_a_resource_servers_and_needs_a_resource_uri(reviewer, con
 
 def test_switching_a_resource_server_to_opaque_takes_effect_for_new_tokens(browser, api, confidential, jwt_service):
     services.resource_server_token_format_set(client=jwt_service[0], token_format="opaque")
-    assert not is_jwt(tokens(browser, api, confidential, JWT_SERVICE)["access_token"])
+    assert not is_jwt(tokens_exchanged(browser, api, confidential, JWT_SERVICE)["access_token"])
 
 
 def run(*args) -> dict:

@@ -18,11 +18,11 @@ from oauthclients.models import AccessToken, ClientStatus, OAuthClient, StatusLi
 from signing.statuslist import (
     TRIGGER_USER_INACTIVE,
     TRIGGERS,
-    status_bit,
     status_triggers_install,
     status_triggers_missing,
 )
 from tests.factories import make_client, make_user
+from tests.oauthclients.service_helpers import status_bit
 
 LIST = 7
 

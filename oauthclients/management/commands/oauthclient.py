@@ -17,7 +17,7 @@ from django.db import transaction
 from oauthclients import selectors, services
 from oauthclients.exceptions import ApplicationError
 from oauthclients.exchangetargets import client_exchange_targets_set, exchange_target_uris
-from oauthclients.models import ClientKind, ClientStatus, OAuthClient
+from oauthclients.models import ClientKind, ClientStatus, IdTokenAlgorithm, OAuthClient
 
 _SCOPE_SEPARATORS = re.compile(r"[\s,]+")
 
@@ -220,7 +220,7 @@ class Command(BaseCommand):
             help="How the client's OpenID Connect ID tokens are signed: RS256 (the default) or ES256.",
         )
         id_token_alg.add_argument("client_id")
-        id_token_alg.add_argument("algorithm", choices=["RS256", "ES256"])
+        id_token_alg.add_argument("algorithm", choices=IdTokenAlgorithm.values)
 
         token_format = commands.add_parser(
             "set-token-format",
@@ -297,8 +297,6 @@ class Command(BaseCommand):
             raise Refused("--resource-uri and --token-format are for resource servers only: add --resource-server.")
         if not redirect_uris:
             raise Refused("--redirect-uri is required (at least one) unless --resource-server is given.")
-        if not (purpose or "").strip():
-            raise Refused("--purpose is required: say what the application does with the access it asks for.")
         with transaction.atomic():
             created = services.client_create(
                 owner=owner,
@@ -310,13 +308,12 @@ class Command(BaseCommand):
                 scopes=split_scopes(scopes),
                 purpose=purpose,
                 is_legacy=legacy,
+                approve=approve,
+                # The reviewer recorded is this actor (None without --actor: nobody), never the
+                # owner; the owner is recorded as the creator only when no --actor is given.
                 actor=actor,
             )
             client = created.client
-            # Approved as a separate step: client_create(approve=True) would record the owner as
-            # the reviewer when no --actor is given (it falls back to the owner as actor).
-            if approve:
-                client = services.client_approve(client=client, actor=actor)
         return {
             "client_id": client.client_id,
             "client_secret": created.secret.plaintext if created.secret else None,
