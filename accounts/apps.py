@@ -12,7 +12,10 @@ class AccountsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from accounts import signals  # noqa: F401 - second-factor changes on the audit trail
+        from accounts import (
+            admin_assertions,  # noqa: F401 - the ID-JAG policies' admin page
+            signals,  # noqa: F401 - second-factor changes on the audit trail
+        )
 
 
 class AllauthAccountConfig(AccountConfig):

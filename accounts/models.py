@@ -16,6 +16,9 @@ class AccountAuditAction(models.TextChoices):
     UPSTREAM_LINK_REFUSED = "upstream_link_refused", "Identity provider sign-in refused (email of another account)"
     SUPERUSER_PASSWORD_LOGIN = "superuser_password_login", "Superuser signed in by password on an enforced domain"
     SIGNED_OUT_EVERYWHERE = "signed_out_everywhere", "Signed out everywhere"
+    ASSERTIONS_ALLOWED = "assertions_allowed", "Identity provider allowed to assert for a client (ID-JAG)"
+    ASSERTIONS_DENIED = "assertions_denied", "Identity provider no longer allowed to assert for a client"
+    ASSERTION_GRANTED = "assertion_granted", "Access granted by an identity provider's assertion (ID-JAG)"
 
 
 class AccountAuditEvent(models.Model):
@@ -64,3 +67,35 @@ class IdentityProvider(models.Model):
 
     def __str__(self):
         return f"{self.name} ({self.issuer})"
+
+
+class AssertionPolicy(models.Model):
+    """An organization's identity provider may assert (ID-JAG, RFC 7523 JWT bearer grant) that its
+    people may use `client`, up to `scopes` (empty: the client's own scopes), with no consent page:
+    the organization decided (MCP Enterprise-Managed Authorization; oauthflows.idjag). Only
+    administrators write these rows (accounts.services, audited)."""
+
+    provider = models.ForeignKey(IdentityProvider, on_delete=models.CASCADE, related_name="assertion_policies")
+    client = models.ForeignKey("oauthclients.OAuthClient", on_delete=models.CASCADE, related_name="+")
+    scopes = models.JSONField(default=list, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["provider", "client"], name="assertion_policy_once")]
+
+    def __str__(self):
+        return f"{self.provider} may assert for {self.client_id}"
+
+
+class AssertionUse(models.Model):
+    """An ID-JAG's `jti`, kept until the assertion expires: each is accepted once (RFC 7523 §3)."""
+
+    issuer = models.CharField(max_length=300)
+    jti_digest = models.CharField(max_length=64)
+    expires = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "jti_digest"], name="assertion_jti_once")]
+
+    def __str__(self):
+        return f"An assertion of {self.issuer}, until {self.expires:%Y-%m-%d %H:%M:%S}"

@@ -1,11 +1,14 @@
 """Writes about identity providers: add and remove, each audited in its transaction."""
 
-from django.db import transaction
+from django.db import models, transaction
 from django.urls import reverse
 from django.utils.text import slugify
 
 from accounts.audit import account_audit_record
-from accounts.models import AccountAuditAction, IdentityProvider
+from accounts.models import AccountAuditAction, AssertionPolicy, IdentityProvider
+from oauthclients.models import AccessToken, OAuthClient
+from oauthclients.validators import validate_scope_names
+from scopes.catalog import sort_scopes
 from signing.keys import secret_seal
 
 
@@ -68,3 +71,46 @@ def identity_provider_remove(*, slug: str, actor=None) -> None:
 def identity_provider_redirect_uri(*, provider: IdentityProvider, issuer: str) -> str:
     """The redirect URI to register at the provider (allauth's openid_connect callback)."""
     return issuer + reverse("openid_connect_callback", kwargs={"provider_id": provider.slug})
+
+
+def identity_provider_get(*, name: str) -> IdentityProvider:
+    """The provider by slug or by name (what an administrator types), or DoesNotExist."""
+    return IdentityProvider.objects.filter(models.Q(slug=name) | models.Q(name=name)).get()
+
+
+@transaction.atomic
+def identity_provider_assertions_allow(
+    *, provider: IdentityProvider, client: OAuthClient, scopes: list[str], actor=None
+) -> AssertionPolicy:
+    """The provider may assert (ID-JAG) that its people use `client`, up to `scopes` (empty: the
+    client's own). Replaces an earlier policy for the same client."""
+    provider = IdentityProvider.objects.select_for_update().get(pk=provider.pk)
+    names = sort_scopes(validate_scope_names(list(scopes))) if scopes else []
+    policy, _created = AssertionPolicy.objects.update_or_create(
+        provider=provider, client=client, defaults={"scopes": names}
+    )
+    account_audit_record(
+        actor=actor,
+        action=AccountAuditAction.ASSERTIONS_ALLOWED,
+        provider=provider.slug,
+        client_id=client.client_id,
+        scopes=names,
+    )
+    return policy
+
+
+@transaction.atomic
+def identity_provider_assertions_deny(*, provider: IdentityProvider, client: OAuthClient, actor=None) -> int:
+    """No more assertions for `client`; the access its assertions granted ends now. Returns how
+    many access tokens ended (JWT status bits are set by the database as the rows go)."""
+    provider = IdentityProvider.objects.select_for_update().get(pk=provider.pk)
+    AssertionPolicy.objects.filter(provider=provider, client=client).delete()
+    ended, _ = AccessToken.objects.filter(application=client, assertion_issuer=provider.issuer).delete()
+    account_audit_record(
+        actor=actor,
+        action=AccountAuditAction.ASSERTIONS_DENIED,
+        provider=provider.slug,
+        client_id=client.client_id,
+        access_tokens_ended=ended,
+    )
+    return ended

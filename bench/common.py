@@ -67,6 +67,10 @@ ROUTES = {
 
 # The resource server whose tokens are JWTs in the bench (the example service in JWT mode).
 JWT_RESOURCE = "http://127.0.0.1:8002/v2"
+# Scenario 10 (token exchange): the example MCP server's resource URI, which the seeded subject
+# tokens are bound to, and the bookings service it exchanges toward (any port: URIs, not URLs).
+MCP_RESOURCE = "http://127.0.0.1:8931/mcp"
+EXCHANGE_RESOURCE = "http://127.0.0.1:8003/v2"
 
 # Seeded credentials are numbered: the seeder writes rows for a range of numbers with one
 # INSERT ... SELECT FROM generate_series, and the load generator computes the same values.

@@ -39,7 +39,7 @@ import gevent
 from locust import FastHttpUser, constant, events, task
 from locust.exception import StopUser
 
-from bench.common import ROUTES, code_value, request_stats, token_value
+from bench.common import EXCHANGE_RESOURCE, ROUTES, code_value, request_stats, token_value
 
 PLAN = json.loads(os.environ["BENCH_PLAN"])
 PHASE = float(os.environ.get("BENCH_PHASE", "2"))
@@ -431,6 +431,76 @@ class RefreshUser(BenchUser):
             self.refresh_tokens.pop(target.label, None)  # counted as a failure; the next task starts a new chain
             return
         self.refresh_tokens[target.label] = tokens["refresh_token"]
+
+
+class TokenExchangeUser(BenchUser):
+    """Scenario 10 (RFC 8693): in one run, a refresh_token chain (10 refresh) beside the MCP server's
+    token exchange of a seeded agent token bound to it (10 exchange), and, with BENCH_MCP_URL, the
+    MCP tool call that exchanges and calls the bookings service (10 mcp tool call)."""
+
+    MCP_URL = os.environ.get("BENCH_MCP_URL", "")
+
+    def on_start(self):
+        super().on_start()
+        self.refresh_token = None
+
+    def subject(self, target: Target) -> str:
+        start, stop = target.seed["exchange_tokens"]
+        return token_value(random.randrange(start, stop))
+
+    @task
+    def refresh(self):
+        target = self.target()
+        try:
+            if self.refresh_token is None:
+                tokens = self.exchange(target, codes.take(target.code_key), "10 setup (exchange)")
+            else:
+                params = {"grant_type": "refresh_token", "refresh_token": self.refresh_token}
+                tokens = self.token_request(target, params, "10 refresh")
+        except FlowFailed:
+            self.refresh_token = None
+            return
+        self.refresh_token = tokens["refresh_token"]
+
+    @task
+    def token_exchange(self):
+        target = self.target()
+        body = urlencode(
+            {
+                "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+                "subject_token": self.subject(target),
+                "subject_token_type": "urn:ietf:params:oauth:token-type:access_token",
+                "resource": EXCHANGE_RESOURCE,
+                "scope": "BOOKING_READ",
+                "client_id": target.seed["mcp_id"],
+                "client_secret": target.seed["mcp_secret"],
+            }
+        )
+        with self.client.post(
+            target.url("token"), data=body, headers=FORM, name=target.name("10 exchange"), catch_response=True
+        ) as response:
+            if response.status_code != 200:
+                response.failure(f"HTTP {response.status_code}: {(response.text or '')[:200]}")
+
+    @task
+    def tool_call(self):
+        if not self.MCP_URL:
+            return
+        target = self.target()
+        message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_bookings"}}
+        with self.client.post(
+            self.MCP_URL,
+            data=json.dumps(message),
+            headers={
+                "Authorization": f"Bearer {self.subject(target)}",
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+            },
+            name=target.name("10 mcp tool call"),
+            catch_response=True,
+        ) as response:
+            if response.status_code != 200 or '"isError":true' in (response.text or "").replace(" ", ""):
+                response.failure(f"HTTP {response.status_code}: {(response.text or '')[:200]}")
 
 
 class ExchangeUser(BenchUser):

@@ -49,7 +49,7 @@ from pathlib import Path
 import psycopg
 
 from bench import report
-from bench.common import JWT_RESOURCE, code_value
+from bench.common import EXCHANGE_RESOURCE, JWT_RESOURCE, MCP_RESOURCE, code_value
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -76,6 +76,8 @@ CODES = {"project": int(os.environ.get("BENCH_CODES", "60000")), "grown": 0, "re
 REGISTERED_CLIENTS = int(os.environ.get("BENCH_REGISTERED_CLIENTS", "100000"))
 # Codes bound to the JWT resource server (scenarios 2 and 3 issuing JWTs), numbered after CODES.
 JWT_CODES = int(os.environ.get("BENCH_JWT_CODES", "40000"))
+# Scenario 10: access tokens bound to the example MCP server, which it exchanges (RFC 8693).
+EXCHANGE_TOKENS = int(os.environ.get("BENCH_EXCHANGE_TOKENS", "1000"))
 # The project serves on a port known before it starts: its issuer URL is in every JWT it signs,
 # and the example service fetches the JWKS and the status lists there.
 ISSUER_PORTS: dict[str, int] = {}
@@ -94,6 +96,7 @@ SCENARIOS = [
     ("7", "StatusListUser", "7 status list"),
     ("8", "CorsUser", "8 cors"),
     ("9", "LoginUser", "9 login"),
+    ("10", "TokenExchangeUser", "10 exchange"),
 ]
 # Stock DOT runs the first four (it has no resource servers and no example service).
 STOCK_SCENARIOS = SCENARIOS[1:5]
@@ -484,7 +487,9 @@ class Bench:
             self.workdir / f"setup-{database}.log",
             f"migrating {DATABASES[database]}",
         )
-        jwt = ["--jwt-codes", str(JWT_CODES)] if database == "project" else []
+        jwt = (
+            ["--jwt-codes", str(JWT_CODES), "--exchange-tokens", str(EXCHANGE_TOKENS)] if database == "project" else []
+        )
         self.seed(
             database,
             database,
@@ -777,6 +782,7 @@ def main() -> int:
         bench.measure([(project, "project")], "7", "StatusListUser")
         cors_scenario(bench, project, workdir, servers, prepared=True)
         bench.measure([(project, "project")], "9", "LoginUser")
+        exchange = exchange_scenario(bench, project, workdir, servers)
         trials = run_trials(bench, project, workdir) if RUN_TRIALS else []
         profiles = {}
         if PROFILE:
@@ -816,6 +822,7 @@ def main() -> int:
 
             (RESULTS / "profile.md").write_text(profile.render(profiles))
         print(report.render(results))
+        print(render_exchange(exchange))
         log(f"done in {time.monotonic() - started:.0f} s: bench/results/latest.json, bench/results/latest.png")
         ok = True
         if report.failures(results):
@@ -853,6 +860,171 @@ def cors_scenario(bench: Bench, project: Server, workdir: Path, servers: list, *
         bench.measure([(project, "project"), (registered, "registered")], "8", "CorsUser")
     finally:
         registered.stop()
+
+
+class McpServer:
+    """The example MCP server (`python -m examples.scheduling_mcp`, uvicorn, one process) in its own
+    process group, as docs/agents.md runs it, exchanging at `project` toward `bookings`."""
+
+    def __init__(self, bench: "Bench", project: "Server", bookings: "Server", log_path: Path):
+        seed = json.loads(bench.seeds["project"].read_text())
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.log_path = log_path
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "OAUTH_", "DATABASE_"))}
+        self.env.update(
+            DJANGO_LOG_LEVEL="WARNING",
+            OAUTH_ISSUER=project.url,
+            OAUTH_RESOURCE_URI=MCP_RESOURCE,
+            OAUTH_RESOURCE_SERVER_ID=seed["mcp_id"],
+            OAUTH_RESOURCE_SERVER_SECRET=seed["mcp_secret"],
+            OAUTH_BOOKINGS_URL=bookings.url + "/v2/bookings",
+            OAUTH_BOOKINGS_RESOURCE=EXCHANGE_RESOURCE,
+            PYTHONPATH=str(ROOT),
+            PYTHONUNBUFFERED="1",
+        )
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> "McpServer":
+        with open(self.log_path, "ab") as out:
+            self.process = subprocess.Popen(
+                [str(BIN / "python"), "-m", "examples.scheduling_mcp", "--port", str(self.port)],
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        deadline = time.monotonic() + 60
+        probe = f"http://127.0.0.1:{self.port}/.well-known/oauth-protected-resource/mcp"
+        while True:
+            try:
+                urllib.request.urlopen(probe, timeout=5)
+                break
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise BenchError(f"the MCP server does not answer; its log:\n{tail(self.log_path)}") from None
+                time.sleep(0.2)
+        log(f"examples.scheduling_mcp at {self.url} (pid {self.process.pid})")
+        return self
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=10)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process = None
+
+
+def exchange_scenario(bench: Bench, project: Server, workdir: Path, servers: list) -> dict:
+    """Scenario 9: the MCP server's token exchange beside a refresh, in one run (the issue's
+    bound: an exchange costs at most 1.2 x a refresh), and the MCP tool call through the exchange."""
+    seed = json.loads(bench.seeds["project"].read_text())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "OAUTH_", "DATABASE_"))}
+    env.update(
+        DJANGO_SETTINGS_MODULE="examples.bookings_service.settings",
+        DJANGO_SECRET_KEY=bench.secret_key,
+        DJANGO_ALLOWED_HOSTS="127.0.0.1",
+        DJANGO_LOG_LEVEL="WARNING",
+        OAUTH_INTROSPECTION_URL=project.url + "/v2/auth/oauth2/introspect",
+        OAUTH_RESOURCE_SERVER_ID=seed["exchange_bookings_id"],
+        OAUTH_RESOURCE_SERVER_SECRET=seed["exchange_bookings_secret"],
+        OAUTH_RESOURCE_URI=EXCHANGE_RESOURCE,
+        OAUTH_REQUIRE_AUDIENCE="1",
+        OAUTH_BOOKINGS_DATABASE=str(workdir / "exchange-bookings.sqlite3"),
+        PYTHONPATH=str(ROOT),
+        PYTHONUNBUFFERED="1",
+    )
+    bookings = Server(
+        "project",
+        env,
+        workdir / "gunicorn-exchange-bookings.log",
+        app="examples.bookings_service.wsgi",
+        probe="/v2/slots",
+        upstream=project,
+        workers=2,
+    ).start()
+    servers.append(bookings)
+    mcp = McpServer(bench, project, bookings, workdir / "mcp.log").start()
+    servers.append(mcp)
+    os.environ["BENCH_MCP_URL"] = mcp.url
+    try:
+        bench.measure([(project, "project")], "10", "TokenExchangeUser")
+    finally:
+        os.environ.pop("BENCH_MCP_URL", None)
+        mcp.stop()
+        bookings.stop()
+    requests = bench.samples[("project", "10", bench.tokens("project"))]["requests"]
+    return exchange_summary(requests)
+
+
+def exchange_summary(requests: dict) -> dict:
+    exchange, refresh = requests.get("10 exchange", {}), requests.get("10 refresh", {})
+    summary = {
+        name: {k: requests.get(name, {}).get(k) for k in ("count", "failures", "rps", "p50_ms", "p99_ms", "mean_ms")}
+        for name in ("10 exchange", "10 refresh", "10 mcp tool call")
+    }
+    if exchange.get("p50_ms") and refresh.get("p50_ms"):
+        summary["exchange_over_refresh_p50"] = round(exchange["p50_ms"] / refresh["p50_ms"], 2)
+        summary["exchange_over_refresh_mean"] = round(exchange["mean_ms"] / refresh["mean_ms"], 2)
+    return summary
+
+
+def render_exchange(summary: dict) -> str:
+    lines = [
+        "Scenario 10 (RFC 8693 token exchange), one run:",
+        f"{'request':18} {'count':>7} {'fail':>5} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8}",
+    ]
+    for name in ("10 refresh", "10 exchange", "10 mcp tool call"):
+        row = summary[name]
+        if row["count"]:
+            lines.append(
+                f"{name:18} {row['count']:7} {row['failures']:5} "
+                f"{row['p50_ms']:8.1f} {row['p99_ms']:8.1f} {row['mean_ms']:8.1f}"
+            )
+    if "exchange_over_refresh_p50" in summary:
+        lines.append(
+            f"exchange / refresh: p50 {summary['exchange_over_refresh_p50']} x, "
+            f"mean {summary['exchange_over_refresh_mean']} x (bound: 1.2 x)"
+        )
+    return "\n".join(lines)
+
+
+def exchange_only() -> int:
+    """`python -m bench.run --exchange-only`: scenario 10 alone (seeds only what it needs), a few minutes."""
+    global JWT_CODES
+    signal.signal(signal.SIGTERM, _raise_on_signal)
+    workdir = Path(tempfile.mkdtemp(prefix="bench-exchange-"))
+    servers: list = []
+    try:
+        check_postgres()
+        CODES["project"] = 2000  # one per refresh chain (a chain restarts only after a failure)
+        JWT_CODES = 0
+        bench = Bench(workdir)
+        bench.prepare("project")
+        project = Server("project", bench.env("project"), workdir / "gunicorn-project.log").start()
+        servers.append(project)
+        summary = exchange_scenario(bench, project, workdir, servers)
+        print(render_exchange(summary))
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / "exchange.json").write_text(json.dumps(summary, indent=2) + "\n")
+        shutil.rmtree(workdir, ignore_errors=True)
+        return 0
+    except BenchError as exc:
+        log(f"ERROR: {exc}; logs kept in {workdir}")
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        for server in servers:
+            server.stop()
+        if os.environ.get("BENCH_KEEP_DATABASES") != "1":
+            drop_database(DATABASES["project"])
 
 
 def cors_only() -> int:
@@ -963,4 +1135,6 @@ if __name__ == "__main__":
         sys.exit(cors_only())
     if "--login-only" in sys.argv[1:]:
         sys.exit(login_only())
+    if "--exchange-only" in sys.argv[1:]:
+        sys.exit(exchange_only())
     sys.exit(profile_only() if "--profile-only" in sys.argv[1:] else main())

@@ -21,7 +21,15 @@ from importlib import import_module
 
 import django
 
-from bench.common import CODE_VALUE_SQL, JWT_RESOURCE, REDIRECT_URI, TOKEN_VALUE_SQL, sha256_sql
+from bench.common import (
+    CODE_VALUE_SQL,
+    EXCHANGE_RESOURCE,
+    JWT_RESOURCE,
+    MCP_RESOURCE,
+    REDIRECT_URI,
+    TOKEN_VALUE_SQL,
+    sha256_sql,
+)
 
 LONG_LIFETIME = "interval '1 day'"  # far beyond any bench run: nothing seeded expires during one
 SPA_ORIGIN = "https://spa.bench.example"  # scenario 8's approved single-page app
@@ -107,7 +115,7 @@ def _login_users(end_users) -> list[str]:
     return [user.username for user in end_users[:LOGIN_USERS]]
 
 
-def seed_project(users: int, tokens: int, codes: int, jwt_codes: int = 0) -> dict:
+def seed_project(users: int, tokens: int, codes: int, jwt_codes: int = 0, exchange_tokens: int = 0) -> dict:
     from oauthclients import services
     from oauthclients.models import AccessToken, Grant
 
@@ -160,6 +168,8 @@ def seed_project(users: int, tokens: int, codes: int, jwt_codes: int = 0) -> dic
     seed["spa_origin"] = SPA_ORIGIN
     if jwt_codes:
         seed.update(_seed_jwt(owner, seed, tokens, codes, jwt_codes))
+    if exchange_tokens:
+        seed.update(_seed_exchange(owner, seed, tokens, exchange_tokens))
     seed["codes"] = _insert_series(
         Grant,
         0,
@@ -247,7 +257,30 @@ def _seed_jwt(owner, seed: dict, tokens: int, codes: int, jwt_codes: int) -> dic
     }
 
 
-def _seed_tokens(model, seed: dict, start: int, stop: int, *, stored_token: str) -> int:
+def _seed_exchange(owner, seed: dict, tokens: int, count: int) -> dict:
+    """Scenario 10 (RFC 8693): the MCP server (a resource server allowed to exchange toward the
+    bookings service), the bookings service, and access tokens numbered [tokens, tokens + count)
+    bound to the MCP server, as an agent's would be."""
+    from oauthclients import services
+    from oauthclients.exchangetargets import client_exchange_targets_set
+    from oauthclients.models import AccessToken
+
+    bookings = services.resource_server_create(
+        owner=owner, name="Bench bookings (exchange)", resource_uri=EXCHANGE_RESOURCE, actor=owner
+    )
+    mcp = services.resource_server_create(owner=owner, name="Bench MCP", resource_uri=MCP_RESOURCE, actor=owner)
+    client_exchange_targets_set(client=mcp.client, resource_uris=[EXCHANGE_RESOURCE], actor=owner)
+    _seed_tokens(AccessToken, seed, tokens, tokens + count, stored_token="''", resource=json.dumps([MCP_RESOURCE]))
+    return {
+        "exchange_tokens": [tokens, tokens + count],
+        "mcp_id": mcp.client.client_id,
+        "mcp_secret": mcp.secret.plaintext,
+        "exchange_bookings_id": bookings.client.client_id,
+        "exchange_bookings_secret": bookings.secret.plaintext,
+    }
+
+
+def _seed_tokens(model, seed: dict, start: int, stop: int, *, stored_token: str, resource: str | None = None) -> int:
     """Live access tokens numbered [start, stop), spread over the bench users."""
     from django.db import DatabaseError, connection, transaction
 
@@ -271,6 +304,7 @@ def _seed_tokens(model, seed: dict, start: int, stop: int, *, stored_token: str)
             "token_checksum": (sha256_sql(TOKEN_VALUE_SQL), []),
             "scope": ("%s", [seed["scope"]]),
             "expires": (f"now() + {LONG_LIFETIME}", []),
+            **({"resource": ("%s::jsonb", [resource])} if resource else {}),
         },
         order_by="token_checksum",
     )
@@ -385,6 +419,7 @@ def main(argv=None) -> None:
     parser.add_argument("--codes", type=int, default=50000)
     parser.add_argument("--clients", type=int, default=100_000, help="register: self-registered clients to add")
     parser.add_argument("--jwt-codes", type=int, default=0, help="project: codes bound to the JWT resource server")
+    parser.add_argument("--exchange-tokens", type=int, default=0, help="project: tokens bound to the MCP server")
     args = parser.parse_args(argv)
 
     django.setup()
@@ -393,7 +428,7 @@ def main(argv=None) -> None:
     started = time.monotonic()
     with transaction.atomic():
         if args.what == "project":
-            seed = seed_project(args.users, args.tokens, args.codes, args.jwt_codes)
+            seed = seed_project(args.users, args.tokens, args.codes, args.jwt_codes, args.exchange_tokens)
         elif args.what == "stock":
             seed = seed_stock(args.users, args.tokens, args.codes)
         elif args.what == "register":

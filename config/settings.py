@@ -359,10 +359,13 @@ _cors_paths = (
     OAUTH_USERINFO_PATH,
     API_ME_PATH,
 )
-CORS_URLS_REGEX = "^(" + "|".join(re.escape(path) for path in _cors_paths) + ")$"
+# RFC 7592's client configuration endpoints too: the registration path and a client_id.
+CORS_URLS_REGEX = (
+    "^(" + "|".join(re.escape(path) for path in _cors_paths) + "|" + re.escape(OAUTH_REGISTRATION_PATH) + "/[^/]+)$"
+)
 CORS_ALLOWED_ORIGINS: list[str] = []
 CORS_ALLOW_CREDENTIALS = False
-CORS_ALLOW_METHODS = ("GET", "POST", "PATCH", "OPTIONS")
+CORS_ALLOW_METHODS = ("GET", "POST", "PATCH", "PUT", "DELETE", "OPTIONS")  # PUT, DELETE: RFC 7592
 CORS_ALLOW_HEADERS = ("accept", "authorization", "content-type")
 CORS_PREFLIGHT_MAX_AGE = 600
 
@@ -567,6 +570,11 @@ RATELIMITS = {
     # RFC 7591 registration is open: per address, and for everyone together.
     "registrations_per_address": env_rate("RATELIMIT_REGISTRATIONS_PER_ADDRESS", "50/h"),
     "registrations_total": env_rate("RATELIMIT_REGISTRATIONS_TOTAL", "1000/h"),
+    # RFC 7592 client configuration: every call per address; wrong tokens per client_id.
+    "registration_management_per_address": env_rate("RATELIMIT_REGISTRATION_MANAGEMENT_PER_ADDRESS", "120/h"),
+    "registration_management_failures_per_client": env_rate(
+        "RATELIMIT_REGISTRATION_MANAGEMENT_FAILURES_PER_CLIENT", "20/m"
+    ),
 }
 
 

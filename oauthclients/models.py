@@ -187,6 +187,9 @@ class OAuthClient(AbstractApplication):
     # A self-registered client's RFC 7591 metadata that has no column of its own (contacts,
     # software_id and _version, logo_uri: kept and returned, never fetched or shown).
     registration_metadata = models.JSONField(default=dict, blank=True, editable=False)
+    # RFC 7592 §1.2: the digest of the registration access token that lets an RFC 7591 client
+    # read, update and delete its registration (empty: none issued); rotated on each update.
+    registration_token_digest = models.CharField(max_length=64, blank=True, default="", editable=False)
     # Deleted by its owner: kept (rejected, tokens revoked) so that its audit trail survives.
     deleted_at = models.DateTimeField(null=True, blank=True, editable=False)
     # OpenID Connect: how this client's ID tokens are signed (the name is OpenID Connect Dynamic
@@ -698,6 +701,10 @@ class AccessToken(AbstractAccessToken):
     # (§4.1, nested for a chain), and `token_family` is the family of the user's grant the token
     # continues, so that ending that grant ends it too (RefreshToken.revoke_family below).
     act = models.JSONField(null=True, blank=True, editable=False)
+    # ID-JAG (RFC 7523 JWT bearer grant, oauthflows.idjag): the issuer of the organization's
+    # identity provider whose assertion granted this token with no consent page; empty otherwise.
+    # Connected apps lists such access as "allowed by your organization".
+    assertion_issuer = models.CharField(max_length=300, blank=True, default="", editable=False)
     token_family = models.UUIDField(null=True, blank=True, editable=False, db_index=True)
 
     class Meta(AbstractAccessToken.Meta):

@@ -1,5 +1,6 @@
 """Reads of the client registry. Developer pages go through the owner-scoped ones (404 otherwise)."""
 
+import hmac
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -7,7 +8,7 @@ from django.db import DataError
 from django.db.models import Case, CharField, OuterRef, QuerySet, Subquery, Value, When
 from django.shortcuts import get_object_or_404
 
-from oauthclients.models import ClientKind, ClientSecret, ClientStatus, OAuthClient
+from oauthclients.models import ClientKind, ClientSecret, ClientStatus, OAuthClient, digest
 
 
 def _owned(owner) -> QuerySet[OAuthClient]:
@@ -175,3 +176,19 @@ def clients_with_verified_name_like(queryset: QuerySet[OAuthClient]) -> QuerySet
             output_field=CharField(),
         )
     )
+
+
+def client_get_for_registration_token(*, client_id: str, token: str) -> OAuthClient | None:
+    """The RFC 7591 client that `token` (its RFC 7592 registration access token) manages, or None:
+    an unknown client, a wrong token, a rejected or deleted client are alike (RFC 7592 §2)."""
+    given = digest(token)  # computed whatever the client, so that no answer is faster
+    client = (
+        OAuthClient.objects.filter(client_id=client_id, registration_source=OAuthClient.RegistrationSource.DCR)
+        .exclude(status=ClientStatus.REJECTED)
+        .first()
+    )
+    if client is None or not client.registration_token_digest:
+        return None
+    if not hmac.compare_digest(client.registration_token_digest, given):
+        return None
+    return client

@@ -86,6 +86,15 @@ class IssuedSecret:
 class ClientCreated:
     client: OAuthClient
     secret: IssuedSecret | None
+    # RFC 7592 §1.2, for an RFC 7591 registration: returned once, stored as a digest.
+    registration_token: str | None = dataclass_field(default=None, repr=False)
+
+
+def _registration_token_new(client: OAuthClient) -> str:
+    """A new RFC 7592 registration access token for `client` (its digest set, not saved)."""
+    token = secrets.token_urlsafe(32)
+    client.registration_token_digest = digest(token)
+    return token
 
 
 _audit = audit_record
@@ -404,6 +413,7 @@ def client_self_register(
     client_id: str | None = None,
     id_token_signed_response_alg: str = IdTokenAlgorithm.RS256,
     post_logout_redirect_uris: list[str] = (),
+    registration_token: bool = False,
 ) -> ClientCreated:
     """A client that registered itself (RFC 7591, or a client ID metadata document): no owner of
     its own, *unverified* (any user may authorize it within settings.OAUTH_UNVERIFIED_SCOPES,
@@ -440,6 +450,7 @@ def client_self_register(
     if client_id is not None:
         client.client_id = client_id
     client.set_scope_list(cleaned["scopes"])
+    token = _registration_token_new(client) if registration_token else None
     client.save(force_insert=True)
     _client_origins_sync(client, created=True)
     _audit(
@@ -453,7 +464,7 @@ def client_self_register(
         redirect_uris=client.redirect_uri_list,
     )
     issued = _new_secret(client=client, actor=None) if kind == ClientKind.CONFIDENTIAL else None
-    return ClientCreated(client=client, secret=issued)
+    return ClientCreated(client=client, secret=issued, registration_token=token)
 
 
 @transaction.atomic
@@ -670,8 +681,19 @@ def _needs_review(client: OAuthClient, *, cleaned: dict) -> list[str]:
     return reasons
 
 
-def _apply_edit(client: OAuthClient, *, actor, action: AuditAction, cleaned: dict) -> OAuthClient:
-    """Save an edit; approved (or rejected) clients go back to review when `_needs_review` says so."""
+def _apply_edit(
+    client: OAuthClient,
+    *,
+    actor,
+    action: AuditAction,
+    cleaned: dict,
+    also_changed: tuple[str, ...] = (),
+    resubmit_to: ClientStatus = ClientStatus.PENDING,
+) -> OAuthClient:
+    """Save an edit; approved (or rejected) clients go back to review when `_needs_review` says so.
+
+    `also_changed`: fields the caller changed on `client` itself that review covers (a registered
+    logo_uri); `resubmit_to`: the status that review starts from (a self-registered client's tier)."""
     before = {
         "name": client.name,
         "purpose": client.purpose,
@@ -683,7 +705,7 @@ def _apply_edit(client: OAuthClient, *, actor, action: AuditAction, cleaned: dic
         "post_logout_redirect_uris": client.post_logout_redirect_uri_list,
         "scopes": client.scope_list,
     }
-    review_reasons = _needs_review(client, cleaned=cleaned)
+    review_reasons = _needs_review(client, cleaned=cleaned) + list(also_changed)
     was_legacy = client.is_legacy
     client.name = cleaned["name"]
     client.purpose = cleaned["purpose"]
@@ -702,13 +724,13 @@ def _apply_edit(client: OAuthClient, *, actor, action: AuditAction, cleaned: dic
     if cleaned["scopes"]:
         client.set_scope_list(cleaned["scopes"])
         client.is_legacy = False
-    changed = [field for field, old in before.items() if old != _field_value(client, field)]
+    changed = [field for field, old in before.items() if old != _field_value(client, field)] + list(also_changed)
     if not changed:
         return client
 
     resubmitted = False
     if client.status == ClientStatus.REJECTED or (client.status == ClientStatus.APPROVED and review_reasons):
-        client.status = ClientStatus.PENDING
+        client.status = resubmit_to
         client.rejection_reason = ""
         client.reviewed_by = None
         client.reviewed_at = None
@@ -974,6 +996,76 @@ def client_delete(*, client: OAuthClient, actor) -> OAuthClient:
         revoked_refresh_tokens=ended.refresh_tokens,
         revoked_codes=ended.codes,
     )
+    return client
+
+
+@dataclass(frozen=True)
+class RegistrationUpdated:
+    client: OAuthClient
+    registration_token: str = dataclass_field(repr=False)  # the new one: the old one no longer works
+
+
+@transaction.atomic
+def client_registration_update(
+    *,
+    client: OAuthClient,
+    name: str,
+    kind: str,
+    redirect_uris: list[str],
+    scopes: list[str],
+    website_url: str = "",
+    privacy_policy_url: str = "",
+    terms_url: str = "",
+    metadata: dict | None = None,
+    id_token_signed_response_alg: str = IdTokenAlgorithm.RS256,
+    post_logout_redirect_uris: list[str] = (),
+) -> RegistrationUpdated:
+    """RFC 7592 §2.2: an RFC 7591 client replaces its registration, under the registration's rules.
+
+    An approved client that changes what review covers (name, website, policies, redirect URIs,
+    scopes, logo_uri) goes back to review, to the tier it registered into (unverified: usable
+    within the ceiling until approved again). The registration access token is rotated."""
+    client = _lock(client)
+    if client.status == ClientStatus.REJECTED or client.registration_source != OAuthClient.RegistrationSource.DCR:
+        raise InvalidTransition("Only a registration that is not rejected can be updated.")
+    if kind != client.client_type:
+        raise ValidationError({"token_endpoint_auth_method": ["cannot change between none and a client secret."]})
+    cleaned = _clean_self_registered(
+        name=name,
+        website_url=website_url,
+        redirect_uris=redirect_uris,
+        scopes=scopes,
+        privacy_policy_url=privacy_policy_url,
+        terms_url=terms_url,
+        post_logout_redirect_uris=post_logout_redirect_uris,
+    )
+    cleaned["purpose"] = client.purpose
+    metadata = metadata or {}
+    before = client.registration_metadata or {}
+    also_changed = ("logo_uri",) if metadata.get("logo_uri", "") != before.get("logo_uri", "") else ()
+    client.registration_metadata = metadata
+    client.id_token_signed_response_alg = id_token_signed_response_alg
+    token = _registration_token_new(client)
+    tier = ClientStatus.PENDING if settings.OAUTH_DYNAMIC_REGISTRATION == "pending" else ClientStatus.UNVERIFIED
+    client = _apply_edit(
+        client,
+        actor=None,
+        action=AuditAction.CLIENT_UPDATED,
+        cleaned=cleaned,
+        also_changed=also_changed,
+        resubmit_to=tier,
+    )
+    # _apply_edit saves only when a reviewed field changed: the rest (and the token) always.
+    client.save(update_fields=["registration_metadata", "id_token_signed_response_alg", "registration_token_digest"])
+    return RegistrationUpdated(client=client, registration_token=token)
+
+
+@transaction.atomic
+def client_registration_delete(*, client: OAuthClient) -> OAuthClient:
+    """RFC 7592 §2.3: an RFC 7591 client deletes itself; its grants end (client_delete)."""
+    client = client_delete(client=client, actor=None)
+    client.registration_token_digest = ""
+    client.save(update_fields=["registration_token_digest"])
     return client
 
 

@@ -335,15 +335,17 @@ def _scopes(params: QueryDict, client: OAuthClient, fail) -> list[str]:
     if "openid" not in scopes and any(name in OPENID_SCOPES for name in scopes):
         # OpenID Connect Core §5.4: profile and email are claims of an OpenID request.
         fail("invalid_scope", "profile and email are OpenID Connect scopes: ask for openid with them.")
+    # The unverified tier's refusal first: an agent stepping up (MCP 2025-11-25) beyond the
+    # ceiling learns that review, not a registration update, is what would let it through.
+    refusal = ceiling_refusal(client, scopes)
+    if refusal:
+        fail("invalid_scope", refusal)
     if not client.is_legacy:
         # Spec §4.1: a subset of the scopes enabled on the client. A legacy client may ask for any
         # known scope (migration step a, spec §5.8). The OpenID Connect scopes are every client's.
         outside = [name for name in scopes if name not in client.scope_list and name not in OPENID_SCOPES]
         if outside:
             fail("invalid_scope", "Not enabled for this application: " + ", ".join(outside) + ".")
-    refusal = ceiling_refusal(client, scopes)
-    if refusal:
-        fail("invalid_scope", refusal)
     return scopes
 
 

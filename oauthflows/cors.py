@@ -5,8 +5,8 @@ handler below decides, per request, whether the request's Origin is allowed:
 
 - the metadata document (RFC 8414) is public: any origin may read it, and so is the open
   registration endpoint (RFC 7591: browser-based agents such as MCP Inspector register from a page);
-- the token and revocation endpoints (and RFC 7592's client configuration endpoint, once it
-  exists): the exact origins of the redirect URIs registered by the public client the request
+- the token and revocation endpoints, and RFC 7592's client configuration endpoint (whose URL
+  names the client): the exact origins of the redirect URIs registered by the public client the request
   names (client_id in the body, or HTTP Basic), approved or unverified (self-registered: a browser
   agent must be able to redeem its own codes). A preflight carries no body, so it is answered for
   an origin of any such client; the actual request is then readable only by that client's own
@@ -48,12 +48,13 @@ def cors_allow_request(sender, request, **kwargs) -> bool:
             return cors_origin_is_registered(origin=origin, approved_only=True)
         except DatabaseError:
             return False
-    if path not in (settings.OAUTH_TOKEN_PATH, settings.OAUTH_REVOKE_PATH):
+    configuration = path.startswith(settings.OAUTH_REGISTRATION_PATH + "/")
+    if path not in (settings.OAUTH_TOKEN_PATH, settings.OAUTH_REVOKE_PATH) and not configuration:
         return False  # asked for every other request too: decide without the database
     try:
         if request.method == "OPTIONS":
             return cors_origin_is_registered(origin=origin, approved_only=False)
-        client_id = per_client(request)
+        client_id = path.rpartition("/")[2] if configuration else per_client(request)
         return bool(client_id) and cors_origin_is_clients(origin=origin, client_id=client_id)
     except DatabaseError:
         return False  # the view answers 503 by itself; no CORS grant without the facts

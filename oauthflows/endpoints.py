@@ -21,6 +21,7 @@ from rest_framework.views import APIView
 from oauthclients.selectors import client_is_public
 from oauthflows.clientcall import ClientCall, client_call
 from oauthflows.exchange import TOKEN_EXCHANGE_GRANT
+from oauthflows.idjag import JWT_BEARER_GRANT
 from oauthflows.oauth2 import request_attribute_names, request_started_at
 from oauthflows.openapi import introspect_schema, revoke_schema, token_schema
 from plumbing.errors import service_unavailable
@@ -38,7 +39,7 @@ from signing.statuslist import list_ttl, status_list_token
 
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
 JSON_CONTENT_TYPE = "application/json"
-GRANT_TYPES = ("authorization_code", "refresh_token", TOKEN_EXCHANGE_GRANT)
+GRANT_TYPES = ("authorization_code", "refresh_token", TOKEN_EXCHANGE_GRANT, JWT_BEARER_GRANT)
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 REQUEST_ATTRIBUTE_NAMES = request_attribute_names()
 CLIENT_PARAMS = frozenset({"client_id", "client_secret"})
@@ -47,7 +48,9 @@ DEFAULT_DESCRIPTIONS = {
     "invalid_grant": (
         "The authorization code or refresh token is invalid, expired, revoked or was issued to another client."
     ),
-    "unsupported_grant_type": f"grant_type must be authorization_code, refresh_token or {TOKEN_EXCHANGE_GRANT}.",
+    "unsupported_grant_type": (
+        f"grant_type must be authorization_code, refresh_token, {TOKEN_EXCHANGE_GRANT} or {JWT_BEARER_GRANT}."
+    ),
     "invalid_scope": "The requested scope is invalid or wider than the original grant.",
     "unauthorized_client": "This client may not use this grant type.",
 }
@@ -315,6 +318,9 @@ class TokenView(ClientEndpoint):
             return _json(
                 {key: data[key] for key in ("access_token", "issued_token_type", "token_type", "expires_in", "scope")}
             )
+        if "refresh_token" not in data:
+            # RFC 7523 (oauthflows.idjag): no refresh token; a new assertion is the way to continue.
+            return _json({key: data[key] for key in ("access_token", "token_type", "expires_in", "scope")})
         return _json(
             {
                 "access_token": data["access_token"],

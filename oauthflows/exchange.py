@@ -28,8 +28,11 @@ import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 
-from django.db import transaction
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import connections, router, transaction
 from django.utils import timezone
 from oauth2_provider.models import set_token_value
 from oauth2_provider.settings import oauth2_settings
@@ -37,9 +40,10 @@ from oauthlib.oauth2.rfc6749 import errors
 from oauthlib.oauth2.rfc6749.grant_types.base import GrantTypeBase
 
 from oauthclients.exchangetargets import exchange_target_get
-from oauthclients.models import AccessToken, ClientStatus, ExchangeTarget, RefreshToken, digest
+from oauthclients.models import AccessToken, ClientKind, ClientStatus, ExchangeTarget, OAuthClient, RefreshToken, digest
 from oauthclients.tier import ceiling_refusal
 from oauthflows.clientcall import client_call
+from plumbing.compiled import quoted_columns
 from scopes.catalog import SCOPE_NAMES
 from tokens.selectors import MAX_TOKEN_LENGTH
 
@@ -83,10 +87,10 @@ def _target_uri(request) -> str:
     return named[0]
 
 
-def _subject(raw: str | None, caller, request) -> AccessToken:
+def _subject_row(raw: str | None) -> AccessToken | None:
     if not raw or len(raw) > MAX_TOKEN_LENGTH:
-        raise errors.InvalidGrantError(description=SUBJECT_REFUSED, request=request)
-    subject = (
+        return None
+    return (
         AccessToken.objects.filter(token_checksum=digest(raw))
         .select_related("application", "user")
         .only(
@@ -104,6 +108,9 @@ def _subject(raw: str | None, caller, request) -> AccessToken:
         )
         .first()
     )
+
+
+def _subject_check(subject: AccessToken | None, caller, request) -> AccessToken:
     if (
         subject is None
         or subject.is_expired()
@@ -145,11 +152,149 @@ def _scopes(request, subject: AccessToken) -> list[str]:
 
 
 def _family_and_auth_time(subject: AccessToken):
-    """The grant family the subject token belongs to (its own for an exchanged token, else its
-    refresh token's) and the user's login time for it (a JWT's auth_time): one read."""
+    """The subject's refresh token's family and the user's login time for it (a JWT's auth_time): one read."""
     row = RefreshToken.objects.filter(access_token_id=subject.pk).values_list("token_family", "auth_time").first()
-    family, auth_time = row or (None, None)
-    return subject.token_family or family, auth_time
+    return row or (None, None)
+
+
+@dataclass(frozen=True)
+class Looked:
+    """What one exchange reads: the target (or None), whether the caller has any target, the
+    subject token (or None) with its app and user, its grant family and the login time."""
+
+    target: OAuthClient | None
+    any_target: bool
+    subject: AccessToken | None
+    family: uuid.UUID | None
+    auth_time: datetime | None
+
+
+def _fast_alias() -> str | None:
+    """PostgreSQL, unless OAUTH_FAST_REDEMPTION=0: one hand-written statement; elsewhere the ORM
+    (SQLite's raw cursor would hand back text for dates: tokens/redemption.py takes the same line)."""
+    if not getattr(settings, "OAUTH_FAST_REDEMPTION", True):
+        return None
+    alias = router.db_for_read(AccessToken)
+    return alias if connections[alias].vendor == "postgresql" else None
+
+
+@cache
+def _lookup_sql(alias: str) -> str:
+    """The target, the caller's having any target, the subject with its app, user and refresh
+    token: one statement, built once per database (a row always comes back: LEFT JOINs from one)."""
+    connection = connections[alias]
+    quote = connection.ops.quote_name
+    columns = ("id", "client_id", "name", "resource_uri", "client_type", "status", "deleted_at", "user")
+    c = quoted_columns(connection, OAuthClient, *columns)
+    x = quoted_columns(connection, ExchangeTarget, "client", "target")
+    a = quoted_columns(
+        connection,
+        AccessToken,
+        "id",
+        "token_checksum",
+        "expires",
+        "scope",
+        "resource",
+        "act",
+        "token_family",
+        "user",
+        "application",
+    )
+    user_model = get_user_model()
+    u = quoted_columns(connection, user_model, "id", "is_active")
+    r = quoted_columns(connection, RefreshToken, "access_token", "token_family", "auth_time")
+    clients, targets = quote(OAuthClient._meta.db_table), quote(ExchangeTarget._meta.db_table)
+    tokens, users, refresh = (
+        quote(AccessToken._meta.db_table),
+        quote(user_model._meta.db_table),
+        quote(RefreshToken._meta.db_table),
+    )
+    return (
+        f"SELECT t.{c['id']}, t.{c['client_id']}, t.{c['name']}, t.{c['resource_uri']}, "
+        f"EXISTS (SELECT 1 FROM {targets} y WHERE y.{x['client']} = %(caller)s), "
+        f"a.{a['id']}, a.{a['expires']}, a.{a['scope']}, a.{a['resource']}, a.{a['act']}, a.{a['token_family']}, "
+        f"a.{a['user']}, a.{a['application']}, u.{u['is_active']}, app.{c['client_id']}, app.{c['status']}, "
+        f"app.{c['user']}, r.{r['token_family']}, r.{r['auth_time']} "
+        f"FROM (SELECT 1) one "
+        f"LEFT JOIN {clients} t ON t.{c['id']} = (SELECT z.{c['id']} FROM {targets} y "
+        f"JOIN {clients} z ON z.{c['id']} = y.{x['target']} WHERE y.{x['client']} = %(caller)s "
+        f"AND z.{c['resource_uri']} = %(uri)s AND z.{c['client_type']} = %(kind)s AND z.{c['status']} = %(approved)s "
+        f"AND z.{c['deleted_at']} IS NULL LIMIT 1) "
+        f"LEFT JOIN {tokens} a ON a.{a['token_checksum']} = %(checksum)s "
+        f"LEFT JOIN {clients} app ON app.{c['id']} = a.{a['application']} "
+        f"LEFT JOIN {users} u ON u.{u['id']} = a.{a['user']} "
+        f"LEFT JOIN {refresh} r ON r.{r['access_token']} = a.{a['id']}"
+    )
+
+
+def _instance(model, alias: str, values: dict):
+    names = [f.attname for f in model._meta.concrete_fields if f.attname in values]
+    return model.from_db(alias, names, [values[name] for name in names])
+
+
+def _json(model, name: str, value, alias: str):
+    return model._meta.get_field(name).from_db_value(value, None, connections[alias])
+
+
+def _look_up_in_one_statement(alias: str, *, caller: OAuthClient, uri: str, raw: str | None) -> Looked:
+    params = {
+        "caller": caller.pk,
+        "uri": uri,
+        "kind": ClientKind.RESOURCE_SERVER,
+        "approved": ClientStatus.APPROVED,
+        # An over-long or missing token matches no digest (and is refused as unknown).
+        "checksum": digest(raw) if raw and len(raw) <= MAX_TOKEN_LENGTH else "",
+    }
+    with connections[alias].cursor() as cursor:
+        cursor.execute(_lookup_sql(alias), params)
+        row = cursor.fetchone()
+    (t_id, t_client_id, t_name, t_uri, any_target, a_id, expires, scope, resource, act, family, user_id, app_id) = row[
+        :13
+    ]
+    is_active, app_client_id, app_status, app_owner, refresh_family, auth_time = row[13:]
+    target = None
+    if t_id is not None:
+        target = _instance(
+            OAuthClient, alias, {"id": t_id, "client_id": t_client_id, "name": t_name, "resource_uri": t_uri}
+        )
+    subject = None
+    if a_id is not None:
+        subject = _instance(
+            AccessToken,
+            alias,
+            {
+                "id": a_id,
+                "expires": expires,
+                "scope": scope,
+                "resource": _json(AccessToken, "resource", resource, alias),
+                "act": _json(AccessToken, "act", act, alias),
+                "token_family": family,
+                "user_id": user_id,
+                "application_id": app_id,
+            },
+        )
+        app = None
+        if app_id is not None:
+            values = {"id": app_id, "client_id": app_client_id, "status": app_status, "user_id": app_owner}
+            app = _instance(OAuthClient, alias, values)
+        user = _instance(get_user_model(), alias, {"id": user_id, "is_active": is_active}) if user_id else None
+        AccessToken._meta.get_field("application").set_cached_value(subject, app)
+        AccessToken._meta.get_field("user").set_cached_value(subject, user)
+    return Looked(
+        target=target, any_target=bool(any_target), subject=subject, family=refresh_family, auth_time=auth_time
+    )
+
+
+def _look_up(*, caller: OAuthClient, uri: str, raw: str | None) -> Looked:
+    """The target, the subject and its family: one statement on PostgreSQL, the ORM elsewhere."""
+    alias = _fast_alias()
+    if alias is not None:
+        return _look_up_in_one_statement(alias, caller=caller, uri=uri, raw=raw)
+    target = exchange_target_get(client=caller, resource_uri=uri)
+    any_target = target is not None or ExchangeTarget.objects.filter(client=caller).exists()
+    subject = _subject_row(raw) if target is not None else None
+    family, auth_time = _family_and_auth_time(subject) if subject is not None else (None, None)
+    return Looked(target=target, any_target=any_target, subject=subject, family=family, auth_time=auth_time)
 
 
 class TokenExchangeGrant(GrantTypeBase):
@@ -183,8 +328,9 @@ class TokenExchangeGrant(GrantTypeBase):
                 request=request,
             )
         uri = _target_uri(request)
-        target = exchange_target_get(client=caller, resource_uri=uri)
-        if target is None and not ExchangeTarget.objects.filter(client=caller).exists():
+        looked = _look_up(caller=caller, uri=uri, raw=_param(request, "subject_token"))
+        target = looked.target
+        if target is None and not looked.any_target:
             raise errors.UnauthorizedClientError(
                 description="An administrator has allowed this resource server no token exchange.", request=request
             )
@@ -194,7 +340,7 @@ class TokenExchangeGrant(GrantTypeBase):
                 description=f"This resource server may not exchange tokens toward {uri[:200]!r}.",
                 request=request,
             )
-        subject = _subject(_param(request, "subject_token"), caller, request)
+        subject = _subject_check(looked.subject, caller, request)
         scopes = _scopes(request, subject)
         app = subject.application
         refusal = ceiling_refusal(app, scopes)  # a ceiling lowered since the subject was issued
@@ -214,8 +360,9 @@ class TokenExchangeGrant(GrantTypeBase):
         request.client = app
         request.scopes = scopes
         request.resource = [target.resource_uri]
-        family, auth_time = _family_and_auth_time(subject)
-        request._exchange = Exchange(act=act, lifetime=lifetime, family=family, auth_time=auth_time)
+        # The grant family: the subject's own for an exchanged token, else its refresh token's.
+        family = subject.token_family or looked.family
+        request._exchange = Exchange(act=act, lifetime=lifetime, family=family, auth_time=looked.auth_time)
 
     def create_token_response(self, request, token_handler):
         headers = self._get_default_headers()

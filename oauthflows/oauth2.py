@@ -57,6 +57,7 @@ from oauthclients.tier import ceiling_refusal
 from oauthclients.validators import resource_uri_problem
 from oauthflows.clientcall import client_call
 from oauthflows.exchange import TOKEN_EXCHANGE_GRANT, TokenExchangeGrant
+from oauthflows.idjag import JWT_BEARER_GRANT, JwtBearerGrant
 from oauthflows.services import consent_record
 from plumbing.compiled import CompiledQuery
 from plumbing.requestparams import basic_credentials, request_json_pairs
@@ -838,6 +839,8 @@ class Server(OpenIDServer):
         self._grant_types["authorization_code"] = self.openid_connect_auth
         # RFC 8693: resource servers trade a user's token for one bound to another (oauthflows.exchange).
         self._grant_types[TOKEN_EXCHANGE_GRANT] = TokenExchangeGrant(request_validator)
+        # RFC 7523 with an ID-JAG: an organization's identity provider grants, no consent page (oauthflows.idjag).
+        self._grant_types[JWT_BEARER_GRANT] = JwtBearerGrant(request_validator)
 
 
 class Backend(OAuthLibCore):

@@ -9,23 +9,38 @@ developer page's redirect URI rules, the scope catalog, single-line names), secr
 (ClientSecret), and the unverified tier (oauthclients.tier): a registration is usable at once, but
 only within the ceiling.
 
-Not done, on purpose: RFC 7592 management (DOT would issue a registration access token as an
-AccessToken row with a non-catalog scope, which every token path here would have to learn to
-ignore); `software_statement`; fetching `logo_uri` (a server-side request to an address the
-registrant chooses: the consent page shows initials instead).
+RFC 7592 management (`RegistrationConfigurationView`): the registration answer carries a
+`registration_access_token` (random, stored as a digest on the client, not as a DOT AccessToken,
+which every token path would have to learn to ignore) and a `registration_client_uri`, where the
+client reads (GET), replaces (PUT) and deletes (DELETE) its registration with that token as a
+bearer. Each update rotates the token; the rules are the registration's; an approved client that
+changes what review covers goes back to review (oauthclients.services.client_registration_update).
+
+Not done, on purpose: `software_statement`; fetching `logo_uri` (a server-side request to an
+address the registrant chooses: the consent page shows initials instead).
 """
 
 import json
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
+from django.utils.decorators import method_decorator
+from django.views import View
+from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider.dcr import AllowAllDCRPermission
 from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.views.dynamic_client_registration import DynamicClientRegistrationView
 
+from oauthclients.exceptions import InvalidTransition
 from oauthclients.models import ClientKind, IdTokenAlgorithm, OAuthClient
-from oauthclients.services import MAX_NAME_LENGTH, client_self_register
+from oauthclients.selectors import client_get_for_registration_token
+from oauthclients.services import (
+    MAX_NAME_LENGTH,
+    client_registration_delete,
+    client_registration_update,
+    client_self_register,
+)
 from oauthclients.validators import MAX_REDIRECT_URIS, MAX_URI_LENGTH, has_line_break_or_control, url_host
 from plumbing.requestparams import NOT_UNICODE, unicode_scalars_only
 from scopes.catalog import UnknownScopeError, parse_scopes, sort_scopes
@@ -271,7 +286,7 @@ class RegistrationView(DynamicClientRegistrationView):
             return _refusal("invalid_client_metadata", "The body must be a JSON object of client metadata.")
         try:
             fields = metadata_validate(data)
-            created = client_self_register(source=OAuthClient.RegistrationSource.DCR, **fields)
+            created = client_self_register(source=OAuthClient.RegistrationSource.DCR, registration_token=True, **fields)
         except RegistrationError as exc:
             return _refusal(exc.error, exc.description)
         except ValidationError as exc:
@@ -280,4 +295,108 @@ class RegistrationView(DynamicClientRegistrationView):
         if created.secret is not None:
             document["client_secret"] = created.secret.plaintext
             document["client_secret_expires_at"] = 0
+        document |= _management(created.client, created.registration_token)
         return _answer(document, 201)
+
+
+def registration_client_uri(client: OAuthClient) -> str:
+    return f"{settings.OAUTH_ISSUER}{settings.OAUTH_REGISTRATION_PATH}/{client.client_id}"
+
+
+def _management(client: OAuthClient, token: str) -> dict:
+    # RFC 7592 §3: both, in the registration answer and after each update (a rotated token).
+    return {"registration_access_token": token, "registration_client_uri": registration_client_uri(client)}
+
+
+def _unauthorized() -> JsonResponse:
+    # RFC 7592 §2.1-2.3: a wrong or missing token, an unknown or deleted client: 401, alike, as
+    # RFC 6750 §3.1 says (no hint whether the client exists).
+    response = _answer(
+        {"error": "invalid_token", "error_description": "The registration access token is not valid for this client."},
+        401,
+    )
+    response["WWW-Authenticate"] = 'Bearer error="invalid_token"'
+    return response
+
+
+def _bearer(request) -> str | None:
+    scheme, _, token = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or len(token) > 200 or not token.isascii():
+        return None
+    return token
+
+
+@method_decorator(csrf_exempt, name="dispatch")  # a bearer token, never a cookie, authorizes these calls
+class RegistrationConfigurationView(View):
+    """GET/PUT/DELETE /v2/auth/oauth2/register/<client_id>: RFC 7592's client configuration endpoint."""
+
+    http_method_names = ["get", "put", "delete", "options"]
+
+    def dispatch(self, request, *args, client_id: str = "", **kwargs):
+        if request.method == "OPTIONS":
+            return super().dispatch(request, *args, **kwargs)
+        token = _bearer(request)
+        client = client_get_for_registration_token(client_id=client_id, token=token) if token else None
+        if client is None:
+            return _unauthorized()
+        self.client = client
+        return super().dispatch(request, *args, **kwargs)
+
+    def options(self, request, *args, **kwargs):
+        return HttpResponse(status=204)
+
+    def get(self, request, *args, **kwargs):
+        # RFC 7592 §2.1; the token is not rotated on a read. A client secret is stored as a
+        # digest and cannot be returned: the client keeps the one it was given.
+        return _answer(
+            registration_document(self.client) | {"registration_client_uri": registration_client_uri(self.client)}, 200
+        )
+
+    def put(self, request, *args, **kwargs):
+        client = self.client
+        if (request.content_type or "").lower() != "application/json":
+            return _refusal("invalid_client_metadata", "Send the client metadata as a JSON object (application/json).")
+        if len(request.body) > MAX_BODY_BYTES:
+            return _refusal("invalid_client_metadata", f"The metadata can be at most {MAX_BODY_BYTES} bytes.")
+        try:
+            data = _metadata_object(request.body)
+        except RecursionError:
+            data = None
+        if data is None:
+            return _refusal("invalid_client_metadata", "The body must be a JSON object of client metadata.")
+        # RFC 7592 §2.2: client_id must be the client's; a client_secret, if sent, the one it holds.
+        if data.get("client_id") != client.client_id:
+            return _refusal("invalid_client_metadata", "client_id must be this registration's client_id.")
+        secret = data.get("client_secret")
+        if secret is not None and not (
+            isinstance(secret, str) and any(s.matches(secret) for s in client.secrets.filter(revoked_at__isnull=True))
+        ):
+            return _refusal("invalid_client_metadata", "client_secret does not match this client's.")
+        for fixed in (
+            "registration_access_token",
+            "registration_client_uri",
+            "client_secret_expires_at",
+            "client_id_issued_at",
+        ):
+            data.pop(fixed, None)  # RFC 7592 §2.2: server-set values, not metadata
+        try:
+            fields = metadata_validate(data)
+            updated = client_registration_update(client=client, **fields)
+        except RegistrationError as exc:
+            return _refusal(exc.error, exc.description)
+        except ValidationError as exc:
+            return _validation_refusal(exc)
+        except InvalidTransition as exc:
+            return _refusal("invalid_client_metadata", str(exc))
+        document = registration_document(updated.client) | _management(updated.client, updated.registration_token)
+        return _answer(document, 200)
+
+    def delete(self, request, *args, **kwargs):
+        try:
+            client_registration_delete(client=self.client)
+        except InvalidTransition:
+            return _unauthorized()  # deleted meanwhile
+        response = HttpResponse(status=204)  # RFC 7592 §2.3
+        response["Cache-Control"] = "no-store"
+        return response

@@ -11,6 +11,7 @@ from django.http import Http404
 from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
+from accounts.models import IdentityProvider
 from oauthclients.models import (
     MAX_ORIGIN_LENGTH,
     AccessToken,
@@ -35,6 +36,9 @@ class ConnectedApp:
     # RFC 8693: the services reaching others with this app's access for the user ("through
     # Scheduling MCP"), from their live exchanged tokens (oauthflows.exchange).
     through: tuple[str, ...] = ()
+    # ID-JAG (oauthflows.idjag): the organizations whose identity providers granted this access,
+    # with no consent page ("allowed by your organization").
+    allowed_by: tuple[str, ...] = ()
 
     @property
     def higher_risk_count(self) -> int:
@@ -52,15 +56,18 @@ def _live_refresh_tokens(user):
 def connected_app_list_for_user(*, user) -> list[ConnectedApp]:
     """Every app holding live tokens for this user, newest authorization first."""
     live = _live_refresh_tokens(user)
-    client_ids = set(live.values_list("application_id", flat=True))
+    asserted = _asserted_access(user)
+    client_ids = set(live.values_list("application_id", flat=True)) | set(asserted)
     if not client_ids:
         return []
-    scopes_by_client: dict[int, set[str]] = {}
+    scopes_by_client: dict[int, set[str]] = {pk: set(scopes) for pk, (_issuers, scopes) in asserted.items()}
     unrestricted: set[int] = set()
     for client_id, scope in live.values_list("application_id", "access_token__scope"):
         if not scope:
             unrestricted.add(client_id)
         scopes_by_client.setdefault(client_id, set()).update(scope.split())
+    issuers = set().union(*(issuers for issuers, _scopes in asserted.values())) if asserted else set()
+    organizations = dict(IdentityProvider.objects.filter(issuer__in=issuers).values_list("issuer", "name"))
     consents = {c.client_id: c for c in Consent.objects.filter(user=user, client_id__in=client_ids)}
     # "Last used": the last time the app obtained a token for this user (exchange or refresh).
     usage = {
@@ -87,9 +94,28 @@ def connected_app_list_for_user(*, user) -> list[ConnectedApp]:
                 authorized_at=consent.first_authorized_at if consent else used.get("first"),
                 last_used_at=used.get("last"),
                 through=through.get(client.pk, ()),
+                allowed_by=tuple(
+                    sorted(organizations.get(issuer, issuer) for issuer in asserted.get(client.pk, ((), ()))[0])
+                ),
             )
         )
     return sorted(apps, key=lambda app: app.authorized_at or timezone.now(), reverse=True)
+
+
+def _asserted_access(user) -> dict[int, tuple[set[str], set[str]]]:
+    """Per app, the issuers and scopes of its live access tokens granted by an ID-JAG (no refresh token)."""
+    rows = (
+        AccessToken.objects.filter(user=user, expires__gt=timezone.now())
+        .exclude(assertion_issuer="")
+        .exclude(application__status=ClientStatus.REJECTED)
+        .values_list("application_id", "assertion_issuer", "scope")
+    )
+    found: dict[int, tuple[set[str], set[str]]] = {}
+    for client_pk, issuer, scope in rows:
+        issuers, scopes = found.setdefault(client_pk, (set(), set()))
+        issuers.add(issuer)
+        scopes.update(scope.split())
+    return found
 
 
 def _exchanged_through(user, client_ids) -> dict[int, tuple[str, ...]]:
@@ -176,29 +202,42 @@ def cors_origin_is_clients(*, origin: str, client_id: str) -> bool:
     return ClientOrigin.objects.filter(origin=origin, client__client_id=client_id).exists()
 
 
-def consent_covers(*, user, client: OAuthClient, scopes: list[str]) -> bool:
-    """Whether the user's standing consent to this approved client covers these scopes (one query).
+@dataclass(frozen=True)
+class StandingConsent:
+    """What the user's last Allow for a client granted, and when."""
 
-    The user's last Allow must have granted at least them (an unrestricted grant covers only an
-    unrestricted request), after the client's last approval, so that nothing users are shown (and
-    nothing they granted) has changed since. Revoking the app under Connected apps, a rejection,
-    a deletion or the user's deactivation deletes the consent, so the page is shown again.
-    """
-    if client.status != ClientStatus.APPROVED:
-        return False
+    authorized_at: datetime
+    scopes: frozenset[str]
+    unrestricted: bool
+
+
+def consent_standing(*, user, client: OAuthClient) -> StandingConsent | None:
+    """The user's standing consent to this client (one query), or None."""
     row = (
         Consent.objects.filter(user=user, client=client)
         .values_list("last_authorized_at", "scope", "unrestricted")
         .first()
     )
     if row is None:
+        return None
+    return StandingConsent(authorized_at=row[0], scopes=frozenset(row[1].split()), unrestricted=row[2])
+
+
+def consent_covers(*, standing: StandingConsent | None, client: OAuthClient, scopes: list[str]) -> bool:
+    """Whether the user's standing consent to this approved client covers these scopes.
+
+    The user's last Allow must have granted at least them (an unrestricted grant covers only an
+    unrestricted request), after the client's last approval, so that nothing users are shown (and
+    nothing they granted) has changed since. Revoking the app under Connected apps, a rejection,
+    a deletion or the user's deactivation deletes the consent, so the page is shown again.
+    """
+    if client.status != ClientStatus.APPROVED or standing is None:
         return False
-    authorized_at, granted, unrestricted = row
-    if client.reviewed_at is not None and authorized_at < client.reviewed_at:
+    if client.reviewed_at is not None and standing.authorized_at < client.reviewed_at:
         return False
     if not scopes:
-        return unrestricted
-    return set(scopes) <= set(granted.split())
+        return standing.unrestricted
+    return set(scopes) <= standing.scopes
 
 
 # OpenID Connect: what a login session carries for the ID token (docs/openid-connect.md).

@@ -11,6 +11,11 @@ urlpatterns = [
     path("v2/auth/oauth2/token", endpoints.TokenView.as_view(), name="token"),
     path("v2/auth/oauth2/revoke", endpoints.RevokeView.as_view(), name="revoke"),
     path("v2/auth/oauth2/register", registration.RegistrationView.as_view(), name="register"),
+    path(
+        "v2/auth/oauth2/register/<str:client_id>",
+        registration.RegistrationConfigurationView.as_view(),
+        name="register_configuration",
+    ),
     path("v2/auth/oauth2/introspect", endpoints.IntrospectView.as_view(), name="introspect"),
     path("v2/auth/oauth2/status-lists/<int:number>", endpoints.StatusListView.as_view(), name="status_list"),
     path("v2/auth/oauth2/userinfo", openid.UserInfoView.as_view(), name="userinfo"),

@@ -37,9 +37,11 @@ from oauthflows.consentshown import FIELD as CONSENT_SHOWN_FIELD
 from oauthflows.consentshown import consent_shown_mark, consent_was_shown
 from oauthflows.endpoints import ascii_description
 from oauthflows.selectors import (
+    StandingConsent,
     connected_app_get_for_user,
     connected_app_list_for_user,
     consent_covers,
+    consent_standing,
     session_auth_time,
 )
 from oauthflows.services import (
@@ -148,11 +150,17 @@ class AuthorizationMixin(LoginRequiredMixin):
 
 
 @lru_cache(maxsize=256)
-def consent_scopes_html(scopes: tuple[str, ...]) -> str:
+def consent_scopes_html(scopes: tuple[str, ...], *, part: str = "") -> str:
     """The consent page's list of what the app asks for, by resource: the same HTML for the same
-    scopes (catalog text only, nothing of the user or the request), so rendered once per set."""
+    scopes (catalog text only, nothing of the user or the request), so rendered once per set.
+    `part` is "new" or "granted" when a step-up shows what it adds apart from what was allowed."""
     resources = group_by_resource(scopes)
     context = {"resources": resources, "higher_risk_count": sum(1 for r in resources if r.higher_risk)}
+    if part == "new":
+        context |= {"heading": "It will also be able to:", "heading_id": "access-new-title"}
+    elif part == "granted":
+        context |= {"heading": "You already allowed it to:", "heading_id": "access-granted-title"}
+        context["higher_risk_count"] = 0  # the "listed first" note belongs to what is new
     return render_to_string("oauth/_consent_scopes.html", context)
 
 
@@ -196,8 +204,10 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
                     )
                 )
             return redirect_to_login(request.get_full_path(), login_url=reverse("mfa_reauthenticate"))
+        # One lookup: whether the page may be skipped, and (on a step-up) what was granted before.
+        standing = consent_standing(user=request.user, client=authz.client)
         covered = "consent" not in authz.prompt and consent_covers(
-            user=request.user, client=authz.client, scopes=authz.scopes
+            standing=standing, client=authz.client, scopes=authz.scopes
         )
         if covered:
             return _issue_code(self, request, authz, consent_shown=False)
@@ -229,7 +239,7 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
             if authz.client.registration_source == OAuthClient.RegistrationSource.CIMD
             else "",
             "signed_in_name": profile_get_for_user(user=request.user).name or request.user.get_full_name(),
-            "scopes_html": consent_scopes_html(tuple(authz.api_scopes)) if authz.api_scopes else "",
+            "scopes_html": _scopes_html(authz, standing),
             # OpenID Connect: "Sign you in", and what profile and email let it read.
             "identity_lines": [description for name, description in OPENID_SCOPES.items() if name in authz.scopes],
             "allow_url": f"{settings.OAUTH_AUTHORIZE_PATH}/allow?{query}",
@@ -243,6 +253,19 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
             else consent_shown_mark(request),
         }
         return render(request, "oauth/consent.html", context)
+
+
+def _scopes_html(authz: AuthorizationRequest, standing: StandingConsent | None) -> str:
+    """What the app asks for; on a step-up (MCP 2025-11-25: a new request after an
+    insufficient_scope answer), what it adds first, then what the user already allowed."""
+    if not authz.api_scopes:
+        return ""
+    granted = standing.scopes if standing is not None and not standing.unrestricted else frozenset()
+    already = tuple(name for name in authz.api_scopes if name in granted)
+    new = tuple(name for name in authz.api_scopes if name not in granted)
+    if not already or not new:
+        return consent_scopes_html(tuple(authz.api_scopes))
+    return consent_scopes_html(new, part="new") + consent_scopes_html(already, part="granted")
 
 
 class AuthorizeDenyView(AuthorizationMixin, View):

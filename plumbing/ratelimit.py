@@ -243,6 +243,17 @@ def _html_refusal(retry_after: int) -> HttpResponse:
 class Route:
     limits: tuple[Limit, ...]  # checked in order: address first, so a refusal loads no session
     refusal: Callable[[int], HttpResponse]
+    methods: frozenset[str] = frozenset({"POST"})  # the requests that count
+
+
+def per_path_client(request: HttpRequest) -> str | None:
+    """The client_id a URL names (RFC 7592's client configuration endpoint)."""
+    match = request.resolver_match
+    return _bounded(match.kwargs.get("client_id")) if match is not None else None
+
+
+def unauthorized(response: HttpResponse) -> bool:
+    return response.status_code == 401
 
 
 def _failures_per_client(name: str) -> Limit:
@@ -286,6 +297,16 @@ _LOGO_UPLOAD = Route(
 VIEW_ROUTES: dict[str, Route] = {
     "developer:client_create": _LOGO_UPLOAD,
     "developer:client_update": _LOGO_UPLOAD,
+    # RFC 7592: every call per address; wrong registration access tokens per client, judged after
+    # the view (as the token endpoint's secrets: strangers can fill it, so it refuses only them).
+    "oauth:register_configuration": Route(
+        (
+            Limit("registration_management_per_address", per_address),
+            Limit("registration_management_failures_per_client", per_path_client, unauthorized, judged_after=True),
+        ),
+        _json_refusal,
+        methods=frozenset({"GET", "PUT", "DELETE"}),
+    ),
 }
 
 ROUTES: dict[str, Route] = {
@@ -480,7 +501,7 @@ class RateLimitMiddleware:
         route = ROUTES.get(request.path_info)
         if route is None and request.resolver_match is not None:
             route = VIEW_ROUTES.get(request.resolver_match.view_name)
-        if route is None or request.method != "POST" or not settings.RATELIMIT_ENABLED:
+        if route is None or request.method not in route.methods or not settings.RATELIMIT_ENABLED:
             return None
         now = time.time()
         try:

@@ -23,6 +23,7 @@ CREDENTIAL_PARAMS = (
     "password",
     "subject_token",
     "actor_token",
+    "assertion",  # RFC 7523: an ID-JAG (oauthflows.idjag) is a credential too
 )
 
 

@@ -16,9 +16,10 @@ DOC_IDS = [str(doc.relative_to(ROOT)) for doc in DOCS]
 
 URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s)`>\]\"']+")
 # A path: at least one folder, then a name with one of these extensions (a folder alone, a module
-# path with dots or a command is not checked).
+# path with dots or a command is not checked). After `@`, an npm package's module specifier
+# (`@modelcontextprotocol/sdk/client/index.js`), not a file of ours.
 EXTENSIONS = "py|md|json|toml|html|txt|ya?ml|cfg|ini|sh|js|mjs|css|png|svg|conf|sql|lock|csv"
-PATH = re.compile(rf"(?<![\w/.$~{{-])((?:[\w.-]+/)+[\w.-]*\.(?:{EXTENSIONS}))(?![\w/])")
+PATH = re.compile(rf"(?<![\w/.$~{{@-])((?:[\w.-]+/)+[\w.-]*\.(?:{EXTENSIONS}))(?![\w/])")
 # Named in the docs and read by a library rather than by our code (each with the library's name).
 READ_BY_A_LIBRARY = {"OTEL_EXPORTER_OTLP_HEADERS": "opentelemetry-exporter-otlp-proto-http"}
 PREFIXES = ("OAUTH", "DJANGO", "DATABASE", "RATELIMIT", "REDIS", "LOG", "METRICS", "OTEL")

@@ -9,8 +9,11 @@ what `scopes.authentication` does for a Django service:
 - `/mcp` without a token: 401 with `resource_metadata` (RFC 9728 §5.1), which is where an MCP
   client starts its authorization; an invalid, expired, revoked token or one bound to another
   resource (RFC 8707): 401 `invalid_token`; the authorization server unreachable: 503;
-- each tool checks its own scope with scopes.catalog.grants_scope (an ORG_ grant implies TEAM_),
-  and answers a tool error naming the missing scope otherwise;
+- a `tools/call` for a tool whose scope the token lacks (scopes.catalog.grants_scope: an ORG_
+  grant implies TEAM_) is answered before the tool runs with HTTP 403 and an `insufficient_scope`
+  challenge naming the scopes to ask for (RFC 6750 §3.1, MCP 2025-11-25 "scope challenge
+  handling"): the SDKs turn it into a new authorization request (step-up); each tool checks its
+  scope again (a tool error) for any path that bypasses the middleware;
 - `list_bookings` and `create_booking` call the bookings service (examples/bookings_service) for
   the user. The token this server received is bound to it and is never passed on (MCP security
   best practices, "token passthrough"): it is exchanged (RFC 8693) at the authorization server,
@@ -46,6 +49,7 @@ FIRST_SCOPES = ("PROFILE_READ", "BOOKING_READ")
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
 TIMEOUT = 5
+MAX_BODY_BYTES = 1024 * 1024  # what the middleware reads to find the tool called; more is a 413
 
 mcp = MCPServer(
     "Scheduling",
@@ -194,12 +198,72 @@ async def _send_json(send, status: int, body: dict, headers: list[tuple[bytes, b
     await send({"type": "http.response.body", "body": payload})
 
 
-def _challenge(error: str | None) -> bytes:
+def _challenge(error: str | None, scopes=FIRST_SCOPES) -> bytes:
     challenge = 'Bearer realm="mcp"'
     if error:
         challenge += f', error="{error}"'
-    challenge += f', scope="{" ".join(FIRST_SCOPES)}"'  # RFC 6750 §3
+    challenge += f', scope="{" ".join(scopes)}"'  # RFC 6750 §3
     return (challenge + f', resource_metadata="{metadata_url(resource_uri())}"').encode()
+
+
+def _called_tools(body: bytes) -> list[str]:
+    """The tools a JSON-RPC request (or a batch of them) calls: `tools/call`'s `params.name`."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return []  # the SDK answers a parse error itself
+    messages = message if isinstance(message, list) else [message]
+    names = []
+    for item in messages:
+        if isinstance(item, dict) and item.get("method") == "tools/call" and isinstance(item.get("params"), dict):
+            name = item["params"].get("name")
+            if isinstance(name, str):
+                names.append(name)
+    return names
+
+
+def missing_scopes(verification: Verification, tools: list[str]) -> list[str]:
+    """The scopes the token lacks for these tools (none for an unrestricted token or unknown tools)."""
+    token = verification.token
+    if token.unrestricted:
+        return []
+    needed = {TOOL_SCOPES[name] for name in tools if name in TOOL_SCOPES}
+    return sorted(name for name in needed if not grants_scope(token.scopes, name))
+
+
+def step_up_scopes(verification: Verification, missing: list[str]) -> list[str]:
+    """The 403's `scope`: what the token has (so that re-authorizing loses nothing, whatever the
+    client does with it) and what the tool needs, in catalog order."""
+    wanted = set(verification.token.scopes) | set(missing)
+    return [name for name in SCOPE_NAMES if name in wanted]
+
+
+async def _read_body(receive) -> tuple[bytes, list[dict]] | None:
+    """The request body, and the messages that carried it (to be replayed); None beyond MAX_BODY_BYTES."""
+    chunks, messages, size = [], [], 0
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        size += len(chunks[-1])
+        if size > MAX_BODY_BYTES:
+            return None
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks), messages
+
+
+def _replaying(messages: list[dict], receive):
+    pending = list(messages)
+
+    async def replay():
+        if pending:
+            return pending.pop(0)
+        return await receive()
+
+    return replay
 
 
 class ScopesBearerAuth:
@@ -227,11 +291,32 @@ class ScopesBearerAuth:
             await self.app(scope, receive, send)
             return
         refusal = await self._refusal(scope)
+        if refusal is None and scope["method"] == "POST":
+            read = await _read_body(receive)
+            if read is None:
+                refusal = 413, {"error": "invalid_request", "error_description": "The request is too large."}, []
+            else:
+                body, messages = read
+                receive = _replaying(messages, receive)
+                refusal = self._scope_refusal(scope["state"][STATE_KEY], _called_tools(body))
         if refusal is not None:
             status, body, headers = refusal
             await _send_json(send, status, body, headers)
             return
         await self.app(scope, receive, send)
+
+    @staticmethod
+    def _scope_refusal(verification: Verification, tools: list[str]):
+        """RFC 6750 §3.1 insufficient_scope for a tool call the token does not cover, or None."""
+        missing = missing_scopes(verification, tools)
+        if not missing:
+            return None
+        body = {
+            "error": "insufficient_scope",
+            "error_description": f"This tool needs the {', '.join(missing)} scope: authorize again asking for it.",
+        }
+        challenge = _challenge("insufficient_scope", step_up_scopes(verification, missing))
+        return 403, body, [(b"www-authenticate", challenge)]
 
     async def _refusal(self, scope):
         """(status, body, headers) refusing the request, or None (the verification is in scope["state"])."""

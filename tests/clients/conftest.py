@@ -28,7 +28,7 @@ def server(live_server, settings):
     return live_server.url
 
 
-PACKAGE_FILES = ("package.json", "package-lock.json", "flow.mjs", "jwt_access_token.mjs")
+PACKAGE_FILES = ("package.json", "package-lock.json", "flow.mjs", "jwt_access_token.mjs", "mcp_agent.mjs")
 
 
 @pytest.fixture

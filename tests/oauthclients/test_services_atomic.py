@@ -193,6 +193,35 @@ def _unused_registrations_remove(**_):
     return lambda: services.unused_registrations_remove()
 
 
+def _registered_approved(reviewer):
+    client = services.client_self_register(
+        name="Agent",
+        kind="public",
+        redirect_uris=["http://127.0.0.1:9000/cb"],
+        scopes=["PROFILE_READ"],
+        source="dcr",
+        registration_token=True,
+    ).client
+    return services.client_approve(client=client, actor=reviewer)
+
+
+def _client_registration_update(reviewer, **_):
+    client = _registered_approved(reviewer)
+    return lambda: services.client_registration_update(
+        client=_fresh(client),
+        name="Renamed agent",  # back to review: the client, its audit rows
+        kind="public",
+        redirect_uris=["http://127.0.0.1:9000/cb"],
+        scopes=["PROFILE_READ"],
+        metadata={"logo_uri": "https://agent.example/logo.png"},
+    )
+
+
+def _client_registration_delete(reviewer, browser, api, **_):
+    client = _registered_approved(reviewer)
+    return lambda: services.client_registration_delete(client=_fresh(client))
+
+
 SERVICES: dict[str, Callable] = {
     "client_create": _client_create,
     "client_self_register": _client_self_register,
@@ -210,6 +239,8 @@ SERVICES: dict[str, Callable] = {
     "client_delete": _client_delete,
     "user_access_end": _user_access_end,
     "unused_registrations_remove": _unused_registrations_remove,
+    "client_registration_update": _client_registration_update,
+    "client_registration_delete": _client_registration_delete,
 }
 
 

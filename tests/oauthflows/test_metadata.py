@@ -25,6 +25,7 @@ def test_metadata_describes_this_server(db):
         "authorization_code",
         "refresh_token",
         "urn:ietf:params:oauth:grant-type:token-exchange",
+        "urn:ietf:params:oauth:grant-type:jwt-bearer",
     ]
     assert body["code_challenge_methods_supported"] == ["S256"]
     assert set(body["token_endpoint_auth_methods_supported"]) == {"client_secret_basic", "client_secret_post", "none"}

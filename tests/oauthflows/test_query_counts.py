@@ -41,19 +41,20 @@ def test_exchange_and_refresh_take_at_most_six_queries(browser, api, confidentia
         tokens = response.json()
 
 
-def test_the_consent_page_is_four_statements_or_three_when_asked_again(browser, confidential):
+def test_the_consent_page_is_four_statements_even_when_asked_again(browser, confidential):
     from tests.oauthflows.helpers import asking_again, authorize_url
 
     client, _secret = confidential
     response, statements = queries(lambda: browser.get(authorize_url(client)))
     assert response.status_code == 200
     # session, user with its profile (profiles.backends: "Signed in as" needs no query of its own),
-    # client, and the user's standing consent with its last grant (one statement: consent_covers)
+    # client, and the user's standing consent with its last grant (one statement: consent_standing)
     assert len(statements) == 4, statements
-    # prompt=consent: the page whatever was granted before, so no consent lookup
+    # prompt=consent: the page whatever was granted before; the consent is still read, to show
+    # what was granted apart from what is new (a step-up)
     response, statements = queries(lambda: browser.get(asking_again(authorize_url(client))))
     assert response.status_code == 200
-    assert len(statements) == 3, statements
+    assert len(statements) == 4, statements
 
 
 def test_the_consent_post_statements_first_time_and_after(browser, confidential):

@@ -75,6 +75,8 @@ def test_production_defaults_are_the_documented_ones():
             "logo_uploads_per_address": [30, 3600],
             "registrations_per_address": [50, 3600],
             "registrations_total": [1000, 3600],
+            "registration_management_per_address": [120, 3600],
+            "registration_management_failures_per_client": [20, 60],
         },
         [],
         "django.core.cache.backends.locmem.LocMemCache",

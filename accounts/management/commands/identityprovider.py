@@ -1,4 +1,6 @@
-"""manage.py identityprovider add|list|remove: upstream OpenID Connect providers, JSON on stdout.
+"""manage.py identityprovider add|list|remove|allow-assertions|deny-assertions: upstream OpenID
+Connect providers, and which clients their ID-JAG assertions may reach (oauthflows.idjag); JSON on
+stdout.
 
 The client secret is read from standard input or a file (--client-secret-file, `-` for stdin),
 never from the command line, where `ps` and shell history would keep it.
@@ -8,10 +10,19 @@ import json
 import sys
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts.models import IdentityProvider
-from accounts.services import identity_provider_add, identity_provider_redirect_uri, identity_provider_remove
+from accounts.models import AssertionPolicy, IdentityProvider
+from accounts.services import (
+    identity_provider_add,
+    identity_provider_assertions_allow,
+    identity_provider_assertions_deny,
+    identity_provider_get,
+    identity_provider_redirect_uri,
+    identity_provider_remove,
+)
+from oauthclients.models import OAuthClient
 
 
 def _shown(provider: IdentityProvider) -> dict:
@@ -23,6 +34,10 @@ def _shown(provider: IdentityProvider) -> dict:
         "domains": provider.domains,
         "enforce": provider.enforce,
         "redirect_uri": identity_provider_redirect_uri(provider=provider, issuer=settings.OAUTH_ISSUER),
+        "assertions": {
+            policy.client.client_id: policy.scopes
+            for policy in AssertionPolicy.objects.filter(provider=provider).select_related("client")
+        },
     }
 
 
@@ -43,10 +58,20 @@ class Command(BaseCommand):
         sub.add_parser("list")
         remove = sub.add_parser("remove")
         remove.add_argument("slug")
+        # ID-JAG (RFC 7523): which clients the provider's assertions may reach, and up to which scopes.
+        allow = sub.add_parser("allow-assertions", allow_abbrev=False)
+        allow.add_argument("name", help="the provider's slug or name")
+        allow.add_argument("--client", action="append", required=True, dest="clients", metavar="CLIENT_ID")
+        allow.add_argument("--scope", action="append", default=[], dest="scopes", help="default: the client's scopes")
+        deny = sub.add_parser("deny-assertions", allow_abbrev=False)
+        deny.add_argument("name")
+        deny.add_argument("--client", action="append", required=True, dest="clients", metavar="CLIENT_ID")
 
     def handle(self, *args, **options):
         action = options["action"]
-        if action == "list":
+        if action in ("allow-assertions", "deny-assertions"):
+            result = self._assertions(action, options)
+        elif action == "list":
             result = [_shown(provider) for provider in IdentityProvider.objects.all()]
         elif action == "remove":
             try:
@@ -75,6 +100,29 @@ class Command(BaseCommand):
             )
             result = _shown(provider)
         self.stdout.write(json.dumps(result, indent=2))
+
+    def _assertions(self, action: str, options) -> dict:
+        try:
+            provider = identity_provider_get(name=options["name"])
+        except IdentityProvider.DoesNotExist:
+            raise CommandError(f"no identity provider {options['name']!r}") from None
+        clients = []
+        for client_id in options["clients"]:
+            client = OAuthClient.objects.filter(client_id=client_id).first()
+            if client is None:
+                raise CommandError(f"no client {client_id!r}")
+            clients.append(client)
+        ended = {}
+        for client in clients:
+            if action == "deny-assertions":
+                ended[client.client_id] = identity_provider_assertions_deny(provider=provider, client=client)
+                continue
+            try:
+                identity_provider_assertions_allow(provider=provider, client=client, scopes=options["scopes"])
+            except ValidationError as exc:
+                raise CommandError("; ".join(exc.messages)) from None
+        shown = _shown(IdentityProvider.objects.get(pk=provider.pk))
+        return shown | ({"access_tokens_ended": ended} if ended else {})
 
     def execute(self, *args, **options):
         self.stdin = options.pop("stdin", sys.stdin)
