@@ -34,9 +34,12 @@ def test_forty_wrong_secrets_from_anyone_leave_the_apps_right_secret_working(ser
         return post(server, TOKEN, json.dumps({**body, "client_secret": secret}))
 
     statuses = [refresh("cs_wrong").status_code for _ in range(40)]
-    # One address here, so the per-address limit (60 failures a minute) stays out of the way;
-    # with four workers sharing the counters, each may let one failure through past the limit.
-    assert statuses[:20] == [401] * 20 and statuses[-10:] == [429] * 10
+    # One address here, so the per-address limit (60 failures a minute) stays out of the way.
+    # With four workers sharing the counters, each other worker may let one failure through past
+    # the limit (docs/configuration.md, "Rate limits"), whenever it next serves one: at most 3.
+    late = statuses[20:]
+    assert statuses[:20] == [401] * 20 and set(late) <= {401, 429}
+    assert late.count(401) <= 3 and late.count(429) >= 17
     answer = refresh(secret)  # the right secret: its own answer (no such refresh token), not 429
     assert answer.status_code == 400 and answer.json()["error"] == "invalid_grant"
     refused = refresh("cs_wrong")
