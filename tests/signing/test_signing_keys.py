@@ -104,7 +104,7 @@ def test_the_first_key_of_an_algorithm_signs_at_once_even_by_rotate(db):
 
 def test_retire_stops_signing_now_and_unknown_kids_are_refused(db):
     (made,) = run("create")
-    (retired,) = run("retire", made["kid"])
+    (retired,) = run("retire", "--", made["kid"])
     assert retired["state"] == "published" and retired["retired_at"]
     assert keys.signing_key_current("ES256") is None
     with pytest.raises(CommandError, match="No signing key has kid"):
@@ -165,7 +165,21 @@ def test_check_deploy_warns_when_jwt_access_tokens_have_no_current_key(db, setti
     )
     assert signing_keys_ready(databases=["default"]) == []
     es256 = SigningKey.objects.get(algorithm="ES256")
-    run("retire", es256.kid)  # still published, no longer signing
+    run("retire", "--", es256.kid)  # still published, no longer signing
     assert [problem.id for problem in signing_keys_ready(databases=["default"])] == ["config.W004"]
     settings.OAUTH_JWT_ACCESS_TOKEN_ALGORITHM = "RS256"
     assert signing_keys_ready(databases=["default"]) == []
+
+
+def test_a_key_id_beginning_with_a_dash_is_retired_after_the_separator(db):
+    """A kid is a base64url thumbprint: one in 64 begins with `-`, which argparse reads as an
+    option unless `--` comes first (docs/administering.md says so; CI met one)."""
+    from django.core.management.base import CommandError
+
+    (made,) = run("create")
+    dashed = "-" + made["kid"][1:]
+    SigningKey.objects.filter(kid=made["kid"]).update(kid=dashed)
+    with pytest.raises(CommandError):
+        run("retire", dashed)
+    (retired,) = run("retire", "--", dashed)
+    assert retired["kid"].startswith("-")
