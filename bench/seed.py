@@ -169,7 +169,7 @@ def seed_project(users: int, tokens: int, codes: int, jwt_codes: int = 0, exchan
     if jwt_codes:
         seed.update(_seed_jwt(owner, seed, tokens, codes, jwt_codes))
     if exchange_tokens:
-        seed.update(_seed_exchange(owner, seed, tokens, exchange_tokens))
+        seed.update(_seed_exchange(owner, seed, exchange_tokens))
     seed["codes"] = _insert_series(
         Grant,
         0,
@@ -257,9 +257,14 @@ def _seed_jwt(owner, seed: dict, tokens: int, codes: int, jwt_codes: int) -> dic
     }
 
 
-def _seed_exchange(owner, seed: dict, tokens: int, count: int) -> dict:
+# Scenario 10's tokens are numbered from here: the grown database numbers its million tokens on
+# from the seeded ones (grow_project), and the two series must never meet.
+EXCHANGE_TOKEN_BASE = 1_000_000_000
+
+
+def _seed_exchange(owner, seed: dict, count: int) -> dict:
     """Scenario 10 (RFC 8693): the MCP server (a resource server allowed to exchange toward the
-    bookings service), the bookings service, and access tokens numbered [tokens, tokens + count)
+    bookings service), the bookings service, and access tokens numbered from EXCHANGE_TOKEN_BASE,
     bound to the MCP server, as an agent's would be."""
     from oauthclients import services
     from oauthclients.exchangetargets import client_exchange_targets_set
@@ -270,9 +275,10 @@ def _seed_exchange(owner, seed: dict, tokens: int, count: int) -> dict:
     )
     mcp = services.resource_server_create(owner=owner, name="Bench MCP", resource_uri=MCP_RESOURCE, actor=owner)
     client_exchange_targets_set(client=mcp.client, resource_uris=[EXCHANGE_RESOURCE], actor=owner)
-    _seed_tokens(AccessToken, seed, tokens, tokens + count, stored_token="''", resource=json.dumps([MCP_RESOURCE]))
+    start, stop = EXCHANGE_TOKEN_BASE, EXCHANGE_TOKEN_BASE + count
+    _seed_tokens(AccessToken, seed, start, stop, stored_token="''", resource=json.dumps([MCP_RESOURCE]))
     return {
-        "exchange_tokens": [tokens, tokens + count],
+        "exchange_tokens": [start, stop],
         "mcp_id": mcp.client.client_id,
         "mcp_secret": mcp.secret.plaintext,
         "exchange_bookings_id": bookings.client.client_id,
