@@ -448,3 +448,21 @@ def test_the_login_scenario_is_reported():
     config = {"users": 8, "workers": 4, "warmup_s": 3, "duration_s": 16, "tokens": 1000, "grown_tokens": 1_000_000}
     meta = {"date": "today", "nproc": "2", "cpu": "cpu", "git": "abc"}
     assert "Scenario 9" in report.render(report.build(runs=runs[:1], meta=meta, config=config))
+
+
+@pytest.mark.postgres_only
+def test_the_grown_tokens_never_meet_scenario_10s(db):
+    """make bench seeds scenario 10's tokens (bound to the MCP server) with the project's, then grows
+    a copy to a million tokens numbered on from the seeded ones: the two series must not meet (they
+    did, and the whole bench stopped at seeding the grown database)."""
+    from bench import seed
+
+    seeded = seed.seed_project(users=2, tokens=5, codes=0, exchange_tokens=3)
+    start, stop = seeded["exchange_tokens"]
+    assert stop - start == 3
+    grown = seed.grow_project(seeded, 5 + 4)
+    assert grown["tokens"] == 9 and AccessToken.objects.count() == 9 + 3
+    for number in (*range(9), *range(start, stop)):
+        assert AccessToken.objects.filter(token_checksum=digest(token_value(number))).exists(), number
+    mcp_bound = AccessToken.objects.filter(token_checksum=digest(token_value(start))).get()
+    assert mcp_bound.resource == [seed.MCP_RESOURCE]
