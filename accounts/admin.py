@@ -1,7 +1,16 @@
 """The admin's identity providers: the upstream secret is write-only (typed once, sealed, never
 shown), the redirect_uri to register is shown, and every change goes through accounts.services
-(audited; a recent sign-in with the second factor first: accounts.middleware.RECENT_LOGIN_VIEWS)."""
+(audited; a recent sign-in with the second factor first: accounts.middleware.RECENT_LOGIN_VIEWS).
 
+allauth's own SocialApp and SocialToken pages are taken away: our providers come from
+IdentityProvider only (accounts.socialadapter.list_apps reads nothing else) and upstream tokens are
+not stored (SOCIALACCOUNT_STORE_TOKENS = False), so a SocialApp typed there would keep its client
+secret in plain text, show it back, and sign nobody in."""
+
+# allauth's admin module registers its classes when imported: import it first, whatever the order
+# of INSTALLED_APPS, so that they are there to take away.
+import allauth.socialaccount.admin  # noqa: F401
+from allauth.socialaccount.models import SocialApp, SocialToken
 from django import forms
 from django.conf import settings
 from django.contrib import admin
@@ -13,6 +22,10 @@ from accounts.services import (
     identity_provider_redirect_uri,
     identity_provider_remove,
 )
+
+for _model in (SocialApp, SocialToken):
+    if admin.site.is_registered(_model):
+        admin.site.unregister(_model)
 
 
 def _domains(text: str) -> list[str]:

@@ -1,4 +1,5 @@
-"""Writes about identity providers: add and remove, each audited in its transaction."""
+"""Writes about identity providers (add and remove, each audited in its transaction), and about how a
+session signed in (a factor proved while setting it up)."""
 
 from django.db import models, transaction
 from django.urls import reverse
@@ -114,3 +115,46 @@ def identity_provider_assertions_deny(*, provider: IdentityProvider, client: OAu
         access_tokens_ended=ended,
     )
     return ended
+
+
+def session_factor_set_up_record(*, request, user, authenticator) -> bool:
+    """This session just set up `authenticator` (an authenticator app or a passkey) by proving it holds
+    it: a fresh second-factor authentication, recorded as allauth records one. Returns whether it was.
+
+    Why: allauth leads a first factor's set-up on to the new recovery codes, whose page asks for a
+    recent sign-in with the user's factor (accounts.selectors.login_is_recent), which the session
+    signed in with a password alone did not have: it asked for the factor set up a second before.
+    The set-up is proof enough: the authenticator app's code was checked (allauth's
+    ActivateTOTPForm), the passkey's device answered our challenge for our relying party (allauth's
+    AddWebAuthnForm; with attestation "none" nothing is signed at registration, so what it proves is
+    that whoever set the passkey up holds it, exactly what a sign-in with it a second later would).
+
+    Not a way around the rule: allauth asks for a recent sign-in before either set-up (with the
+    factors the user already has), and this records nothing for a session that was not recent
+    itself, for another user's session (a passkey sign-up has none yet), or for recovery codes,
+    which are generated here, not proved. Only this session gains; another session of the same
+    account still confirms with the factor.
+    """
+    import time
+
+    from allauth.account import app_settings as account_settings
+    from allauth.mfa.base.internal.flows import post_authentication
+
+    from accounts.selectors import SECOND_FACTOR_TYPES, session_amr
+
+    session_user = getattr(request, "user", None)
+    if (
+        authenticator.type not in SECOND_FACTOR_TYPES
+        or session_user is None
+        or not session_user.is_authenticated
+        or session_user.pk != user.pk
+    ):
+        return False
+    since = time.time() - account_settings.REAUTHENTICATION_TIMEOUT
+    if not session_amr(request=request, since=since):
+        return False
+    # allauth's own record of a factor used (mfa.base.internal.flows, pinned in
+    # tests/accounts/test_allauth_internals.py): method "mfa", its type and id, "reauthenticated"
+    # as after its confirmation pages (the user was signed in already); it marks the factor used.
+    post_authentication(request, authenticator, reauthenticated=True)
+    return True

@@ -1,10 +1,12 @@
-"""Changes to one's own second factors go on the audit trail (allauth.mfa's signals)."""
+"""Changes to one's own second factors go on the audit trail (allauth.mfa's signals); setting one up
+counts as using it in that session (accounts.services.session_factor_set_up_record)."""
 
 from allauth.mfa import signals as mfa_signals
 from django.dispatch import receiver
 
 from accounts.audit import account_audit_record
 from accounts.models import AccountAuditAction
+from accounts.services import session_factor_set_up_record
 
 
 @receiver(mfa_signals.authenticator_added, dispatch_uid="accounts_factor_added")
@@ -16,6 +18,12 @@ def _factor_added(sender, request, user, authenticator, **kwargs):
         type=authenticator.type,
         id=authenticator.pk,
     )
+
+
+@receiver(mfa_signals.authenticator_added, dispatch_uid="accounts_factor_added_proves_it")
+def _factor_added_proves_it(sender, request, user, authenticator, **kwargs):
+    # allauth sends this once the factor is stored (after its transaction commits, for TOTP).
+    session_factor_set_up_record(request=request, user=user, authenticator=authenticator)
 
 
 @receiver(mfa_signals.authenticator_removed, dispatch_uid="accounts_factor_removed")

@@ -79,7 +79,7 @@ MIDDLEWARE = [
     "profiles.middleware.AdminTimeZoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "accounts.middleware.StaffSecondFactorMiddleware",  # /admin/ only: staff need a second factor
-    "accounts.middleware.RecentLoginMiddleware",  # approve, reject, secrets, identity providers
+    "accounts.middleware.RecentLoginMiddleware",  # admin pages that grant a power; secrets
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 

@@ -1,5 +1,6 @@
 """The admin's page for token exchange targets (RFC 8693, oauthclients.exchangetargets): each
-addition or removal goes through the one audited service, as `oauthclient set-exchange-targets` does."""
+addition or removal goes through the one audited service, as `oauthclient set-exchange-targets` does,
+after a recent sign-in with the second factor (accounts.middleware.RECENT_LOGIN_ADMIN_MODELS)."""
 
 from django import forms
 from django.contrib import admin

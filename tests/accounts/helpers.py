@@ -37,3 +37,39 @@ def recovery_codes_of(user) -> list[str]:
 
 def second_step(browser, code: str):
     return browser.post("/accounts/2fa/authenticate/", {"code": code})
+
+
+def passkey_registration(browser, *, challenge: str | None = None, rp_id: str = "testserver") -> dict:
+    """What a device answers to /accounts/2fa/webauthn/add/'s challenge: a registration of a fresh
+    P-256 key with attestation "none" (WebAuthn §6.5.4), built with fido2's own structures; the
+    browser tests have Chromium's virtual authenticator do the same (tests/browser/test_passkeys.py).
+    `challenge` (base64url): another than the one the page asked, to see it refused."""
+    import hashlib
+    import os
+
+    from allauth.mfa.webauthn.internal.auth import STATE_SESSION_KEY
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from fido2.cose import ES256
+    from fido2.utils import websafe_encode
+    from fido2.webauthn import Aaguid, AttestationObject, AttestedCredentialData, AuthenticatorData, CollectedClientData
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    credential_id = os.urandom(32)
+    attested = AttestedCredentialData.create(Aaguid.NONE, credential_id, ES256.from_cryptography_key(key.public_key()))
+    flags = AuthenticatorData.FLAG.UP | AuthenticatorData.FLAG.UV | AuthenticatorData.FLAG.AT
+    authenticator_data = AuthenticatorData.create(hashlib.sha256(rp_id.encode()).digest(), flags, 0, attested)
+    client_data = CollectedClientData.create(
+        type="webauthn.create",
+        challenge=challenge or browser.session[STATE_SESSION_KEY]["challenge"],
+        origin=f"https://{rp_id}",
+    )
+    return {
+        "id": websafe_encode(credential_id),
+        "rawId": websafe_encode(credential_id),
+        "type": "public-key",
+        "response": {
+            "clientDataJSON": websafe_encode(client_data),
+            "attestationObject": websafe_encode(AttestationObject.create("none", authenticator_data, {})),
+        },
+        "clientExtensionResults": {},
+    }

@@ -3,12 +3,14 @@ does for Django's and DOT's): an upgrade that moves or changes one turns this fi
 
 - the session's record of how the user signed in (accounts.selectors, accounts.adapter.record_upstream_amr);
 - suspending a POST until the user re-authenticates (accounts.middleware._suspend);
+- recording a second factor used (accounts.services.session_factor_set_up_record);
 - ending a user's sessions (accounts.views.SignOutEverywhereView).
 """
 
 import inspect
 
 from allauth.account.internal.flows import login, logout, reauthentication
+from allauth.mfa.base.internal import flows as mfa_flows
 from allauth.usersessions.internal.flows import sessions
 
 
@@ -29,3 +31,25 @@ def test_suspend_request_takes_the_request_and_the_url():
 def test_ending_sessions_and_logging_out():
     assert parameters(sessions.end_sessions) == ["request", "sessions"]
     assert parameters(logout.logout)[0] == "request"
+
+
+def test_a_factor_used_is_recorded_as_mfa_with_its_type_and_id(end_user):
+    from allauth.mfa.models import Authenticator
+    from allauth.mfa.recovery_codes.internal.auth import RecoveryCodes
+    from django.contrib.sessions.backends.db import SessionStore
+    from django.test import RequestFactory
+
+    assert parameters(mfa_flows.post_authentication) == ["request", "authenticator", "reauthenticated", "passwordless"]
+    authenticator = RecoveryCodes.activate(end_user).instance
+    request = RequestFactory().post("/")
+    request.session, request.user = SessionStore(), end_user
+    mfa_flows.post_authentication(request, authenticator, reauthenticated=True)
+    (record,) = login.get_authentication_records(request, end_user)
+    assert {key: value for key, value in record.items() if key != "at"} == {
+        "method": "mfa",
+        "id": authenticator.pk,
+        "type": Authenticator.Type.RECOVERY_CODES,
+        "reauthenticated": True,
+    }
+    authenticator.refresh_from_db()
+    assert authenticator.last_used_at is not None

@@ -77,13 +77,15 @@ def test_a_staff_account_without_a_second_factor_cannot_open_the_admin(reviewer)
         assert refused.status_code == 302 and refused["Location"].startswith("/accounts/2fa/?next=")
 
 
+@pytest.mark.django_db(transaction=True)  # allauth announces the new factor once its transaction commits
 @override_settings(OAUTH_STAFF_MFA_REQUIRED=True)
 def test_a_staff_account_signed_in_with_its_second_factor_opens_the_admin(reviewer):
     browser, _ = log_in("reviewer")
     secret = totp_activate(browser)
-    # The session that set the factor up has not signed in with it yet: it confirms once.
-    confirm = browser.get("/admin/")
-    assert confirm.status_code == 302 and confirm["Location"].startswith("/accounts/2fa/reauthenticate/")
+    # The code typed to set the factor up proved it, in this session (tests/accounts/
+    # test_setting_up_a_factor.py): the admin opens.
+    assert browser.get("/admin/").status_code == 200
+    # A later sign-in asks for it after the password, then opens the admin.
     fresh, response = log_in("reviewer")
     assert response["Location"].startswith("/accounts/2fa/authenticate/")
     time.sleep(0.01)

@@ -9,7 +9,8 @@ signatures, the challenge and the relying party's hash.
 - a passkey registered as a second factor, then asked for after the password;
 - a passkey registered for passwordless sign-in, then used alone from the login page;
 - a staff account sent to set up a second factor before the admin, enrolling a passkey on a
-  390 px wide page, every page axe-clean, and reaching the admin with it.
+  390 px wide page (its recovery codes next, the admin then open: the registration proved it),
+  every page axe-clean, and confirming with it.
 """
 
 from urllib.parse import urlsplit
@@ -82,6 +83,9 @@ def test_passkey_as_second_factor_then_passwordless(people, localhost_issuer, ch
     page.goto(base + "/accounts/login/")
     log_in(page, "enduser")
     add_passkey(page, base, "Work laptop", passwordless=False)
+    # The first factor: its recovery codes next, shown at once (registering the passkey proved it).
+    assert urlsplit(page.url).path == "/accounts/2fa/recovery-codes/", page.url
+    assert page.locator("#recovery_codes").input_value().strip()
     stored = credentials(cdp, authenticator)
     assert len(stored) == 1 and stored[0]["rpId"] == "localhost"
     assert stored[0]["isResidentCredential"] is False  # a second factor: no discoverable credential
@@ -150,15 +154,19 @@ def test_staff_enrolls_a_passkey_on_a_phone_width_page(people, localhost_issuer,
     page.fill("#id_name", "Admin phone")
     with page.expect_navigation():
         page.click("#mfa_webauthn_add")
+    # Registering the passkey proved it: the new recovery codes, not a confirmation with it.
+    assert urlsplit(page.url).path == "/accounts/2fa/recovery-codes/", page.url
     audit(page, "after-adding")
     assert len(credentials(cdp, authenticator)) == 1
 
-    # The session was signed in with the password only: the admin asks for the passkey first.
+    # The password and the passkey just registered: two factors, the admin opens.
     page.goto(base + "/admin/")
-    assert urlsplit(page.url).path == "/accounts/2fa/webauthn/reauthenticate/", page.url
+    assert urlsplit(page.url).path == "/admin/", page.url
+    audit(page, "admin")
+    # The confirmation an older sign-in meets before a change that grants a power, with the passkey.
+    page.goto(base + "/accounts/2fa/webauthn/reauthenticate/?next=/admin/")
     audit(page, "confirm-with-passkey")
     with page.expect_navigation():
         page.click("#mfa_webauthn_reauthenticate")
     assert urlsplit(page.url).path == "/admin/", page.url
-    audit(page, "admin")
     audit.assert_clean()
