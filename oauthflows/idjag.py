@@ -17,7 +17,8 @@ Every claim is checked, each refusal its RFC 6749 §5.2 error:
   fetched from the issuer's OpenID discovery like client metadata documents (https and public
   addresses; loopback with OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK, for development and tests),
   kept for JWKS_CACHE_SECONDS and fetched again for an unknown `kid` at most every
-  JWKS_REFETCH_SECONDS; the signature (`invalid_grant` for any of these);
+  JWKS_REFETCH_SECONDS (a fetch that fails is refused as such, its reason logged, and tried again
+  after JWKS_REFETCH_SECONDS); the signature (`invalid_grant` for any of these);
 - claims: `iss` a provider of ours, `aud` our issuer, `client_id` the authenticated client,
   `resource` an approved resource server of ours (and the request's `resource`, if sent),
   `exp` in the future and at most MAX_LIFETIME_SECONDS away, `iat` not in the future, `jti`
@@ -35,6 +36,7 @@ organization and revocable there, and ended by `identityprovider deny-assertions
 """
 
 import json
+import logging
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -68,7 +70,10 @@ MAX_ASSERTION_LENGTH = 16 * 1024
 JWKS_CACHE_SECONDS = 3600
 JWKS_REFETCH_SECONDS = 5  # an unknown kid fetches the JWKS again, at most this often per issuer
 
-_jwks: dict[str, tuple[float, dict[str, jwk.JWK]]] = {}
+log = logging.getLogger(__name__)
+
+# issuer: (when its keys were fetched, its keys by kid, whether that fetch failed)
+_jwks: dict[str, tuple[float, dict[str, jwk.JWK], bool]] = {}
 _jwks_lock = threading.Lock()
 
 
@@ -87,8 +92,13 @@ def _refuse(description: str, error=errors.InvalidGrantError):
     raise AssertionRefused(error, description)
 
 
+class KeysUnavailable(Exception):
+    """The issuer's discovery document or JWKS could not be fetched or read (the reason is logged)."""
+
+
 def jwks_forget() -> None:
-    """Drop every cached JWKS (tests; an operator after a provider's emergency key rotation)."""
+    """Drop every cached JWKS (tests). The cache is each process's own: after a provider's emergency
+    key rotation, restarting the server drops it everywhere (docs/agents.md)."""
     with _jwks_lock:
         _jwks.clear()
 
@@ -110,21 +120,25 @@ def _fetch_keys(issuer: str) -> dict[str, jwk.JWK]:
 
 
 def _key(issuer: str, kid: str) -> jwk.JWK | None:
-    """The issuer's key `kid`, from the cached JWKS or, when unknown or stale, a fresh fetch."""
+    """The issuer's key `kid`, from the cached JWKS or, when unknown or stale, a fresh fetch.
+    Raises KeysUnavailable when that fetch (or one a moment ago) failed."""
     now = time.monotonic()
     with _jwks_lock:
-        fetched_at, keys = _jwks.get(issuer, (None, {}))
+        fetched_at, keys, failed = _jwks.get(issuer, (None, {}, False))
     fresh = fetched_at is not None and now - fetched_at < JWKS_CACHE_SECONDS
     if fresh and kid in keys:
         return keys[kid]
-    if fetched_at is not None and now - fetched_at < JWKS_REFETCH_SECONDS:
-        return keys.get(kid)  # fetched a moment ago: an unknown kid does not make us fetch again
-    try:
-        keys = _fetch_keys(issuer)
-    except Exception:  # any fetch or parse failure: the assertion cannot be checked, so refused
-        keys = {}
-    with _jwks_lock:
-        _jwks[issuer] = (now, keys)
+    if fetched_at is None or now - fetched_at >= JWKS_REFETCH_SECONDS:
+        try:
+            keys, failed = _fetch_keys(issuer), False
+        except Exception as exc:  # any fetch or parse failure: the assertion cannot be checked
+            log.warning("ID-JAG: the keys of %s could not be fetched through its OpenID discovery: %s", issuer, exc)
+            keys, failed = {}, True
+        with _jwks_lock:
+            _jwks[issuer] = (now, keys, failed)
+    # else fetched a moment ago: an unknown kid does not make us fetch again
+    if failed:
+        raise KeysUnavailable(issuer)
     return keys.get(kid)
 
 
@@ -144,7 +158,10 @@ def _verified_claims(assertion: str) -> tuple[IdentityProvider, dict]:
     provider = IdentityProvider.objects.filter(issuer=str(issuer).rstrip("/")).first() if issuer else None
     if provider is None:
         _refuse("The assertion's issuer is not an identity provider of this service.")
-    key = _key(provider.issuer, header["kid"])
+    try:
+        key = _key(provider.issuer, header["kid"])
+    except KeysUnavailable:
+        _refuse("The keys of the assertion's issuer could not be fetched (its OpenID discovery and JWKS).")
     if key is None:
         _refuse("The assertion's key is not in its issuer's JWKS.")
     try:

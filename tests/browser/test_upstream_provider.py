@@ -1,6 +1,7 @@
+# ruff: noqa: F811 - the fixture imported from tests/browser/upstream_provider.py is named as an argument
 """Signing in through an upstream identity provider nobody here wrote: panva's `oidc-provider`
-(npm, tests/browser/upstream: package.json and its lock), started by the test on a free loopback
-port, with Chromium going through its pages.
+(npm, tests/browser/upstream, run by tests/browser/upstream_provider.py), started by the test on a
+free loopback port, with Chromium going through its pages.
 
 - A person of an enforced domain types their email on our login page, comes from an app's
   authorization request, is sent straight to the provider, signs in there, and lands back on the
@@ -12,13 +13,8 @@ port, with Chromium going through its pages.
 """
 
 import base64
-import hashlib
 import json
-import os
 import re
-import shutil
-import subprocess
-from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
 import pytest
@@ -26,12 +22,10 @@ from django.conf import settings
 
 from tests.browser.conftest import new_page
 from tests.browser.test_journey import ThirdPartyApp
-from tests.integration.server import free_port
+from tests.browser.upstream_provider import Upstream, upstream_package  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-PACKAGE = Path(__file__).parent / "upstream"
-PACKAGE_FILES = ("package.json", "package-lock.json", "provider.mjs")
 UPSTREAM_SECRET = "upstream-client-secret-for-the-test-0123456789"
 ACCOUNTS = {
     # An organization's person, signed in at the provider with a password and a one-time code.
@@ -39,67 +33,6 @@ ACCOUNTS = {
     # Someone who typed the administrator's address into their upstream profile, unverified.
     "mallory": {"email": "admin@example.com", "email_verified": False, "amr": ["pwd"]},
 }
-
-
-@pytest.fixture(scope="session")
-def upstream_package() -> Path:
-    """tests/browser/upstream installed by `npm ci` (its lock, exactly) in a cache directory."""
-    npm, node = shutil.which("npm"), shutil.which("node")
-    if npm is None or node is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("node and npm are needed for the upstream identity provider test")
-        pytest.skip("npm is not installed")
-    fingerprint = hashlib.sha256(b"".join((PACKAGE / name).read_bytes() for name in PACKAGE_FILES)).hexdigest()
-    cache = Path(os.environ.get("OIDC_NODE_CACHE") or Path.home() / ".cache" / "oidc-client-tests")
-    target = cache / f"upstream-{fingerprint[:16]}"
-    if not (target / "node_modules" / "oidc-provider").is_dir():
-        target.mkdir(parents=True, exist_ok=True)
-        for name in PACKAGE_FILES:
-            shutil.copy(PACKAGE / name, target / name)
-        subprocess.run(
-            [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"],
-            cwd=target,
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-    return target
-
-
-class Upstream:
-    """The provider's Node process, for one test."""
-
-    def __init__(self, package: Path, *, redirect_uri: str):
-        self.port = free_port()
-        self.issuer = f"http://localhost:{self.port}"
-        config = {
-            "port": self.port,
-            "client": {"client_id": "scheduling", "client_secret": UPSTREAM_SECRET, "redirect_uris": [redirect_uri]},
-            "accounts": ACCOUNTS,
-        }
-        env = {"PATH": os.environ.get("PATH", ""), "UPSTREAM_CONFIG": json.dumps(config), "NODE_ENV": "test"}
-        self.process = subprocess.Popen(
-            ["node", str(package / "provider.mjs")],
-            cwd=package,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        said = []
-        # Its warnings first (a development key, the runtime), then "listening"; "" once it exits.
-        while not said or (said[-1] and "listening" not in said[-1]):
-            said.append(self.process.stdout.readline())
-        if not said[-1]:
-            self.close()
-            raise AssertionError("the upstream provider did not start:\n" + "".join(said))
-
-    def close(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
 
 
 @pytest.fixture
@@ -115,7 +48,8 @@ def scene(live_server, settings, upstream_package, people):
     settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "OIDC_ISS_ENDPOINT": live_server.url}
     allocator.forget()
     callback = f"{live_server.url}/accounts/oidc/acme-sso/login/callback/"
-    upstream = Upstream(upstream_package, redirect_uri=callback)
+    client = {"client_id": "scheduling", "client_secret": UPSTREAM_SECRET, "redirect_uris": [callback]}
+    upstream = Upstream(upstream_package, clients=[client], accounts=ACCOUNTS)
     identity_provider_add(
         name="Acme SSO",
         issuer=upstream.issuer,

@@ -1,10 +1,6 @@
 """The live server as an issuer, the end user's browser for the live-server tests of this package,
 and the Node package of tests/clients/node installed for them."""
 
-import hashlib
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,6 +8,7 @@ import requests
 
 from tests.clients.test_client_libraries import CSRF_RE, TIMEOUT
 from tests.factories import PASSWORD
+from tests.node_packages import npm_installed
 
 NODE_PACKAGE = Path(__file__).parent / "node"
 
@@ -52,23 +49,6 @@ def user_agent(server, end_user):
 @pytest.fixture(scope="session")
 def node_package() -> Path:
     """tests/clients/node installed by `npm ci` (its lock, exactly) in a cache directory."""
-    npm, node = shutil.which("npm"), shutil.which("node")
-    if npm is None or node is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("node and npm are needed for the Node client library tests")
-        pytest.skip("npm is not installed")
-    fingerprint = hashlib.sha256(b"".join((NODE_PACKAGE / name).read_bytes() for name in PACKAGE_FILES)).hexdigest()
-    cache = Path(os.environ.get("OIDC_NODE_CACHE") or Path.home() / ".cache" / "oidc-client-tests")
-    target = cache / fingerprint[:16]
-    if not (target / "node_modules" / "openid-client").is_dir():
-        target.mkdir(parents=True, exist_ok=True)
-        for name in PACKAGE_FILES:
-            shutil.copy(NODE_PACKAGE / name, target / name)
-        subprocess.run(
-            [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"],
-            cwd=target,
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-    return target
+    return npm_installed(
+        NODE_PACKAGE, PACKAGE_FILES, prefix="", main="openid-client", needed_for="the Node client library tests"
+    )

@@ -2,6 +2,7 @@
 the organization's provider decides, no consent page; every claim is checked, each refusal tested."""
 
 import json
+import logging
 import time
 from io import StringIO
 
@@ -221,6 +222,25 @@ def test_an_unknown_kid_refetches_the_jwks_at_most_every_few_seconds(
     # A known kid is served from the cache.
     assert grant(api, agent, org.assertion(key=rotated, **claims_for(agent, settings))).status_code == 200
     assert org.jwks_hits == hits + 1
+
+
+def test_keys_that_cannot_be_fetched_are_refused_as_such_and_the_reason_logged(
+    api, org, agent, allowed, linked, settings, monkeypatch, caplog
+):
+    # The provider's discovery is plain http on loopback, which only the development setting allows.
+    settings.OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK = False
+    with caplog.at_level(logging.WARNING, logger="oauthflows.idjag"):
+        refused = grant(api, agent, org.assertion(**claims_for(agent, settings)))
+    assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant", refused.content
+    assert "could not be fetched" in refused.json()["error_description"]
+    assert [record.getMessage() for record in caplog.records if org.issuer in record.getMessage()], caplog.text
+    # Not fetched again at once; once allowed, and a moment later, the same provider's keys are.
+    settings.OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK = True
+    again = grant(api, agent, org.assertion(**claims_for(agent, settings)))
+    assert again.status_code == 400 and "could not be fetched" in again.json()["error_description"]
+    monkeypatch.setattr(idjag, "JWKS_REFETCH_SECONDS", 0)
+    accepted = grant(api, agent, org.assertion(**claims_for(agent, settings)))
+    assert accepted.status_code == 200, accepted.content
 
 
 def test_the_commands_refuse_unknown_names(org, agent):

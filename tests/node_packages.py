@@ -1,0 +1,37 @@
+"""The tests' Node packages (tests/clients/node, tests/browser/upstream), installed by `npm ci`
+(their lock, exactly) in a cache directory, once per version of their files."""
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+
+def npm_installed(package: Path, files: tuple[str, ...], *, prefix: str, main: str, needed_for: str) -> Path:
+    """`package`'s `files` copied to OIDC_NODE_CACHE (default ~/.cache/oidc-client-tests)/<prefix>
+    <fingerprint of the files> and installed there, unless its `main` module already is. Without
+    node and npm: skipped, or failed under CI (`CI=true`), where `needed_for` must not silently go
+    untested."""
+    npm, node = shutil.which("npm"), shutil.which("node")
+    if npm is None or node is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"node and npm are needed for {needed_for}")
+        pytest.skip("npm is not installed")
+    fingerprint = hashlib.sha256(b"".join((package / name).read_bytes() for name in files)).hexdigest()
+    cache = Path(os.environ.get("OIDC_NODE_CACHE") or Path.home() / ".cache" / "oidc-client-tests")
+    target = cache / f"{prefix}{fingerprint[:16]}"
+    if not (target / "node_modules" / main).is_dir():
+        target.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            shutil.copy(package / name, target / name)
+        subprocess.run(
+            [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"],
+            cwd=target,
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+    return target
