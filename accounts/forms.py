@@ -1,6 +1,11 @@
-"""The login form: allauth's (username or email, ACCOUNT_LOGIN_METHODS), accepting the old field name."""
+"""allauth's forms, extended (ACCOUNT_FORMS, MFA_FORMS): the login form (username or email,
+ACCOUNT_LOGIN_METHODS), accepting the old field name; the authenticator app's activation, whose
+code is then used up."""
 
 from allauth.account.forms import LoginForm as AllauthLoginForm
+from allauth.mfa.models import Authenticator
+from allauth.mfa.totp.forms import ActivateTOTPForm as AllauthActivateTOTPForm
+from allauth.mfa.totp.internal.auth import TOTP
 from django import forms
 from django.http import QueryDict
 
@@ -38,3 +43,23 @@ class LoginForm(AllauthLoginForm):
             f"Your organization signs you in through {provider.name}: use \u201cContinue with {provider.name}\u201d.",
             code="enforced_provider",
         )
+
+
+class ActivateTOTPForm(AllauthActivateTOTPForm):
+    """allauth checks the code typed at activation (validate_totp_code) but, unlike a sign-in's
+    TOTP.validate_code, does not mark it used; the same code would then pass a second-factor step
+    (a login's, a re-authentication) again within its period. RFC 6238 §5.2: after a successful
+    validation, the same code is not accepted again.
+
+    It is marked at once, in allauth's own used-code store (its cache, keyed by user and code, kept
+    one period), through allauth's TOTP._mark_code_used (private, pinned in
+    tests/accounts/test_allauth_internals.py): the key needs only the user, so the authenticator,
+    stored a moment later in the same POST, is not needed yet, and no instant passes in which the
+    app exists and its code is unused. If the activation then fails, the same code still activates
+    (that check never reads the store); no other authenticator app of this user exists to refuse it.
+    """
+
+    def clean_code(self) -> str:
+        code = super().clean_code()
+        TOTP(Authenticator(user=self.user, type=Authenticator.Type.TOTP))._mark_code_used(code)
+        return code

@@ -1,5 +1,7 @@
 """Signing in through the pages, with a password and a TOTP code, as a person does."""
 
+import time
+
 import pyotp
 from allauth.mfa.models import Authenticator
 from django.test import Client
@@ -24,6 +26,13 @@ def totp_activate(browser) -> str:
     done = browser.post("/accounts/2fa/totp/activate/", {"code": pyotp.TOTP(secret).now()})
     assert done.status_code == 302, done.content[:500]
     return secret
+
+
+def next_totp_code(secret: str) -> str:
+    """The authenticator app's code a period ahead: the one typed at set-up is used up (RFC 6238
+    §5.2, accounts.forms.ActivateTOTPForm), and the app's next is accepted by allauth with
+    MFA_TOTP_TOLERANCE = 1, which a test that calls this sets (no test waits 30 s for the next period)."""
+    return pyotp.TOTP(secret).at(time.time() + 30)
 
 
 def totp_secret_of(user) -> str:

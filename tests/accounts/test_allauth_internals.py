@@ -4,10 +4,12 @@ does for Django's and DOT's): an upgrade that moves or changes one turns this fi
 - the session's record of how the user signed in (accounts.selectors, accounts.adapter.record_upstream_amr);
 - suspending a POST until the user re-authenticates (accounts.middleware._suspend);
 - recording a second factor used (accounts.services.session_factor_set_up_record);
+- marking the code typed at an authenticator app's activation used (accounts.forms.ActivateTOTPForm);
 - ending a user's sessions (accounts.views.SignOutEverywhereView).
 """
 
 import inspect
+import time
 
 from allauth.account.internal.flows import login, logout, reauthentication
 from allauth.mfa.base.internal import flows as mfa_flows
@@ -53,3 +55,27 @@ def test_a_factor_used_is_recorded_as_mfa_with_its_type_and_id(end_user):
     }
     authenticator.refresh_from_db()
     assert authenticator.last_used_at is not None
+
+
+def test_a_code_marked_used_for_a_user_is_refused_by_their_authenticator_app(end_user, settings):
+    """accounts.forms.ActivateTOTPForm marks the activation's code used through an unsaved
+    Authenticator of the user: allauth's used-code key is the user and the code, not the
+    authenticator, and its own ActivateTOTPForm.clean_code returns the code it checked."""
+    import pyotp
+    from allauth.mfa.models import Authenticator
+    from allauth.mfa.totp.forms import ActivateTOTPForm
+    from allauth.mfa.totp.internal.auth import TOTP
+    from django.core.cache import cache
+
+    assert parameters(TOTP._mark_code_used) == ["self", "code"]
+    assert parameters(ActivateTOTPForm.clean_code) == ["self"]
+    assert "return code" in inspect.getsource(ActivateTOTPForm.clean_code)
+    settings.MFA_TOTP_TOLERANCE = 1
+    cache.clear()
+    secret = pyotp.random_base32()
+    now = time.time()
+    code, other = pyotp.TOTP(secret).at(now), pyotp.TOTP(secret).at(now + 30)  # this period's, the next
+    assert TOTP(Authenticator(user=end_user, type=Authenticator.Type.TOTP))._mark_code_used(code) is True
+    app = TOTP.activate(end_user, secret)
+    assert app.validate_code(code) is False
+    assert app.validate_code(other) is True

@@ -3,7 +3,6 @@ discovery's acr_values_supported, email_verified only for a proved address."""
 
 import json
 
-import pyotp
 import pytest
 from allauth.account.models import EmailAddress
 from django.test import Client
@@ -11,7 +10,7 @@ from jwcrypto import jwk, jwt
 
 from accounts.selectors import ACR_ONE_FACTOR, ACR_TWO_FACTORS
 from signing import keys
-from tests.accounts.helpers import log_in, second_step, totp_activate
+from tests.accounts.helpers import log_in, next_totp_code, second_step, totp_activate
 from tests.factories import make_client
 from tests.oauthflows.helpers import AUTHORIZE, authorize_url, consent, exchange, query_of
 
@@ -44,23 +43,25 @@ def test_a_password_login_is_one_factor(app, end_user):
     assert (claims["amr"], claims["acr"]) == (["pwd"], ACR_ONE_FACTOR)
 
 
-def test_a_totp_login_is_two_factors(app, end_user):
+def test_a_totp_login_is_two_factors(app, end_user, settings):
+    settings.MFA_TOTP_TOLERANCE = 1  # the code typed at set-up is used up: the sign-in types the next
     setup, _ = log_in("enduser")
     secret = totp_activate(setup)
     browser, _ = log_in("enduser")
-    second_step(browser, pyotp.TOTP(secret).now())
+    second_step(browser, next_totp_code(secret))
     claims = id_token_claims(browser, app)
     assert (claims["amr"], claims["acr"]) == (["mfa", "otp", "pwd"], ACR_TWO_FACTORS)
 
 
-def test_acr_values_asking_for_two_factors_asks_for_the_second_then_comes_back(app, end_user):
+def test_acr_values_asking_for_two_factors_asks_for_the_second_then_comes_back(app, end_user, settings):
+    settings.MFA_TOTP_TOLERANCE = 1  # the code typed at set-up is used up: the step-up types the next
     client, _ = app
     browser, _ = log_in("enduser")
     secret = totp_activate(browser)  # this session signed in with the password only
     url = authorize_url(client, scope="openid", acr_values=ACR_TWO_FACTORS)
     step_up = browser.get(url)
     assert step_up.status_code == 302 and step_up["Location"].startswith("/accounts/2fa/reauthenticate/?next=")
-    back = browser.post(step_up["Location"], {"code": pyotp.TOTP(secret).now()})
+    back = browser.post(step_up["Location"], {"code": next_totp_code(secret)})
     assert back.status_code == 302 and back["Location"].startswith(AUTHORIZE)
     claims = id_token_claims(browser, app, acr_values=ACR_TWO_FACTORS)
     assert claims["acr"] == ACR_TWO_FACTORS and "otp" in claims["amr"]

@@ -4,7 +4,6 @@ sensitive actions; factor changes on the audit trail (SECURITY.md, "Accounts and
 import time
 from io import StringIO
 
-import pyotp
 import pytest
 from allauth.account.authentication import AUTHENTICATION_METHODS_SESSION_KEY
 from allauth.mfa.models import Authenticator
@@ -12,7 +11,14 @@ from django.core.management import call_command
 from django.test import Client, override_settings
 
 from accounts.models import AccountAuditAction, AccountAuditEvent
-from tests.accounts.helpers import log_in, recovery_codes_of, second_step, totp_activate, totp_secret_of
+from tests.accounts.helpers import (
+    log_in,
+    next_totp_code,
+    recovery_codes_of,
+    second_step,
+    totp_activate,
+    totp_secret_of,
+)
 from tests.factories import make_client, make_user
 
 
@@ -21,7 +27,8 @@ def signed_in(browser) -> bool:
 
 
 @pytest.fixture
-def totp_user(end_user, django_capture_on_commit_callbacks):
+def totp_user(end_user, django_capture_on_commit_callbacks, settings):
+    settings.MFA_TOTP_TOLERANCE = 1  # the code typed at set-up is used up: sign-ins type the next (helpers)
     browser, _ = log_in("enduser")
     # allauth announces a new factor once its transaction commits; the audit row follows it.
     with django_capture_on_commit_callbacks(execute=True):
@@ -35,7 +42,7 @@ def test_totp_set_up_then_a_login_asks_for_the_code(totp_user):
     assert response.status_code == 302 and response["Location"].startswith("/accounts/2fa/authenticate/")
     assert not signed_in(browser)
     assert second_step(browser, "000000").status_code == 200 and not signed_in(browser)
-    assert second_step(browser, pyotp.TOTP(secret).now()).status_code == 302
+    assert second_step(browser, next_totp_code(secret)).status_code == 302
     assert signed_in(browser)
 
 
@@ -78,7 +85,7 @@ def test_a_staff_account_without_a_second_factor_cannot_open_the_admin(reviewer)
 
 
 @pytest.mark.django_db(transaction=True)  # allauth announces the new factor once its transaction commits
-@override_settings(OAUTH_STAFF_MFA_REQUIRED=True)
+@override_settings(OAUTH_STAFF_MFA_REQUIRED=True, MFA_TOTP_TOLERANCE=1)
 def test_a_staff_account_signed_in_with_its_second_factor_opens_the_admin(reviewer):
     browser, _ = log_in("reviewer")
     secret = totp_activate(browser)
@@ -89,7 +96,7 @@ def test_a_staff_account_signed_in_with_its_second_factor_opens_the_admin(review
     fresh, response = log_in("reviewer")
     assert response["Location"].startswith("/accounts/2fa/authenticate/")
     time.sleep(0.01)
-    second_step(fresh, pyotp.TOTP(secret).now())
+    second_step(fresh, next_totp_code(secret))  # the code typed at set-up is used up
     assert fresh.get("/admin/").status_code == 200
 
 
@@ -145,7 +152,7 @@ def test_someone_with_a_second_factor_re_authenticates_with_it(totp_user):
     user, secret = totp_user
     client = make_client(user, approve=True).client
     browser, _ = log_in("enduser")
-    second_step(browser, pyotp.TOTP(secret).now())
+    second_step(browser, next_totp_code(secret))
     path = f"/settings/developer/clients/{client.client_id}/secrets/generate/"
     _age_the_sign_in(browser, 3600)
     stale = browser.post(path)

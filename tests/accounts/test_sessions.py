@@ -3,11 +3,10 @@ sensitive change with the password alone, not even by posting it straight to all
 (SECURITY.md, "Accounts and the login"). A password reset or change ending the other sessions is
 proved in test_login_and_recovery.py."""
 
-import pyotp
 from allauth.mfa.models import Authenticator
 
 from accounts.models import AccountAuditAction, AccountAuditEvent
-from tests.accounts.helpers import log_in, second_step, totp_activate
+from tests.accounts.helpers import log_in, next_totp_code, second_step, totp_activate
 from tests.accounts.test_second_factors import _age_the_sign_in, signed_in
 from tests.factories import PASSWORD
 
@@ -32,12 +31,13 @@ def test_sign_out_everywhere_is_a_post(end_user):
     assert signed_in(browser)
 
 
-def test_a_password_posted_to_the_re_authentication_form_does_not_stand_for_the_second_factor(end_user):
+def test_a_password_posted_to_the_re_authentication_form_does_not_stand_for_the_second_factor(end_user, settings):
+    settings.MFA_TOTP_TOLERANCE = 1  # the code typed at set-up is used up: the sign-in types the next
     browser, _ = log_in("enduser")
     secret = totp_activate(browser)
     browser.post("/accounts/logout/")
     browser, _ = log_in("enduser")
-    second_step(browser, pyotp.TOTP(secret).now())
+    second_step(browser, next_totp_code(secret))
     _age_the_sign_in(browser, 3600)
     # Straight to allauth's password form, with the right password: sent to the second factor.
     answer = browser.post("/accounts/reauthenticate/", {"password": PASSWORD, "next": "/accounts/2fa/totp/deactivate/"})

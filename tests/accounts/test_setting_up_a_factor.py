@@ -10,6 +10,7 @@ tests commit (transaction=True) rather than run inside the test's rolled-back tr
 
 import json
 import os
+import time
 
 import pyotp
 import pytest
@@ -18,12 +19,13 @@ from allauth.mfa.models import Authenticator
 from allauth.mfa.recovery_codes.internal.auth import RecoveryCodes
 from allauth.mfa.totp.internal.auth import TOTP
 from django.contrib.sessions.backends.db import SessionStore
+from django.core.cache import cache
 from django.test import RequestFactory, override_settings
 from fido2.utils import websafe_encode
 
 from accounts.selectors import session_amr
 from accounts.services import session_factor_set_up_record
-from tests.accounts.helpers import log_in, passkey_registration, recovery_codes_of, totp_activate
+from tests.accounts.helpers import log_in, passkey_registration, recovery_codes_of, second_step, totp_activate
 from tests.accounts.test_second_factors import _age_the_sign_in
 from tests.factories import make_client, make_user
 
@@ -162,3 +164,49 @@ def test_a_registration_answering_another_challenge_adds_and_proves_nothing(end_
     assert refused.status_code == 200 and refused.context["form"].errors
     assert not Authenticator.objects.filter(user=end_user).exists()
     assert amr_of(browser, end_user) == ["pwd"]
+
+
+# --- the code typed at set-up is used up (RFC 6238 §5.2) ----------------------------------------------
+
+
+@pytest.fixture
+def activated_with_a_code(end_user, settings):
+    """The end user's authenticator app set up through the page with code C (this period's); a fresh
+    code is the next period's, which allauth accepts with a tolerance of one period (as
+    tests/accounts/test_recent_login_doors.py's stale_admin does), so that nothing waits 30 s.
+    allauth counts confirmations per user id in the in-process cache, and ids come again from test to
+    test: each test starts from none."""
+    settings.MFA_TOTP_TOLERANCE = 1
+    cache.clear()
+    browser, _ = log_in("enduser")
+    secret = browser.get(ACTIVATE).context["form"].secret
+    now = time.time()
+    code, fresh = pyotp.TOTP(secret).at(now), pyotp.TOTP(secret).at(now + 30)
+    assert code != fresh
+    done = browser.post(ACTIVATE, {"code": code})
+    assert done.status_code == 302 and done["Location"] == RECOVERY_CODES
+    return browser, code, fresh
+
+
+def test_the_code_typed_at_set_up_does_not_confirm_a_re_authentication_again(end_user, activated_with_a_code):
+    browser, code, fresh = activated_with_a_code
+    client = make_client(end_user, approve=True).client
+    _age_the_sign_in(browser, 3600)
+    stale = browser.post(secret_path(client))
+    assert stale.status_code == 302 and stale["Location"].startswith("/accounts/2fa/reauthenticate/")
+    again = browser.post("/accounts/2fa/reauthenticate/", {"code": code, "next": secret_path(client)})
+    assert again.status_code == 200 and again.context["form"].errors
+    assert client.secrets.count() == 1
+    confirmed = browser.post("/accounts/2fa/reauthenticate/", {"code": fresh, "next": secret_path(client)})
+    assert confirmed.status_code in (302, 303), confirmed.content[:500]
+    assert client.secrets.count() == 2  # allauth replayed the POST it kept
+
+
+def test_the_code_typed_at_set_up_does_not_pass_a_new_logins_second_step(end_user, activated_with_a_code):
+    _browser, code, fresh = activated_with_a_code
+    browser, answer = log_in("enduser")
+    assert answer["Location"].startswith("/accounts/2fa/authenticate/")
+    refused = second_step(browser, code)
+    assert refused.status_code == 200 and refused.context["form"].errors
+    assert "_auth_user_id" not in browser.session
+    assert second_step(browser, fresh).status_code == 302 and "_auth_user_id" in browser.session
