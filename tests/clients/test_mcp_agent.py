@@ -127,11 +127,20 @@ def mcp_server(server, reviewer, tmp_path, bookings_service):
         yield resource
 
 
-def bookings_calls(database) -> list[dict]:
-    """What the bookings service received, from its own database (models.Call)."""
+def _rows(database, table: str) -> list[dict]:
     with contextlib.closing(sqlite3.connect(database)) as db:
         db.row_factory = sqlite3.Row
-        return [dict(row) for row in db.execute("SELECT * FROM bookings_service_call ORDER BY id")]
+        return [dict(row) for row in db.execute(f"SELECT * FROM {table} ORDER BY id")]
+
+
+def bookings_calls(database) -> list[dict]:
+    """What the bookings service received, from its own database (models.Call)."""
+    return _rows(database, "bookings_service_call")
+
+
+def bookings_in(database) -> list[dict]:
+    """The bookings in the bookings service's own database (models.Booking), every user's."""
+    return _rows(database, "bookings_service_booking")
 
 
 class MemoryStorage:
