@@ -21,7 +21,6 @@ import contextlib
 import os
 import re
 import secrets
-import subprocess
 import time
 
 import pytest
@@ -32,7 +31,7 @@ from oauthclients.models import AccessToken, ClientStatus, OAuthClient
 from tests.browser.conftest import chromium, in_thread, new_page, screenshots  # noqa: F401
 from tests.clients.test_mcp_agent import bookings_in, bookings_service, mcp_server  # noqa: F401
 from tests.factories import PASSWORD
-from tests.integration.server import free_port, stop
+from tests.integration.server import free_port, spawn_logged, stop
 
 INSPECTOR_1 = "node_modules/mcp-inspector-1/cli/build/cli.js"  # the last 1.x: its guided OAuth flow
 INSPECTOR_2 = "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
@@ -50,15 +49,7 @@ def running_inspector(package, node22, tmp_path, arguments: list[str], environme
         **environment,
     }
     log_path = tmp_path / "inspector.log"
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            [str(node22 / "node"), *arguments],
-            cwd=package,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    process = spawn_logged([str(node22 / "node"), *arguments], cwd=package, env=env, log_path=log_path)
     try:
         deadline = time.monotonic() + 60
         for url in answering:
