@@ -368,7 +368,8 @@ CORS_URLS_REGEX = (
 CORS_ALLOWED_ORIGINS: list[str] = []
 CORS_ALLOW_CREDENTIALS = False
 CORS_ALLOW_METHODS = ("GET", "POST", "PATCH", "PUT", "DELETE", "OPTIONS")  # PUT, DELETE: RFC 7592
-CORS_ALLOW_HEADERS = ("accept", "authorization", "content-type")
+# mcp-protocol-version: the MCP SDKs send it with their discovery requests (MCP Inspector's page does).
+CORS_ALLOW_HEADERS = ("accept", "authorization", "content-type", "mcp-protocol-version")
 CORS_PREFLIGHT_MAX_AGE = 600
 
 OAUTH2_PROVIDER = {

@@ -86,6 +86,9 @@ class ProtectedResourceMetadataView(View):
         response = super().options(request, *args, **kwargs)
         response["Access-Control-Allow-Origin"] = "*"
         response["Access-Control-Allow-Methods"] = "GET, HEAD, OPTIONS"
+        # The MCP SDKs send MCP-Protocol-Version with their discovery requests (MCP Inspector's
+        # page does): a preflight that did not allow it would refuse the whole fetch.
+        response["Access-Control-Allow-Headers"] = "mcp-protocol-version"
         response["Access-Control-Max-Age"] = "3600"
         return response
 

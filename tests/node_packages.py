@@ -10,28 +10,43 @@ from pathlib import Path
 import pytest
 
 
-def npm_installed(package: Path, files: tuple[str, ...], *, prefix: str, main: str, needed_for: str) -> Path:
+def node_cache() -> Path:
+    return Path(os.environ.get("OIDC_NODE_CACHE") or Path.home() / ".cache" / "oidc-client-tests")
+
+
+def npm_installed(
+    package: Path,
+    files: tuple[str, ...],
+    *,
+    prefix: str,
+    main: str,
+    needed_for: str,
+    npm: list[str] | None = None,
+    env: dict | None = None,
+) -> Path:
     """`package`'s `files` copied to OIDC_NODE_CACHE (default ~/.cache/oidc-client-tests)/<prefix>
     <fingerprint of the files> and installed there, unless its `main` module already is. Without
     node and npm: skipped, or failed under CI (`CI=true`), where `needed_for` must not silently go
-    untested."""
-    npm, node = shutil.which("npm"), shutil.which("node")
-    if npm is None or node is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"node and npm are needed for {needed_for}")
-        pytest.skip("npm is not installed")
+    untested. `npm` and `env`: another Node's npm (MCP Inspector's Node 22), with its PATH."""
+    if npm is None:
+        found, node = shutil.which("npm"), shutil.which("node")
+        if found is None or node is None:
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"node and npm are needed for {needed_for}")
+            pytest.skip("npm is not installed")
+        npm = [found]
     fingerprint = hashlib.sha256(b"".join((package / name).read_bytes() for name in files)).hexdigest()
-    cache = Path(os.environ.get("OIDC_NODE_CACHE") or Path.home() / ".cache" / "oidc-client-tests")
-    target = cache / f"{prefix}{fingerprint[:16]}"
+    target = node_cache() / f"{prefix}{fingerprint[:16]}"
     if not (target / "node_modules" / main).is_dir():
         target.mkdir(parents=True, exist_ok=True)
         for name in files:
             shutil.copy(package / name, target / name)
         subprocess.run(
-            [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"],
+            [*npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"],
             cwd=target,
+            env=env,
             check=True,
             capture_output=True,
-            timeout=300,
+            timeout=600,
         )
     return target

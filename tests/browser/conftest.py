@@ -101,3 +101,20 @@ def people(transactional_db):
         "admin": make_user("admin", staff=True),
         "enduser": make_user("enduser"),
     }
+
+
+def in_thread(work):
+    """ORM work while the browser runs: in a thread of its own, since Playwright's event loop runs
+    in this one and Django refuses the ORM there (the chromium fixture above)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    def run():
+        try:
+            return work()
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(run).result()

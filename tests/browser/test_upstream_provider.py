@@ -20,7 +20,7 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 from django.conf import settings
 
-from tests.browser.conftest import new_page
+from tests.browser.conftest import in_thread, new_page
 from tests.browser.test_journey import ThirdPartyApp
 from tests.browser.upstream_provider import Upstream, upstream_package  # noqa: F401 - a fixture
 
@@ -118,23 +118,6 @@ def test_an_enforced_domain_signs_in_upstream_and_reaches_the_same_consent(scene
         return link.uid, link.user.email, link.user.is_staff or link.user.is_superuser
 
     assert in_thread(linked) == ("wile", "wile@acme.example", False)
-
-
-def in_thread(work):
-    """ORM work while the browser runs: in a thread of its own, since Playwright's event loop runs
-    in this one and Django refuses the ORM there (tests/browser/conftest.py)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from django.db import connection
-
-    def run():
-        try:
-            return work()
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(run).result()
 
 
 def _make_app(redirect_uri: str) -> tuple[str, str]:

@@ -17,7 +17,6 @@ import json
 import os
 import secrets
 import sqlite3
-import subprocess
 import sys
 import time
 from datetime import timedelta
@@ -43,6 +42,7 @@ from tests.integration.server import (
     example_service_environment,
     free_port,
     running_server,
+    spawn_logged,
     stop,
     wait_until_answering,
 )
@@ -79,24 +79,17 @@ def running_mcp(server: str, reviewer, tmp_path, *, introspection_url: str | Non
     if not introspection_url:
         env.pop("OAUTH_INTROSPECTION_URL", None)
     log_path = tmp_path / f"mcp-{port}.log"
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "examples.scheduling_mcp", "--port", str(port)],
-            cwd=PROJECT_ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            metadata = f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"
-            wait_until_answering(metadata, time.time() + 30, process)
-            yield resource
-        except Exception:
-            print(log_path.read_text(errors="replace")[-5000:])
-            raise
-        finally:
-            stop(process)
+    command = [sys.executable, "-m", "examples.scheduling_mcp", "--port", str(port)]
+    process = spawn_logged(command, cwd=PROJECT_ROOT, env=env, log_path=log_path)
+    try:
+        metadata = f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"
+        wait_until_answering(metadata, time.time() + 30, process)
+        yield resource
+    except Exception:
+        print(log_path.read_text(errors="replace")[-5000:])
+        raise
+    finally:
+        stop(process)
 
 
 @pytest.fixture
@@ -127,11 +120,20 @@ def mcp_server(server, reviewer, tmp_path, bookings_service):
         yield resource
 
 
-def bookings_calls(database) -> list[dict]:
-    """What the bookings service received, from its own database (models.Call)."""
+def _rows(database, table: str) -> list[dict]:
     with contextlib.closing(sqlite3.connect(database)) as db:
         db.row_factory = sqlite3.Row
-        return [dict(row) for row in db.execute("SELECT * FROM bookings_service_call ORDER BY id")]
+        return [dict(row) for row in db.execute(f"SELECT * FROM {table} ORDER BY id")]
+
+
+def bookings_calls(database) -> list[dict]:
+    """What the bookings service received, from its own database (models.Call)."""
+    return _rows(database, "bookings_service_call")
+
+
+def bookings_in(database) -> list[dict]:
+    """The bookings in the bookings service's own database (models.Booking), every user's."""
+    return _rows(database, "bookings_service_booking")
 
 
 class MemoryStorage:

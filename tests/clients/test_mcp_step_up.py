@@ -37,6 +37,13 @@ async def session_calls(mcp_url: str, provider, calls: list[tuple[str, dict]]) -
         return [await session.call_tool(name, arguments) for name, arguments in calls]
 
 
+def consent_page_parts(page: str) -> tuple[str, str]:
+    """A step-up's consent page: (what is new, what the user already allowed), each its list only."""
+    assert "It will also be able to:" in page and "You already allowed it to:" in page
+    new_part, granted_part = page.split("It will also be able to:")[1].split("You already allowed it to:")
+    return new_part, granted_part.split("<form")[0]
+
+
 def tool_call(mcp_url: str, token: str, tool: str) -> requests.Response:
     return requests.post(
         mcp_url,
@@ -90,10 +97,7 @@ def test_an_agent_approved_after_registering_steps_up_to_create_booking(
     # The SDK asked again for the union, and the page showed what is new apart from what was allowed.
     asked = parse_qs(urlsplit(seen["authorization_url"]).query)["scope"][0].split()
     assert set(asked) == {"PROFILE_READ", "BOOKING_READ", "BOOKING_WRITE"}
-    page = seen["consent_page"]
-    assert "It will also be able to:" in page and "You already allowed it to:" in page
-    new_part, granted_part = page.split("It will also be able to:")[1].split("You already allowed it to:")
-    granted_part = granted_part.split("<form")[0]  # its list only
+    new_part, granted_part = consent_page_parts(seen["consent_page"])
     assert "BOOKING_WRITE" in new_part and "BOOKING_READ" not in new_part
     assert "BOOKING_READ" in granted_part and "PROFILE_READ" in granted_part and "BOOKING_WRITE" not in granted_part
     # The grant grew.

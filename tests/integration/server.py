@@ -134,6 +134,14 @@ def wait_until_answering(url: str, deadline: float, process: subprocess.Popen | 
     raise RuntimeError("the server did not answer in time")
 
 
+def spawn_logged(arguments: list[str], *, cwd, env: dict, log_path: Path) -> subprocess.Popen:
+    """A process in a group of its own (so that `stop` ends it with its children), output to log_path."""
+    with log_path.open("w") as log:
+        return subprocess.Popen(
+            arguments, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
 def stop(process: subprocess.Popen) -> None:
     """SIGINT the process group (gunicorn's quick shutdown), then SIGKILL what is left."""
     for sig, wait in ((signal.SIGINT, STOP_TIMEOUT), (signal.SIGKILL, STOP_TIMEOUT)):

@@ -202,3 +202,37 @@ def test_me_answers_no_other_origin(browser, api, spa):
     tokens = spa_tokens(browser, api, spa)
     response = api.get(ME, HTTP_AUTHORIZATION=f"Bearer {tokens['access_token']}", HTTP_ORIGIN=EVIL)
     assert response.status_code == 200 and not response.has_header(ACAO)
+
+
+# --- browser-based MCP clients (MCP Inspector) --------------------------------------------------
+
+
+def preflight_with_header(api, path, origin, header, method="GET"):
+    return api.options(
+        path,
+        HTTP_ORIGIN=origin,
+        HTTP_ACCESS_CONTROL_REQUEST_METHOD=method,
+        HTTP_ACCESS_CONTROL_REQUEST_HEADERS=header,
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "method"),
+    [(METADATA, "GET"), ("/.well-known/openid-configuration", "GET"), ("/v2/auth/oauth2/register", "POST")],
+)
+def test_a_browser_mcp_client_may_send_its_protocol_version_header(db, api, path, method):
+    """The MCP SDKs send `MCP-Protocol-Version` with their discovery requests: a preflight that
+    refused it made MCP Inspector's first metadata fetch fail in the browser (the SDK then tried
+    again without it), and a client without that retry could not discover this server at all."""
+    response = preflight_with_header(api, path, "http://localhost:6274", "mcp-protocol-version", method)
+    assert response[ACAO] == "http://localhost:6274"
+    assert "mcp-protocol-version" in response["Access-Control-Allow-Headers"].split(", ")
+
+
+def test_the_token_endpoint_lets_a_public_clients_origin_send_it_too(db, api, spa):
+    response = preflight_with_header(api, TOKEN, SPA, "mcp-protocol-version", "POST")
+    assert response[ACAO] == SPA
+    assert "mcp-protocol-version" in response["Access-Control-Allow-Headers"].split(", ")
+    # Still only the listed headers: any other one is not allowed to a page.
+    other = preflight_with_header(api, METADATA, SPA, "x-anything")
+    assert "x-anything" not in other["Access-Control-Allow-Headers"]

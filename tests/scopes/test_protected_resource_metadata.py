@@ -63,3 +63,16 @@ def test_declared_scopes_follow_the_routes():
         assert "EVENT_TYPE_READ" not in names and "ORG_WEBHOOK_READ" not in names  # no route needs them
     finally:
         declared_scopes.cache_clear()
+
+
+def test_a_browser_mcp_client_may_send_its_protocol_version_header():
+    """A page's discovery (MCP Inspector's, the SDKs') sends `MCP-Protocol-Version`: the preflight
+    allows it for this public document, and no other header."""
+    response = Client().options(
+        WELL_KNOWN + "/v2",
+        HTTP_ORIGIN="http://localhost:6274",
+        HTTP_ACCESS_CONTROL_REQUEST_METHOD="GET",
+        HTTP_ACCESS_CONTROL_REQUEST_HEADERS="mcp-protocol-version",
+    )
+    assert response["Access-Control-Allow-Origin"] == "*"
+    assert response["Access-Control-Allow-Headers"] == "mcp-protocol-version"
