@@ -44,6 +44,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -995,83 +996,82 @@ def render_exchange(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def exchange_only() -> int:
-    """`python -m bench.run --exchange-only`: scenario 10 alone (seeds only what it needs), a few minutes."""
+def run_alone(
+    prefix: str,
+    scenario: Callable[[Bench, Server, Path, list], int],
+    *,
+    databases: tuple[str, ...] = ("project",),
+    codes: int | None = None,
+    jwt_codes: int | None = None,
+) -> int:
+    """What every `--*-only` run shares: check PostgreSQL, make a work directory, prepare
+    bench_project (`codes` and `jwt_codes` seeded, when given), serve it, run
+    `scenario(bench, project, workdir, servers)`, stop every server in `servers`, and drop
+    `databases` unless BENCH_KEEP_DATABASES=1. The exit status is the scenario's (0, or 1 when it
+    saw failed requests), 2 on a BenchError, 130 on Ctrl-C or SIGTERM; the work directory (its
+    gunicorn and locust logs) is removed after a 0 and kept otherwise."""
     global JWT_CODES
     signal.signal(signal.SIGTERM, _raise_on_signal)
-    workdir = Path(tempfile.mkdtemp(prefix="bench-exchange-"))
+    workdir = Path(tempfile.mkdtemp(prefix=prefix))
     servers: list = []
     try:
         check_postgres()
-        CODES["project"] = 2000  # one per refresh chain (a chain restarts only after a failure)
-        JWT_CODES = 0
+        if codes is not None:
+            CODES["project"] = codes
+        if jwt_codes is not None:
+            JWT_CODES = jwt_codes
         bench = Bench(workdir)
         bench.prepare("project")
         project = Server("project", bench.env("project"), workdir / "gunicorn-project.log").start()
         servers.append(project)
+        status = scenario(bench, project, workdir, servers)
+        if status == 0:
+            shutil.rmtree(workdir, ignore_errors=True)
+        return status
+    except BenchError as exc:
+        log(f"ERROR: {exc}; logs kept in {workdir}")
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        for server in servers:
+            server.stop()
+        if os.environ.get("BENCH_KEEP_DATABASES") != "1":
+            for name in databases:
+                drop_database(DATABASES[name])
+
+
+def exchange_only() -> int:
+    """`python -m bench.run --exchange-only`: scenario 10 alone (seeds only what it needs), a few minutes."""
+
+    def scenario(bench: Bench, project: Server, workdir: Path, servers: list) -> int:
         summary = exchange_scenario(bench, project, workdir, servers)
         print(render_exchange(summary))
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / "exchange.json").write_text(json.dumps(summary, indent=2) + "\n")
-        shutil.rmtree(workdir, ignore_errors=True)
         return 0
-    except BenchError as exc:
-        log(f"ERROR: {exc}; logs kept in {workdir}")
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        for server in servers:
-            server.stop()
-        if os.environ.get("BENCH_KEEP_DATABASES") != "1":
-            drop_database(DATABASES["project"])
+
+    # One code per refresh chain (a chain restarts only after a failure).
+    return run_alone("bench-exchange-", scenario, codes=2000, jwt_codes=0)
 
 
 def cors_only() -> int:
     """`python -m bench.run --cors-only`: scenario 8 alone (seeds only what it needs), a few minutes."""
-    global JWT_CODES
-    signal.signal(signal.SIGTERM, _raise_on_signal)
-    workdir = Path(tempfile.mkdtemp(prefix="bench-cors-"))
-    servers: list[Server] = []
-    try:
-        check_postgres()
-        CODES["project"] = JWT_CODES = 0  # scenario 8 exchanges no code
-        bench = Bench(workdir)
-        bench.prepare("project")
-        project = Server("project", bench.env("project"), workdir / "gunicorn-project.log").start()
-        servers.append(project)
+
+    def scenario(bench: Bench, project: Server, workdir: Path, servers: list) -> int:
         cors_scenario(bench, project, workdir, servers)
-        config = {"tokens": TOKENS, "grown_tokens": GROWN_TOKENS}
-        summary = report.summarize(bench.runs(), config)
+        summary = report.summarize(bench.runs(), {"tokens": TOKENS, "grown_tokens": GROWN_TOKENS})
         print(report.render_cors(summary))
-        shutil.rmtree(workdir, ignore_errors=True)
         return 0
-    except BenchError as exc:
-        log(f"ERROR: {exc}; logs kept in {workdir}")
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        for server in servers:
-            server.stop()
-        if os.environ.get("BENCH_KEEP_DATABASES") != "1":
-            for name in (DATABASES["project"], DATABASES["registered"]):
-                drop_database(name)
+
+    # Scenario 8 exchanges no code.
+    return run_alone("bench-cors-", scenario, databases=("project", "registered"), codes=0, jwt_codes=0)
 
 
 def login_only() -> int:
     """`python -m bench.run --login-only`: scenario 9 alone (the login page and a password login)."""
-    global JWT_CODES
-    signal.signal(signal.SIGTERM, _raise_on_signal)
-    workdir = Path(tempfile.mkdtemp(prefix="bench-login-"))
-    servers: list[Server] = []
-    try:
-        check_postgres()
-        CODES["project"] = JWT_CODES = 0  # scenario 9 exchanges no code
-        bench = Bench(workdir)
-        bench.prepare("project")
-        project = Server("project", bench.env("project"), workdir / "gunicorn-project.log").start()
-        servers.append(project)
+
+    def scenario(bench: Bench, project: Server, workdir: Path, servers: list) -> int:
         bench.measure([(project, "project")], "9", "LoginUser")
         summary = report.summarize(bench.runs(), {"tokens": TOKENS, "grown_tokens": GROWN_TOKENS})
         print(report.render_login(summary))
@@ -1084,50 +1084,25 @@ def login_only() -> int:
         if failed:
             log(f"failed requests ({'; '.join(failed)}): logs kept in {workdir}")
             return 1
-        shutil.rmtree(workdir, ignore_errors=True)
         return 0
-    except BenchError as exc:
-        log(f"ERROR: {exc}; logs kept in {workdir}")
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        for server in servers:
-            server.stop()
-        if os.environ.get("BENCH_KEEP_DATABASES") != "1":
-            drop_database(DATABASES["project"])
+
+    # Scenario 9 exchanges no code.
+    return run_alone("bench-login-", scenario, codes=0, jwt_codes=0)
 
 
 def profile_only() -> int:
     """`python -m bench.run --profile-only`: only the profiles (scenarios 1-3, project and floor), ~3 minutes."""
-    import tempfile
-
     from bench import profile
 
-    signal.signal(signal.SIGTERM, _raise_on_signal)
-    workdir = Path(tempfile.mkdtemp(prefix="bench-profile-"))
-    server = None
-    try:
-        check_postgres()
-        bench = Bench(workdir)
-        bench.prepare("project")
-        server = Server("project", bench.env("project"), workdir / "gunicorn-project.log").start()
-        profiles = profile.profile_scenarios(bench, server, SCENARIOS[1:4], bin_dir=BIN, warmup=WARMUP, log=log)
-        server.stop()
+    def scenario(bench: Bench, project: Server, workdir: Path, servers: list) -> int:
+        profiles = profile.profile_scenarios(bench, project, SCENARIOS[1:4], bin_dir=BIN, warmup=WARMUP, log=log)
+        project.stop()
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / "profile.md").write_text(profile.render(profiles))
         print(profile.render(profiles))
-        shutil.rmtree(workdir, ignore_errors=True)
         return 0
-    except BenchError as exc:
-        log(f"ERROR: {exc}; logs kept in {workdir}")
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        if server is not None:
-            server.stop()
-        drop_database(DATABASES["project"])
+
+    return run_alone("bench-profile-", scenario)
 
 
 if __name__ == "__main__":
