@@ -9,6 +9,7 @@ library's top logger, where it sees the records of all the library's modules bef
 propagate to the real handlers (a filter on a logger would see only that logger's own records).
 """
 
+import functools
 import logging
 import re
 from collections.abc import Mapping
@@ -56,7 +57,21 @@ def _scrub(value, depth: int = 0):
     return value
 
 
-def _positional_credentials(template: str) -> set[int]:
+# A record's own attributes; anything else on it came from `extra` (the access line's fields) and is
+# written out as its own field by a structured formatter (operations.logs.JsonLines).
+_RECORD_ATTRIBUTES = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
+
+
+def _cleaned(text: str) -> str:
+    if "=" not in text and ":" not in text:  # both patterns need one after the key: most fields have neither
+        return text
+    for pattern in (_HEADER_VALUE, _KEY_VALUE):
+        text = pattern.sub(lambda match: match.group("key") + REDACTED, text)
+    return text
+
+
+@functools.lru_cache(maxsize=512)
+def _positional_credentials(template: str) -> frozenset[int]:
     """Indexes of the %-placeholders that follow a credential word in the message template."""
     found, index, start = set(), 0, 0
     for match in _PLACEHOLDER.finditer(template):
@@ -66,7 +81,7 @@ def _positional_credentials(template: str) -> set[int]:
             found.add(index)
         index += 1
         start = match.end()
-    return found
+    return frozenset(found)
 
 
 class RedactCredentials(logging.Filter):
@@ -89,11 +104,18 @@ class RedactCredentials(logging.Filter):
                 REDACTED if index in positions else _scrub(arg) for index, arg in enumerate(record.args)
             )
         message = record.getMessage()
-        cleaned = message
-        for pattern in (_HEADER_VALUE, _KEY_VALUE):
-            cleaned = pattern.sub(lambda match: match.group("key") + REDACTED, cleaned)
+        cleaned = _cleaned(message)
         if cleaned != message:
             record.msg, record.args = cleaned, ()
+        # The extra fields, which JSON lines write beside the message: the same rules as for its text.
+        for key in record.__dict__.keys() - _RECORD_ATTRIBUTES:
+            value = record.__dict__[key]
+            if key.lower() in CREDENTIAL_KEYS:
+                record.__dict__[key] = REDACTED
+            elif isinstance(value, str):
+                record.__dict__[key] = _cleaned(value)
+            elif isinstance(value, Mapping | list | tuple):
+                record.__dict__[key] = _scrub(value)
 
 
 class RedactInPlaceHandler(logging.Handler):

@@ -111,3 +111,35 @@ def test_a_request_the_stack_refused_unread_keeps_its_answer():
     # either (Django would raise TooManyFieldsSent and turn the answer into a 400).
     response = Client().get("/auth/oauth2/authorize?client_id=x" + "&a=1" * 3000)
     assert response.status_code == 414
+
+
+@pytest.mark.django_db
+def test_json_fields_are_redacted_like_the_message(json_lines):
+    """The access line's own fields (client_id, path) go through the same redaction as its text: a
+    client that puts a credential where its client_id goes, or a path that carries one, has it
+    written in neither."""
+    leaked = "Sup3rSecretValue"
+    response = Client().post(
+        "/v2/auth/oauth2/token",
+        urlencode({"grant_type": "refresh_token", "client_id": f"app client_secret={leaked}", "refresh_token": "x"}),
+        content_type="application/x-www-form-urlencoded",
+    )
+    assert response.status_code in (400, 401)
+    Client().get(f"/v2/auth/oauth2/code={leaked}")
+    lines = json_lines()
+    access = [line for line in lines if line["logger"] == "operations.access"]
+    assert [line["client_id"] for line in access if line.get("endpoint") == "token"] == ["app client_secret=[redacted]"]
+    assert any(line["path"] == "/v2/auth/oauth2/code=[redacted]" for line in access)
+    assert leaked not in json.dumps(lines)
+
+
+def test_extra_fields_named_for_a_credential_are_redacted():
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "hello %s", ("there",), None)
+    record.__dict__.update(
+        refresh_token="rt-plain", note="see access_token=at-plain", nested={"code": "c-plain"}, count=3
+    )
+    assert RedactCredentials().filter(record)
+    assert record.refresh_token == "[redacted]"
+    assert record.note == "see access_token=[redacted]"
+    assert record.nested == {"code": "[redacted]"}
+    assert record.count == 3 and record.getMessage() == "hello there"
