@@ -86,7 +86,7 @@ def authorize(
     return parse_qs(urlsplit(response.headers["Location"]).query)["code"][0]
 
 
-def exchange(base_url: str, client, secret: str, code: str) -> requests.Response:
+def exchange(base_url: str, client, secret: str, code: str, *, headers: dict | None = None) -> requests.Response:
     data = {
         "grant_type": "authorization_code",
         "code": code,
@@ -94,17 +94,19 @@ def exchange(base_url: str, client, secret: str, code: str) -> requests.Response
         "client_id": client.client_id,
         "client_secret": secret,
     }
-    return requests.post(base_url + TOKEN, data=data, timeout=TIMEOUT)
+    return requests.post(base_url + TOKEN, data=data, headers=headers, timeout=TIMEOUT)
 
 
-def refresh(base_url: str, client_id: str, secret: str, refresh_token: str) -> requests.Response:
+def refresh(
+    base_url: str, client_id: str, secret: str, refresh_token: str, *, headers: dict | None = None
+) -> requests.Response:
     data = {
         "grant_type": "refresh_token",
         "refresh_token": refresh_token,
         "client_id": client_id,
         "client_secret": secret,
     }
-    return requests.post(base_url + TOKEN, data=data, timeout=TIMEOUT)
+    return requests.post(base_url + TOKEN, data=data, headers=headers, timeout=TIMEOUT)
 
 
 def me(base_url: str, access_token: str) -> requests.Response:

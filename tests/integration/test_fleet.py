@@ -6,9 +6,22 @@
   port, ready) costs no request at all.
 - A server SIGKILLed mid-load loses only the requests in flight on it. Each cut-off exchange or
   refresh is retried once, as a client would: it succeeds if its transaction did not commit, and
-  answers invalid_grant if it did (single use holds; within the replay grace nothing is revoked),
-  and the client starts a new authorization. Counted in the database afterwards: every redeemed
-  code and every rotated refresh token is accounted for by exactly one answer, nothing twice.
+  answers invalid_grant if it did (single use holds), and the client starts a new authorization.
+  What the retry does then differs (docs/choices.md): a refresh token presented again within
+  OAUTH_REPLAY_GRACE_SECONDS revokes nothing, while a code presented again revokes the pair its
+  first redemption produced (RFC 9700 §4.5: a code is strictly single use; the client never got
+  that pair anyway). Counted in the database afterwards: every redeemed code and every rotated
+  refresh token is accounted for by exactly one answer, nothing twice. A cut-off introspection (a
+  read) is retried once and must answer active. "Cut off" is a 502/503/504 from HAProxy or no
+  answer at all: a connection closed, or a body cut short when the server died mid-write.
+
+Whether a kill lands before or after a commit is chance, so once the server is back each branch
+is made to happen on purpose: the servers run under tests/integration/gunicorn_faults.py
+(config/gunicorn.py plus tests/integration/faults.py), and one exchange and one refresh each make
+their worker SIGKILL itself after the response was built and the transaction committed, before a
+byte is written (then the retry answers invalid_grant and the checks below prove the redemption
+happened exactly once, by the cut-off request), and one of each is cut off before the application
+sees it (the retry succeeds, and the same checks fail on it: they tell the two branches apart).
 
 The figures are printed (docs/operating.md quotes them). PostgreSQL's own restart under load is
 tests/integration/test_database_outage.py.
@@ -26,14 +39,17 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 import requests
 from django.db import connection
+from django.utils import timezone
 
-from oauthclients.models import AuditAction, ClientAuditEvent, Grant, RefreshToken
+from oauthclients.models import AccessToken, AuditAction, ClientAuditEvent, Grant, RefreshToken, digest
 from tests.factories import make_client
+from tests.integration import faults
 from tests.integration.flows import TIMEOUT, authorize, exchange, login, make_server_user, refresh
 from tests.integration.server import (
     PROJECT_ROOT,
@@ -54,6 +70,18 @@ CLIENTS = 4
 DRAIN_SECONDS = 7.0
 BACK_IN_POOL = 3.0
 CUT_OFF = (502, 503, 504)
+FLEET_CONFIG = "tests/integration/gunicorn_faults.py"  # config/gunicorn.py plus tests/integration/faults.py
+# The cut-offs made on purpose, one at a time, in this order. The refresh first, while every worker
+# serves: its retry must be served within OAUTH_REPLAY_GRACE_SECONDS of the commit, and a killed
+# worker takes seconds to boot again.
+FAULTS = [
+    ("refresh", faults.KILL_AFTER_COMMIT),
+    ("exchange", faults.KILL_AFTER_COMMIT),
+    ("exchange", faults.CUT_BEFORE),
+    ("refresh", faults.CUT_BEFORE),
+]
+CODE_REPLAYED = "authorization code replayed"  # oauthflows.oauth2.Validator.validate_code's audit reason
+NOT_BY_THE_CUT_OFF = "not committed by the cut-off request"
 
 
 @dataclass
@@ -78,6 +106,20 @@ class Tally:
         return sum(self.statuses.values())
 
 
+@dataclass
+class Injected:
+    """One token request marked for a fault (tests/integration/faults.py), and what came of it."""
+
+    kind: str  # "exchange" or "refresh"
+    mode: str
+    credential: str = field(repr=False)  # the code or refresh token presented (never printed)
+    sent_at: datetime | None = None
+    first: object = None  # the marked request's status (HAProxy's 502: the worker died)
+    retried_at: datetime | None = None
+    retry: object = None  # the retry's status, or "invalid_grant"
+    answered_at: datetime | None = None
+
+
 class Fleet:
     def __init__(self, env: dict, log_dir: Path):
         self.env = env
@@ -86,16 +128,19 @@ class Fleet:
         self.servers: dict[int, subprocess.Popen] = {}
         self.haproxy: subprocess.Popen | None = None
         self.url = ""
+        self.fault_token = env[faults.TOKEN_VARIABLE]
+        self.log_starts: dict[int, int] = {}  # where each server's current run begins in its log
 
     def start_server(self, port: int) -> None:
         log = (self.log_dir / f"gunicorn-{port}.log").open("ab")
+        self.log_starts[port] = log.tell()
         self.servers[port] = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
                 "gunicorn",
                 "-c",
-                "config/gunicorn.py",
+                FLEET_CONFIG,
                 "config.wsgi",
                 "--bind",
                 f"127.0.0.1:{port}",
@@ -106,7 +151,7 @@ class Fleet:
                 "--no-control-socket",
             ],
             cwd=PROJECT_ROOT,
-            env={**self.env, "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp(prefix="fleet-prometheus-")},
+            env={**self.env, "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp(prefix="prometheus-", dir=self.log_dir)},
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -155,9 +200,32 @@ class Fleet:
         time.sleep(BACK_IN_POOL)
         return time.monotonic() - began
 
+    def wait_in_pool(self, port: int, timeout: float = 30) -> None:
+        """Until HAProxy's last word on this server (its log: "Server app/appN is UP|DOWN") is UP."""
+        name = f"Server app/app{self.ports.index(port) + 1} is "
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            said = [line for line in self.log_tail("haproxy.log", 100000).splitlines() if name in line]
+            if not said or said[-1].split(name, 1)[1].startswith("UP"):
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"app on {port} not back in HAProxy's pool:\n{self.log_tail('haproxy.log')}")
+
     def kill(self, port: int) -> None:
         os.killpg(self.servers[port].pid, signal.SIGKILL)
         self.servers[port].wait(timeout=10)
+
+    def wait_until_loaded(self, timeout: float = 30) -> None:
+        """Until every worker the servers have forked has loaded the application (tests/integration/faults.py)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            logs = [
+                (self.log_dir / f"gunicorn-{port}.log").read_bytes()[self.log_starts[port] :] for port in self.ports
+            ]
+            if all(log.count(faults.BOOTING.encode()) == log.count(faults.LOADED.encode()) for log in logs):
+                return
+            time.sleep(0.2)
+        raise AssertionError("workers still loading:\n" + "\n".join(self.log_tail(port) for port in self.ports))
 
     def log_tail(self, port: int | str, lines: int = 60) -> str:
         path = self.log_dir / (f"gunicorn-{port}.log" if isinstance(port, int) else port)
@@ -180,6 +248,7 @@ def fleet(_postgres_only_guard, tmp_path):
         REDIS_URL=os.environ.get("FLEET_REDIS_URL", "redis://127.0.0.1:6379/0"),
         GUNICORN_DRAIN_SECONDS=str(DRAIN_SECONDS),
         OAUTH_AUTHORIZATION_CODE_LIFETIME="300",
+        **{faults.TOKEN_VARIABLE: secrets.token_urlsafe(16)},
     )
     fleet = Fleet(env, tmp_path)
     try:
@@ -200,6 +269,10 @@ class Load:
         self.fleet, self.app, self.secret, self.browsers = fleet, app, secret, browsers
         self.retry_cut_off = retry_cut_off
         self.tally = Tally()
+        self.pending_faults: list[tuple[str, str]] = []
+        self.injected: list[Injected] = []
+        self.fault_in_flight = False
+        self.faults_done = threading.Event()
         self.stopping = threading.Event()
         self.threads = [threading.Thread(target=self._loop, args=(b,), daemon=True) for b in browsers]
 
@@ -213,16 +286,57 @@ class Load:
         for thread in self.threads:
             thread.join(timeout=TIMEOUT * 3)
 
-    def _call(self, kind, call):
+    def _call(self, call):
         try:
             response = call()
         except requests.RequestException as exc:
             return type(exc).__name__, None
         return response.status_code, response
 
-    def _redeem(self, kind, call, on_lost):
-        """One token request; if cut off (and retrying), its retry decides (module docstring)."""
-        status, response = self._call(kind, call)
+    def inject(self, plan) -> threading.Event:
+        """(kind, mode) pairs: each marks the next exchange or refresh of that kind, one at a time, in
+        order (tests/integration/faults.py). `injected` holds what came of them; the event is set
+        after the last one's retry."""
+        with self.tally.lock:
+            self.pending_faults = list(plan)
+            self.faults_done.clear()
+        return self.faults_done
+
+    def _fault_for(self, kind: str, credential: str) -> Injected | None:
+        with self.tally.lock:
+            if self.fault_in_flight or not self.pending_faults or self.pending_faults[0][0] != kind:
+                return None
+            _, mode = self.pending_faults.pop(0)
+            self.fault_in_flight = True
+            injected = Injected(kind, mode, credential)
+            self.injected.append(injected)
+            return injected
+
+    def _fault_over(self, injected: Injected) -> None:
+        injected.answered_at = timezone.now()
+        with self.tally.lock:
+            self.fault_in_flight = False
+            if not self.pending_faults:
+                self.faults_done.set()
+
+    def _redeem(self, kind, send, credential, on_lost):
+        """One token request, `send(headers)`, marked if a fault of its kind is due; if cut off
+        (and retrying), its retry decides (module docstring)."""
+        injected = self._fault_for(kind, credential)
+        try:
+            return self._redeem_once(kind, send, on_lost, injected)
+        finally:
+            if injected is not None:
+                self._fault_over(injected)
+
+    def _redeem_once(self, kind, send, on_lost, injected: Injected | None):
+        headers = None
+        if injected is not None:
+            headers = faults.mark(injected.mode, self.fleet.fault_token)
+            injected.sent_at = timezone.now()
+        status, response = self._call(lambda: send(headers))
+        if injected is not None:
+            injected.first = status
         if status == 200:
             self.tally.add(kind, 200, True)
             return response.json()
@@ -233,11 +347,15 @@ class Load:
         with self.tally.lock:
             self.tally.retried[kind] += 1
         time.sleep(0.3)
-        status, response = self._call(kind, call)
+        if injected is not None:
+            injected.retried_at = timezone.now()
+        status, response = self._call(lambda: send(None))
+        lost = status == 400 and response.json().get("error") == "invalid_grant"
+        if injected is not None:
+            injected.retry = "invalid_grant" if lost else status
         if status == 200:
             self.tally.add(kind + " retry", 200, True)
             return response.json()
-        lost = status == 400 and response.json().get("error") == "invalid_grant"
         self.tally.add(kind + " retry", status if not lost else "invalid_grant", lost)
         if lost:
             on_lost()
@@ -259,7 +377,10 @@ class Load:
                 continue
             self.tally.add("authorize", 200, True)
             tokens = self._redeem(
-                "exchange", lambda code=code: exchange(url, self.app, self.secret, code), self._lost_exchange
+                "exchange",
+                lambda headers, code=code: exchange(url, self.app, self.secret, code, headers=headers),
+                code,
+                self._lost_exchange,
             )
             if tokens is None:
                 continue
@@ -267,24 +388,45 @@ class Load:
                 self.tally.exchanged += 1
             rotated = self._redeem(
                 "refresh",
-                lambda tokens=tokens: refresh(url, self.app.client_id, self.secret, tokens["refresh_token"]),
+                lambda headers, tokens=tokens: refresh(
+                    url, self.app.client_id, self.secret, tokens["refresh_token"], headers=headers
+                ),
+                tokens["refresh_token"],
                 self._lost_refresh,
             )
             if rotated is None:
                 continue
             with self.tally.lock:
                 self.tally.refreshed += 1
-            status, response = self._call(
-                "introspect",
-                lambda rotated=rotated: requests.post(
-                    url + "/v2/auth/oauth2/introspect",
-                    data={"token": rotated["access_token"]},
-                    auth=(self.app.client_id, self.secret),
-                    timeout=TIMEOUT,
-                ),
+            self._introspect(rotated["access_token"])
+
+    def _introspect(self, access_token: str) -> None:
+        """An introspection is a read: one cut off (an answer from the proxy for the killed server,
+        or no answer at all) is tried again, and the retry must find the token active."""
+
+        def send():
+            return requests.post(
+                self.fleet.url + "/v2/auth/oauth2/introspect",
+                data={"token": access_token},
+                auth=(self.app.client_id, self.secret),
+                timeout=TIMEOUT,
             )
-            active = status == 200 and response.json().get("active") is True
-            self.tally.add("introspect", status, active or (self.retry_cut_off and status in (*CUT_OFF, None)))
+
+        kind = "introspect"
+        for _ in range(2):
+            status, response = self._call(send)
+            if status == 200 and response.json().get("active") is True:
+                self.tally.add(kind, 200, True)
+                return
+            cut_off = status in CUT_OFF or response is None
+            if not (self.retry_cut_off and cut_off) or kind != "introspect":
+                self.tally.add(kind, status, False)
+                return
+            self.tally.add(kind, status, True)
+            with self.tally.lock:
+                self.tally.retried[kind] += 1
+            kind = "introspect retry"
+            time.sleep(0.3)
 
     def _lost_exchange(self):
         with self.tally.lock:
@@ -293,6 +435,68 @@ class Load:
     def _lost_refresh(self):
         with self.tally.lock:
             self.tally.refresh_lost += 1
+
+
+def _between(moment, after: datetime, before: datetime) -> bool:
+    return moment is not None and after <= moment < before
+
+
+def exchange_committed_then_lost(app, injected: Injected) -> None:
+    """The cut-off exchange redeemed its code, exactly once, before its retry was sent; the retry,
+    a second presentation, answered invalid_grant and revoked the pair the first produced."""
+    grant = Grant.objects.get(code=digest(injected.credential), application=app)
+    assert _between(grant.used_at, injected.sent_at, injected.retried_at), (
+        f"the code was {NOT_BY_THE_CUT_OFF} (used at {grant.used_at}, sent {injected.sent_at}, "
+        f"retried {injected.retried_at})"
+    )
+    # Exactly one pair was made from it: the only one this user's thread could have made meanwhile.
+    made = RefreshToken.objects.filter(
+        application=app, user=grant.user, created__gte=injected.sent_at, created__lt=injected.retried_at
+    )
+    assert made.count() == 1, made.count()
+    pair = made.get()
+    # RFC 9700 §4.5: the retry revoked it (oauthflows.oauth2.Validator.validate_code)...
+    assert _between(pair.revoked, injected.retried_at, injected.answered_at), pair.revoked
+    assert pair.access_token_id is None
+    assert not AccessToken.objects.filter(
+        application=app, user=grant.user, created__gte=injected.sent_at, created__lt=injected.retried_at
+    ).exists()
+    assert grant.token_family is None  # ...cleared from the code, so that a third presentation finds nothing
+    assert not RefreshToken.objects.filter(token_family=pair.token_family, revoked__isnull=True).exists()
+    replayed = ClientAuditEvent.objects.filter(
+        client=app,
+        user=grant.user,
+        action=AuditAction.FAMILY_REVOKED,
+        created__gte=injected.retried_at,
+        created__lt=injected.answered_at,
+    )
+    assert [event.detail.get("reason") for event in replayed] == [CODE_REPLAYED]
+
+
+def refresh_committed_then_lost(app, injected: Injected) -> None:
+    """The cut-off refresh rotated its token, exactly once, before its retry was sent; the retry,
+    within OAUTH_REPLAY_GRACE_SECONDS, answered invalid_grant and revoked nothing."""
+    presented = RefreshToken.objects.get(token_checksum=digest(injected.credential), application=app)
+    assert _between(presented.revoked, injected.sent_at, injected.retried_at), (
+        f"the rotation was {NOT_BY_THE_CUT_OFF} (revoked at {presented.revoked}, sent {injected.sent_at}, "
+        f"retried {injected.retried_at})"
+    )
+    successors = RefreshToken.objects.filter(token_family=presented.token_family).exclude(pk=presented.pk)
+    assert successors.count() == 1, successors.count()  # rotated once: the family is the code's pair and this
+    successor = successors.get()
+    assert _between(successor.created, injected.sent_at, injected.retried_at), successor.created
+    # Within the grace nothing was revoked: the new pair lives on, although its answer was lost.
+    assert successor.revoked is None and successor.access_token_id is not None
+    assert not ClientAuditEvent.objects.filter(
+        client=app,
+        user=presented.user,
+        action=AuditAction.FAMILY_REVOKED,
+        created__gte=injected.sent_at,
+        created__lt=injected.answered_at,
+    ).exists()
+
+
+COMMITTED_THEN_LOST = {"exchange": exchange_committed_then_lost, "refresh": refresh_committed_then_lost}
 
 
 @pytest.fixture
@@ -328,20 +532,40 @@ def test_a_server_killed_mid_load_loses_only_its_requests_in_flight(fleet, cast)
     with Load(fleet, app, secret, _browsers(fleet, users), retry_cut_off=True) as load:
         time.sleep(2)
         fleet.kill(fleet.ports[0])
-        killed_at = time.monotonic()
         time.sleep(3)
         # Back, as an orchestrator would restart it.
         fleet.start_server(fleet.ports[0])
-        time.sleep(BACK_IN_POOL + 1)
+        # Then each branch on purpose (module docstring), once HAProxy sends to it again and every
+        # worker serves.
+        time.sleep(BACK_IN_POOL)
+        fleet.wait_in_pool(fleet.ports[0])
+        fleet.wait_until_loaded()
+        assert load.inject(FAULTS).wait(timeout=60), load.injected
     tally = load.tally
     cut_off = sum(n for (kind, status), n in tally.statuses.items() if status != 200 and "retry" not in kind)
     print(
-        f"\nSIGKILL of 1 of 2 servers: {tally.requests} requests, {cut_off} cut off, retried {dict(tally.retried)}: "
-        f"{tally.exchange_lost} exchanges and {tally.refresh_lost} refreshes had committed (invalid_grant on retry); "
-        f"{len(tally.failures)} unexpected; {dict(tally.statuses)}"
+        f"\nSIGKILL of 1 of 2 servers, then {len(load.injected)} token requests cut off on purpose: {tally.requests} "
+        f"requests, {cut_off} cut off, retried {dict(tally.retried)}: {tally.exchange_lost} exchanges and "
+        f"{tally.refresh_lost} refreshes had committed (invalid_grant on retry); {len(tally.failures)} unexpected; "
+        f"{dict(tally.statuses)}; injected {load.injected}"
     )
-    assert killed_at
     assert tally.failures == [], tally.failures[:20]
+
+    # The branches made on purpose: each marked request was cut off (HAProxy's 502: its worker died
+    # without a word), and its retry answered as its commit decides.
+    assert [(injected.kind, injected.mode) for injected in load.injected] == FAULTS
+    for injected in load.injected:
+        assert injected.first == 502, injected
+        if injected.mode == faults.KILL_AFTER_COMMIT:
+            assert injected.retry == "invalid_grant", injected
+            COMMITTED_THEN_LOST[injected.kind](app, injected)
+        else:
+            # Cut off before anything was committed: the retry was the first redemption, and the
+            # committed-then-lost checks refuse it.
+            assert injected.retry == 200, injected
+            with pytest.raises(AssertionError, match=NOT_BY_THE_CUT_OFF):
+                COMMITTED_THEN_LOST[injected.kind](app, injected)
+    assert tally.exchange_lost >= 1 and tally.refresh_lost >= 1
 
     # Every redeemed code is exactly one 200 or one committed-then-cut-off exchange.
     redeemed = Grant.objects.filter(used_at__isnull=False).count()
@@ -349,6 +573,13 @@ def test_a_server_killed_mid_load_loses_only_its_requests_in_flight(fleet, cast)
     # Every refresh token was made by exactly one redemption or rotation, and every rotated one by one
     # refresh that answered 200 or committed before the cut.
     assert RefreshToken.objects.count() == redeemed + tally.refreshed + tally.refresh_lost
-    assert RefreshToken.objects.filter(revoked__isnull=False).count() == tally.refreshed + tally.refresh_lost
-    # Nothing was revoked as a replay: the retries came within the grace.
-    assert not ClientAuditEvent.objects.filter(action=AuditAction.FAMILY_REVOKED).exists()
+    # Revoked: each rotated one, and the pair of each code whose exchange committed and was retried.
+    assert RefreshToken.objects.filter(revoked__isnull=False).count() == (
+        tally.refreshed + tally.refresh_lost + tally.exchange_lost
+    )
+    assert Grant.objects.filter(used_at__isnull=False, token_family__isnull=True).count() == tally.exchange_lost
+    # The only revocations are those code replays: the refresh retries came within the grace.
+    reasons = Counter(
+        event.detail.get("reason") for event in ClientAuditEvent.objects.filter(action=AuditAction.FAMILY_REVOKED)
+    )
+    assert reasons == Counter({CODE_REPLAYED: tally.exchange_lost})
