@@ -63,6 +63,17 @@ def test_a_configured_network_is_exempt(production_like, settings):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/healthz", "/readyz"])
+def test_a_request_relayed_by_a_proxy_on_loopback_goes_through_the_whole_stack(production_like, path):
+    # A proxy beside the server relays strangers from loopback, marked with X-Forwarded-*: they are
+    # not the balancer's probe, so the host check and the HTTPS redirect apply to them.
+    assert _get(path, HTTP_X_FORWARDED_FOR=OUTSIDE).status_code == 400  # the prober's own Host: refused
+    relayed = _get(path, host="auth.example.com", HTTP_X_FORWARDED_FOR=OUTSIDE)
+    assert relayed.status_code == 301 and relayed["Location"].startswith("https://")
+    assert _get(path).status_code == 200  # the probe itself, unmarked
+
+
+@pytest.mark.django_db
 def test_readyz_through_the_whole_stack_from_outside():
     response = Client().get("/readyz", REMOTE_ADDR=OUTSIDE)
     assert response.status_code == 200 and response.json()["status"] == "ready"

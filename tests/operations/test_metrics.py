@@ -200,3 +200,23 @@ def test_metadata_document_fetches_by_outcome_and_in_flight(monkeypatch):
     with pytest.raises(cimd.MetadataDocumentError):
         cimd._fetch("https://agent.example/metrics-test-client.json")
     assert value("oauth_metadata_document_fetches_total", outcome="backoff") == backoff + 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "relayed",
+    [
+        {"HTTP_X_FORWARDED_FOR": OUTSIDE},
+        {"HTTP_X_FORWARDED_PROTO": "https"},
+        {"HTTP_FORWARDED": f"for={OUTSIDE}"},
+        {"HTTP_X_REAL_IP": OUTSIDE},
+        {"HTTP_X_FORWARDED_HOST": "auth.example.com"},
+    ],
+)
+def test_a_stranger_relayed_by_a_proxy_on_loopback_is_not_the_scraper(relayed, settings):
+    # nginx or HAProxy on the same host: every public request's peer is loopback; the proxy's
+    # forwarding headers say it relayed it. Only its own bearer token opens the door then.
+    settings.METRICS_TOKEN = "metrics-token-of-its-own-0123456789"
+    assert scrape(**relayed).status_code == 404
+    assert scrape(**relayed, HTTP_AUTHORIZATION=f"Bearer {settings.METRICS_TOKEN}").status_code == 200
+    assert scrape().status_code == 200  # the scraper beside the server sends none of them
