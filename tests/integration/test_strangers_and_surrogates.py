@@ -42,8 +42,15 @@ def test_forty_wrong_secrets_from_anyone_leave_the_apps_right_secret_working(ser
     assert late.count(401) <= 3 and late.count(429) >= 17
     answer = refresh(secret)  # the right secret: its own answer (no such refresh token), not 429
     assert answer.status_code == 400 and answer.json()["error"] == "invalid_grant"
-    refused = refresh("cs_wrong")
-    assert refused.status_code == 429 and int(refused.headers["Retry-After"]) > 0
+    # Wrong again: refused with Retry-After. The bound above counts here too: a worker that has not
+    # yet let its one late failure through may do so now (CI saw the 42nd request be that one), so
+    # the refusal comes within the late 401s still allowed.
+    allowed = 3 - late.count(401)
+    after = [refresh("cs_wrong") for _ in range(allowed + 1)]
+    refused = next((response for response in after if response.status_code == 429), None)
+    assert refused is not None, [response.status_code for response in after]
+    assert int(refused.headers["Retry-After"]) > 0
+    assert all(response.status_code in (401, 429) for response in after)
 
 
 def test_a_lone_surrogate_is_a_400_on_every_json_endpoint(server):
