@@ -658,12 +658,17 @@ class Bench:
         return [self.result(*key) for key in self.samples]
 
 
-def run_trials(bench: Bench, project: Server, workdir: Path) -> list[dict]:
-    """Each trial against the project as configured, side by side (module docstring, TRIALS)."""
+def run_trials(bench: Bench, project: Server, workdir: Path, trials=None, suffix: str = "") -> list[dict]:
+    """Each trial (all of TRIALS by default) against the project as configured, side by side
+    (module docstring, TRIALS). `suffix` names a repeated trial's own gunicorn log (a server finds
+    its port in its log)."""
     found = []
     for number, (name, env, options, *scenarios) in enumerate(TRIALS):
+        if trials is not None and name not in trials:
+            continue
         env = operations_environment() if env == "operations" else env
-        trial = Server("project", {**bench.env("project"), **env}, workdir / f"gunicorn-trial-{number}.log", **options)
+        log_path = workdir / f"gunicorn-trial-{number}{suffix}.log"
+        trial = Server("project", {**bench.env("project"), **env}, log_path, **options)
         try:
             trial.start()
             for scenario, user_class in scenarios[0] if scenarios else TRIAL_SCENARIOS:
@@ -1090,6 +1095,37 @@ def login_only() -> int:
     return run_alone("bench-login-", scenario, codes=0, jwt_codes=0)
 
 
+OPERATIONS_TRIAL = "metrics in files, JSON access lines"
+
+
+def operations_only() -> int:
+    """`python -m bench.run --operations-only`: the trial "metrics in files, JSON access lines"
+    alone, BENCH_OPERATIONS_ROUNDS times (3), so that one reading's noise shows; ~2 minutes a round."""
+    rounds = int(os.environ.get("BENCH_OPERATIONS_ROUNDS", "3"))
+
+    def scenario(bench: Bench, project: Server, workdir: Path, servers: list) -> int:
+        found = [
+            entry
+            for round_number in range(rounds)
+            for entry in run_trials(bench, project, workdir, {OPERATIONS_TRIAL}, suffix=f"-{round_number}")
+        ]
+        by_scenario: dict[str, list[tuple[float, float]]] = {}
+        for entry in found:
+            rps = entry["trial"]["rps"] / entry["project"]["rps"] if entry["project"]["rps"] else 0.0
+            cpu = entry["project"]["cpu_ms"] / entry["trial"]["cpu_ms"] if entry["trial"]["cpu_ms"] else 0.0
+            by_scenario.setdefault(entry["scenario"], []).append((rps, cpu))
+        print(f"{OPERATIONS_TRIAL} against the project as configured (trial / project; by CPU: project / trial):")
+        for number, readings in sorted(by_scenario.items()):
+            each = ", ".join(f"{rps:.2f} x ({cpu:.2f} x)" for rps, cpu in readings)
+            mean_rps = sum(rps for rps, _ in readings) / len(readings)
+            mean_cpu = sum(cpu for _, cpu in readings) / len(readings)
+            print(f"  scenario {number}: {each}; mean {mean_rps:.3f} x ({mean_cpu:.3f} x)")
+        return 0
+
+    # Per round: scenarios 3 and 4 redeem about 20,000 codes on this kind of machine.
+    return run_alone("bench-operations-", scenario, codes=25_000 * rounds, jwt_codes=0)
+
+
 def profile_only() -> int:
     """`python -m bench.run --profile-only`: only the profiles (scenarios 1-3, project and floor), ~3 minutes."""
     from bench import profile
@@ -1106,6 +1142,8 @@ def profile_only() -> int:
 
 
 if __name__ == "__main__":
+    if "--operations-only" in sys.argv[1:]:
+        sys.exit(operations_only())
     if "--cors-only" in sys.argv[1:]:
         sys.exit(cors_only())
     if "--login-only" in sys.argv[1:]:
