@@ -62,11 +62,31 @@ def _scrub(value, depth: int = 0):
 _RECORD_ATTRIBUTES = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
 
 
+# Cheap tests for whether each pattern can match, so that a line with no credential in it (most
+# lines: the access line's "status=200 endpoint=token ...") costs no scan with a long alternation.
+# Exact for ASCII text, where IGNORECASE is lower(); other text gets both scans, as before.
+# _KEY_VALUE needs a credential key as a whole word before a ':' or '=': every such word is found
+# here whole (a \w run, followed by what _KEY_VALUE allows between the key and its separator).
+_WORD_BEFORE_SEPARATOR = re.compile(r"""\b(\w++)\\?['"]?\s*[:=]""")
+_LOWER_KEYS = frozenset(key.lower() for key in CREDENTIAL_KEYS)
+
+
+def _redact_matches(match: re.Match) -> str:
+    return match.group("key") + REDACTED
+
+
 def _cleaned(text: str) -> str:
     if "=" not in text and ":" not in text:  # both patterns need one after the key: most fields have neither
         return text
-    for pattern in (_HEADER_VALUE, _KEY_VALUE):
-        text = pattern.sub(lambda match: match.group("key") + REDACTED, text)
+    if not text.isascii():
+        for pattern in (_HEADER_VALUE, _KEY_VALUE):
+            text = pattern.sub(_redact_matches, text)
+        return text
+    lowered = text.lower()
+    if "authorization" in lowered or "cookie" in lowered:
+        text = _HEADER_VALUE.sub(_redact_matches, text)
+    if any(word.lower() in _LOWER_KEYS for word in _WORD_BEFORE_SEPARATOR.findall(text)):
+        text = _KEY_VALUE.sub(_redact_matches, text)
     return text
 
 

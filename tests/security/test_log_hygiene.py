@@ -17,9 +17,20 @@ from urllib.parse import urlencode
 import oauthlib
 import pytest
 from django.test import Client
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from oauthclients.models import digest
-from plumbing.logfilters import REDACTED, RedactCredentials, RedactInPlaceHandler
+from plumbing.logfilters import (
+    _HEADER_VALUE,
+    _KEY_VALUE,
+    CREDENTIAL_KEYS,
+    REDACTED,
+    RedactCredentials,
+    RedactInPlaceHandler,
+    _cleaned,
+    _redact_matches,
+)
 from tests.security.credentials import fail_in_every_way, issue_everything, secrets_from_the_command
 
 NAMED = (
@@ -238,3 +249,30 @@ def test_an_error_report_of_a_failing_token_request_carries_no_credential(cast, 
 
     assert len(reports) == 1 and "simulated failure" in reports[0]
     assert issued.ledger.leaks_in(reports[0]) == []
+
+
+# The cheap pre-tests in plumbing.logfilters._cleaned decide whether the two redaction patterns run
+# at all; they must never skip a text either pattern would change. Texts made of credential keys,
+# header names (in any case, and the non-ASCII letters IGNORECASE folds: 'ı', 'ſ', 'İ'), other words
+# and every separator the patterns know.
+_PIECES = [
+    *CREDENTIAL_KEYS,
+    *("CODE", "Token", "toKen", "paſſword", "ıd_token", "İD_TOKEN", "ſecret", "HTTP_AUTHORIZATION"),
+    *("AuThOrIzAtIoN", "authorızation", "Cookie", "cookıe", "x", "2", "_", "my", "grant_type", REDACTED, "é"),
+    *"=: '\"\\,;&{}()[]\n\t-",
+]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=14).map("".join))
+def test_the_pre_tests_never_skip_what_the_patterns_would_redact(text):
+    both = _KEY_VALUE.sub(_redact_matches, _HEADER_VALUE.sub(_redact_matches, text))
+    assert _cleaned(text) == both
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["x=code=SECRET", "ıd_token=SECRET", "paſſword: SECRET", "authorızation=Basic SECRET", "Cookie: a=SECRET"],
+)
+def test_the_pre_tests_let_through_keys_hidden_in_words_and_folded_letters(text):
+    assert "SECRET" not in _cleaned(text)
