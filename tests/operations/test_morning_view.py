@@ -92,7 +92,11 @@ def test_counts_from_every_process_add_up(db):
     assert row.count == 3 and row.hour == hourly.current_hour()
 
 
-def test_a_process_writes_after_a_response_at_most_every_few_seconds(db, settings, django_assert_num_queries):
+def test_a_process_writes_after_a_response_at_most_every_few_seconds(
+    db, settings, django_assert_num_queries, monkeypatch
+):
+    # One flush in SWEEP_ONE_IN also deletes old hours (a second statement; the next test): not this one.
+    monkeypatch.setattr(hourly.random, "randrange", lambda n: 1)
     settings.OPERATIONS_HOURLY_FLUSH_SECONDS = 10
     hourly.flush()
     with django_assert_num_queries(0):
@@ -102,6 +106,21 @@ def test_a_process_writes_after_a_response_at_most_every_few_seconds(db, setting
     with django_assert_num_queries(1):
         Client().get("/v2/scopes")  # the write comes with request_finished, after the response
     assert HourlyCount.objects.get(name=hourly.TOKENS_ISSUED).count == 1
+
+
+def test_now_and_then_a_flush_deletes_the_hours_past_keeping(db, monkeypatch, django_assert_num_queries):
+    now = hourly.current_hour()
+    HourlyCount.objects.create(hour=now - hourly.KEPT_HOURS - 1, name=hourly.TOKENS_ISSUED, label="", count=5)
+    HourlyCount.objects.create(hour=now - hourly.KEPT_HOURS, name=hourly.TOKENS_ISSUED, label="", count=6)
+    monkeypatch.setattr(hourly.random, "randrange", lambda n: 1)  # not this time
+    hourly.count(hourly.TOKENS_ISSUED)
+    hourly.flush()
+    assert HourlyCount.objects.filter(hour__lt=now - hourly.KEPT_HOURS).exists()
+    monkeypatch.setattr(hourly.random, "randrange", lambda n: 0)  # the one flush in SWEEP_ONE_IN
+    hourly.count(hourly.TOKENS_ISSUED)
+    with django_assert_num_queries(2):
+        hourly.flush()
+    assert sorted(HourlyCount.objects.values_list("hour", flat=True)) == [now - hourly.KEPT_HOURS, now]
 
 
 def test_made_up_client_ids_cannot_grow_the_table_without_bound(db):
