@@ -476,6 +476,15 @@ def breakdown_lines(results: dict, scenario: str = "2") -> list[str]:
     return lines
 
 
+def trial_ratios(trial: dict) -> tuple[float, float]:
+    """A trial against the project as configured: throughput (trial / project) and CPU per request
+    (project / trial), so that above 1 means the trial is cheaper either way; 0 where unmeasured."""
+    ours, theirs = trial["project"], trial["trial"]
+    ratio = theirs["rps"] / ours["rps"] if ours["rps"] else 0
+    cpu = ours["cpu_ms"] / theirs["cpu_ms"] if ours["cpu_ms"] and theirs["cpu_ms"] else 0
+    return ratio, cpu
+
+
 def trial_lines(results: dict) -> list[str]:
     """Each trial configuration against the project as configured, measured side by side in one run."""
     trials = results.get("trials") or []
@@ -491,8 +500,7 @@ def trial_lines(results: dict) -> list[str]:
     ]
     for trial in trials:
         ours, theirs = trial["project"], trial["trial"]
-        ratio = theirs["rps"] / ours["rps"] if ours["rps"] else 0
-        cpu = ours["cpu_ms"] / theirs["cpu_ms"] if ours["cpu_ms"] and theirs["cpu_ms"] else 0
+        ratio, cpu = trial_ratios(trial)
         lines.append(
             f"| {trial['name']} | {trial['scenario']} | {ours['rps']:.1f} | {theirs['rps']:.1f} | {ratio:.2f} x | "
             f"{ours['cpu_ms']:.2f} | {theirs['cpu_ms']:.2f} | {cpu:.2f} x |"

@@ -107,6 +107,7 @@ MAIN_REQUEST = {scenario: name for scenario, _, name in SCENARIOS}
 # Trials (BENCH_TRIALS=0 skips them): the project with one thing changed, each on its own gunicorn,
 # measured side by side with the project as configured, in one locust run per scenario.
 # (name, environment changes, gunicorn options)
+OPERATIONS_TRIAL = "metrics in files, JSON access lines"  # bench.run --operations-only runs it alone
 TRIALS = [
     # The project binds server-side and prepares from the second run (config.settings): the
     # trials are without, and with Django's default threshold of psycopg (5).
@@ -124,7 +125,7 @@ TRIALS = [
     # docs/operating.md: Prometheus counters in multiprocess files and a JSON access line per request,
     # on the token scenarios (the issue's bound: each within 0.03 of its ratio without them).
     (
-        "metrics in files, JSON access lines",
+        OPERATIONS_TRIAL,
         "operations",
         {},
         [("2", "RefreshUser"), ("3", "ExchangeUser"), ("4", "FlowUser")],
@@ -1095,9 +1096,6 @@ def login_only() -> int:
     return run_alone("bench-login-", scenario, codes=0, jwt_codes=0)
 
 
-OPERATIONS_TRIAL = "metrics in files, JSON access lines"
-
-
 def operations_only() -> int:
     """`python -m bench.run --operations-only`: the trial "metrics in files, JSON access lines"
     alone, BENCH_OPERATIONS_ROUNDS times (3), so that one reading's noise shows; ~2 minutes a round."""
@@ -1111,9 +1109,7 @@ def operations_only() -> int:
         ]
         by_scenario: dict[str, list[tuple[float, float]]] = {}
         for entry in found:
-            rps = entry["trial"]["rps"] / entry["project"]["rps"] if entry["project"]["rps"] else 0.0
-            cpu = entry["project"]["cpu_ms"] / entry["trial"]["cpu_ms"] if entry["trial"]["cpu_ms"] else 0.0
-            by_scenario.setdefault(entry["scenario"], []).append((rps, cpu))
+            by_scenario.setdefault(entry["scenario"], []).append(report.trial_ratios(entry))
         print(f"{OPERATIONS_TRIAL} against the project as configured (trial / project; by CPU: project / trial):")
         for number, readings in sorted(by_scenario.items()):
             each = ", ".join(f"{rps:.2f} x ({cpu:.2f} x)" for rps, cpu in readings)
