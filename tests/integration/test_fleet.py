@@ -340,13 +340,8 @@ class Load:
         if status == 200:
             self.tally.add(kind, 200, True)
             return response.json()
-        if not self.retry_cut_off or not (status in CUT_OFF or response is None):
-            self.tally.add(kind, status, False)
+        if not self._cut_off_to_retry(kind, status, response):
             return None
-        self.tally.add(kind, status, True)  # cut off by the kill: the retry below accounts for it
-        with self.tally.lock:
-            self.tally.retried[kind] += 1
-        time.sleep(0.3)
         if injected is not None:
             injected.retried_at = timezone.now()
         status, response = self._call(lambda: send(None))
@@ -412,21 +407,28 @@ class Load:
                 timeout=TIMEOUT,
             )
 
-        kind = "introspect"
-        for _ in range(2):
+        def active(status, response) -> bool:
+            return status == 200 and response.json().get("active") is True
+
+        status, response = self._call(send)
+        if active(status, response):
+            self.tally.add("introspect", 200, True)
+        elif self._cut_off_to_retry("introspect", status, response):
             status, response = self._call(send)
-            if status == 200 and response.json().get("active") is True:
-                self.tally.add(kind, 200, True)
-                return
-            cut_off = status in CUT_OFF or response is None
-            if not (self.retry_cut_off and cut_off) or kind != "introspect":
-                self.tally.add(kind, status, False)
-                return
-            self.tally.add(kind, status, True)
-            with self.tally.lock:
-                self.tally.retried[kind] += 1
-            kind = "introspect retry"
-            time.sleep(0.3)
+            self.tally.add("introspect retry", status, active(status, response))
+
+    def _cut_off_to_retry(self, kind: str, status, response) -> bool:
+        """After a request that did not answer 200: True if the kill cut it off (HAProxy's 502/503/504,
+        or no answer at all) and cut-offs are retried, counted as such, after a pause; else it is
+        counted as a failure and False."""
+        if not self.retry_cut_off or not (status in CUT_OFF or response is None):
+            self.tally.add(kind, status, False)
+            return False
+        self.tally.add(kind, status, True)  # cut off by the kill: the retry accounts for it
+        with self.tally.lock:
+            self.tally.retried[kind] += 1
+        time.sleep(0.3)
+        return True
 
     def _lost_exchange(self):
         with self.tally.lock:
