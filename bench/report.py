@@ -266,7 +266,7 @@ def build(*, runs, meta, config, profiles=None, trials=None, jwt=None) -> dict:
         "config": config,
         "summary": summary,
         "jwt": jwt or {},
-        "targets": evaluate(summary, config.get("grown_tokens", 1_000_000), jwt),
+        "targets": evaluate(summary, config.get("grown_tokens", 1_000_000), jwt) + floor_trial_targets(trials or []),
         "profiles": profiles or {},
         "runs": runs,
     }
@@ -485,6 +485,71 @@ def trial_ratios(trial: dict) -> tuple[float, float]:
     return ratio, cpu
 
 
+def _to_floor(ours: dict, floor: dict) -> tuple[float, float]:
+    ratio = ours["rps"] / floor["rps"] if floor["rps"] else 0
+    cpu = floor["cpu_ms"] / ours["cpu_ms"] if ours["cpu_ms"] and floor["cpu_ms"] else 0
+    return ratio, cpu
+
+
+def floor_ratios(trial: dict) -> tuple[tuple[float, float], tuple[float, float]]:
+    """A floor trial (bench.run.FLOOR_TRIALS): the project's ratio to its floor on the server as
+    configured, then on the trial's server, each (throughput, CPU per request) as the targets read them."""
+    return _to_floor(trial["project"], trial["project_floor"]), _to_floor(trial["trial"], trial["trial_floor"])
+
+
+FLOOR_TRIAL_BOUND = 0.03  # issue 31: each ratio to the floor within 0.03 of its ratio without the trial
+
+
+def floor_trial_targets(trials: list[dict]) -> list[dict]:
+    """The floor trials' bound as targets: with the trial, each scenario's ratio to its floor is no
+    more than FLOOR_TRIAL_BOUND below its ratio without, by throughput and by CPU per request alike."""
+    targets = []
+    for trial in trials:
+        if "trial_floor" not in trial:
+            continue
+        (before, before_cpu), (after, after_cpu) = floor_ratios(trial)
+        measured = before and after and before_cpu and after_cpu
+        targets.append(
+            {
+                "target": f"Scenario {trial['scenario']} vs floor with {trial['name']}",
+                "required": f"within {FLOOR_TRIAL_BOUND} x of its ratio without",
+                "measured": (
+                    f"{after:.2f} x against {before:.2f} x; by CPU per request {after_cpu:.2f} x against "
+                    f"{before_cpu:.2f} x"
+                    if measured
+                    else "n/a"
+                ),
+                "value": after - before if measured else None,
+                "met": bool(measured)
+                and after >= before - FLOOR_TRIAL_BOUND
+                and after_cpu >= before_cpu - FLOOR_TRIAL_BOUND,
+            }
+        )
+    return targets
+
+
+def floor_trial_lines(trials: list[dict]) -> list[str]:
+    """The floor trials' bound: each scenario's ratio to its floor, without and with the trial."""
+    measured = [trial for trial in trials if "trial_floor" in trial]
+    if not measured:
+        return []
+    lines = [
+        "",
+        "Ratio to the floor without and with the trial, each project and floor served by one server "
+        "(throughput; by CPU per request)",
+        "",
+        "| trial | scenario | without: project / floor | with: project / floor | difference |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for trial in measured:
+        (before, before_cpu), (after, after_cpu) = floor_ratios(trial)
+        lines.append(
+            f"| {trial['name']} | {trial['scenario']} | {before:.2f} x ({before_cpu:.2f} x) | "
+            f"{after:.2f} x ({after_cpu:.2f} x) | {after - before:+.2f} ({after_cpu - before_cpu:+.2f}) |"
+        )
+    return lines
+
+
 def trial_lines(results: dict) -> list[str]:
     """Each trial configuration against the project as configured, measured side by side in one run."""
     trials = results.get("trials") or []
@@ -505,7 +570,7 @@ def trial_lines(results: dict) -> list[str]:
             f"| {trial['name']} | {trial['scenario']} | {ours['rps']:.1f} | {theirs['rps']:.1f} | {ratio:.2f} x | "
             f"{ours['cpu_ms']:.2f} | {theirs['cpu_ms']:.2f} | {cpu:.2f} x |"
         )
-    return lines
+    return lines + floor_trial_lines(trials)
 
 
 def chart(results: dict, path: Path) -> None:
