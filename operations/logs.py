@@ -6,6 +6,8 @@ fields). Built on python-json-logger. Credentials are redacted before any format
 Imported by the logging configuration, before the apps are ready: nothing here touches models.
 """
 
+import time
+
 from pythonjsonlogger.json import JsonFormatter
 
 # What a record's `extra` may add: plain values. Anything else is left out, because its repr is not
@@ -19,6 +21,21 @@ class JsonLines(JsonFormatter):
         kwargs.setdefault("rename_fields", {"asctime": "time", "levelname": "level", "name": "logger"})
         kwargs.setdefault("timestamp", False)
         super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s", *args, **kwargs)
+
+    # (second, its text): logging's formatTime makes the same "2026-11-26 02:36:55" for every line of
+    # a second, from localtime and strftime; the access line is written on every request, so each
+    # second's text is made once. One tuple, replaced whole: threads read a matching pair.
+    _second = (None, "")
+
+    def formatTime(self, record, datefmt=None) -> str:  # noqa: N802 - logging.Formatter's name
+        if datefmt:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)
+        cached = self._second
+        if cached[0] != second:
+            cached = (second, time.strftime(self.default_time_format, self.converter(record.created)))
+            self._second = cached
+        return self.default_msec_format % (cached[1], record.msecs)
 
     def add_fields(self, log_record, record, message_dict) -> None:
         super().add_fields(log_record, record, message_dict)

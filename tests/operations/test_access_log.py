@@ -98,6 +98,38 @@ def test_the_access_line_names_the_user_of_an_issued_token_and_the_authorize_cli
         assert value not in everything
 
 
+def test_json_lines_carry_each_field_once(app, json_lines, settings):
+    # LOG_FORMAT=json: the fields are keys of their own, and the message is the method and path.
+    settings.LOG_FORMAT = "json"
+    client, secret = app
+    Client().post(
+        "/v2/auth/oauth2/token",
+        urlencode({"grant_type": "refresh_token", "refresh_token": "nope", "client_id": client.client_id}),
+        content_type="application/x-www-form-urlencoded",
+    )
+    (line,) = [line for line in json_lines() if line["logger"] == "operations.access"]
+    assert line["message"] == "POST /v2/auth/oauth2/token"
+    assert (line["status"], line["outcome"], line["client_id"]) == (401, "invalid_client", client.client_id)
+
+
+def test_a_json_line_path_is_redacted_in_its_message_too(json_lines, settings, db):
+    settings.LOG_FORMAT = "json"
+    Client().get("/v2/auth/oauth2/code=Sup3rSecretValue")
+    (line,) = [line for line in json_lines() if line["logger"] == "operations.access"]
+    assert line["message"] == "GET /v2/auth/oauth2/code=[redacted]" == "GET " + line["path"]
+
+
+@pytest.mark.parametrize("created", [0.0, 1_764_124_615.417, 1_764_124_615.999, 1_764_124_616.0, 1_764_128_215.5])
+def test_json_times_are_those_of_logging(created):
+    # JsonLines makes each second's text once (operations/logs.py); what it writes is logging's own.
+    formatter, plain = JsonLines(), logging.Formatter()
+    for moment in (created, created + 0.25, created + 1, created):
+        record = logging.LogRecord("x", logging.INFO, __file__, 1, "m", (), None)
+        record.created, record.msecs = moment, int((moment - int(moment)) * 1000)
+        assert formatter.formatTime(record) == plain.formatTime(record)
+        assert formatter.formatTime(record, "%H:%M") == plain.formatTime(record, "%H:%M")
+
+
 def test_text_lines_by_default(app, caplog):
     caplog.set_level(logging.INFO, logger="operations.access")
     Client().get("/v2/scopes")
