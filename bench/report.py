@@ -501,28 +501,35 @@ FLOOR_TRIAL_BOUND = 0.03  # issue 31: each ratio to the floor within 0.03 of its
 
 
 def floor_trial_targets(trials: list[dict]) -> list[dict]:
-    """The floor trials' bound as targets: with the trial, each scenario's ratio to its floor is no
-    more than FLOOR_TRIAL_BOUND below its ratio without, by throughput and by CPU per request alike."""
-    targets = []
+    """The floor trials' bound as targets, one per trial and scenario over all its rounds: with the
+    trial, the scenario's mean ratio to its floor is no more than FLOOR_TRIAL_BOUND below its mean
+    ratio without, by throughput and by CPU per request alike. One reading moves by several
+    hundredths either way (docs/performance.md), hence the rounds and their mean."""
+    rounds: dict[tuple[str, str], list] = {}
     for trial in trials:
-        if "trial_floor" not in trial:
-            continue
-        (before, before_cpu), (after, after_cpu) = floor_ratios(trial)
-        measured = before and after and before_cpu and after_cpu
+        if "trial_floor" in trial:
+            rounds.setdefault((trial["name"], trial["scenario"]), []).append(floor_ratios(trial))
+    targets = []
+    for (name, scenario), readings in rounds.items():
+        measured = all(value for reading in readings for pair in reading for value in pair)
+
+        def mean(side: int, kind: int, readings=readings) -> float:
+            return sum(reading[side][kind] for reading in readings) / len(readings)
+
+        before, before_cpu, after, after_cpu = mean(0, 0), mean(0, 1), mean(1, 0), mean(1, 1)
+        each = ", ".join(f"{reading[1][0] - reading[0][0]:+.2f}" for reading in readings)
         targets.append(
             {
-                "target": f"Scenario {trial['scenario']} vs floor with {trial['name']}",
+                "target": f"Scenario {scenario} vs floor with {name}",
                 "required": f"within {FLOOR_TRIAL_BOUND} x of its ratio without",
                 "measured": (
-                    f"{after:.2f} x against {before:.2f} x; by CPU per request {after_cpu:.2f} x against "
-                    f"{before_cpu:.2f} x"
+                    f"{after:.3f} x against {before:.3f} x; by CPU per request {after_cpu:.3f} x against "
+                    f"{before_cpu:.3f} x (mean of {len(readings)} rounds; each by throughput: {each})"
                     if measured
                     else "n/a"
                 ),
                 "value": after - before if measured else None,
-                "met": bool(measured)
-                and after >= before - FLOOR_TRIAL_BOUND
-                and after_cpu >= before_cpu - FLOOR_TRIAL_BOUND,
+                "met": measured and after >= before - FLOOR_TRIAL_BOUND and after_cpu >= before_cpu - FLOOR_TRIAL_BOUND,
             }
         )
     return targets

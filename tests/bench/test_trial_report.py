@@ -60,7 +60,32 @@ def test_a_trial_within_the_bound_is_met():
     [target] = report.floor_trial_targets([measured])
     assert target["met"] is True
     assert target["value"] == pytest.approx(190 / 198 - 200 / 210)
-    assert "0.96 x against 0.95 x" in target["measured"]
+    assert "0.960 x against 0.952 x" in target["measured"] and "mean of 1 rounds" in target["measured"]
+
+
+def test_the_bound_is_judged_on_the_mean_of_the_rounds():
+    floor = side(200, 5.0)
+    # Round 1 reads 0.05 below, round 2 0.03 above: 0.01 below on average, within the bound.
+    low = trial(project=side(200, 5.0), project_floor=floor, trial=side(190, 5.263), trial_floor=floor)
+    high = trial(project=side(200, 5.0), project_floor=floor, trial=side(206, 4.854), trial_floor=floor)
+    [target] = report.floor_trial_targets([low, high])
+    assert target["met"] is True
+    assert target["value"] == pytest.approx(-0.01)
+    assert "mean of 2 rounds; each by throughput: -0.05, +0.03" in target["measured"]
+    # Two rounds both 0.04 below: missed.
+    [target] = report.floor_trial_targets([low | {"trial": side(192, 5.21)}] * 2)
+    assert target["met"] is False
+
+
+def test_each_scenario_is_a_target_of_its_own():
+    floor = side(200, 5.0)
+    rounds = [
+        trial(project=floor, project_floor=floor, trial=floor, trial_floor=floor, scenario=scenario)
+        for scenario in ("2", "3", "2", "3", "4")
+    ]
+    targets = report.floor_trial_targets(rounds)
+    assert [target["target"].split()[1] for target in targets] == ["2", "3", "4"]
+    assert ["mean of 2 rounds" in t["measured"] for t in targets] == [True, True, False]
 
 
 def test_a_trial_that_costs_the_token_endpoint_more_than_its_floor_is_missed():
