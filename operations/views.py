@@ -7,6 +7,9 @@ from operations.readiness import readiness
 
 def _uncached(response: JsonResponse) -> JsonResponse:
     response["Cache-Control"] = "no-store"
+    # Answered before the middleware that would add it (operations.middleware): with a length, the
+    # answer is one plain body, not chunks, which every balancer's probe reads.
+    response["Content-Length"] = str(len(response.content))
     return response
 
 

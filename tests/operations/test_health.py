@@ -144,3 +144,15 @@ def test_readyz_refuses_when_the_shared_cache_is_down(settings):
 
 def test_healthz_is_json():
     assert json.loads(_get("/healthz").content) == {"status": "ok"}
+
+
+@pytest.mark.django_db
+def test_balancer_answers_carry_their_length(production_like):
+    # Answered before Django's CommonMiddleware: without its own Content-Length, gunicorn would send
+    # the body in chunks.
+    signing_key_create(algorithm="ES256")
+    ready = _get("/readyz")
+    drain_start()
+    for response in (_get("/healthz"), ready, _get("/readyz")):
+        assert response["Content-Length"] == str(len(response.content)), response.status_code
+    assert [ready.status_code, _get("/readyz").status_code] == [200, 503]
