@@ -476,25 +476,23 @@ def breakdown_lines(results: dict, scenario: str = "2") -> list[str]:
     return lines
 
 
+def _against(ours: dict, other: dict) -> tuple[float, float]:
+    """One measured side against another: throughput (ours / other) and CPU per request (other /
+    ours), so that above 1 means ours is cheaper either way; 0 where unmeasured."""
+    ratio = ours["rps"] / other["rps"] if other["rps"] else 0
+    cpu = other["cpu_ms"] / ours["cpu_ms"] if ours["cpu_ms"] and other["cpu_ms"] else 0
+    return ratio, cpu
+
+
 def trial_ratios(trial: dict) -> tuple[float, float]:
-    """A trial against the project as configured: throughput (trial / project) and CPU per request
-    (project / trial), so that above 1 means the trial is cheaper either way; 0 where unmeasured."""
-    ours, theirs = trial["project"], trial["trial"]
-    ratio = theirs["rps"] / ours["rps"] if ours["rps"] else 0
-    cpu = ours["cpu_ms"] / theirs["cpu_ms"] if ours["cpu_ms"] and theirs["cpu_ms"] else 0
-    return ratio, cpu
-
-
-def _to_floor(ours: dict, floor: dict) -> tuple[float, float]:
-    ratio = ours["rps"] / floor["rps"] if floor["rps"] else 0
-    cpu = floor["cpu_ms"] / ours["cpu_ms"] if ours["cpu_ms"] and floor["cpu_ms"] else 0
-    return ratio, cpu
+    """A trial against the project as configured (trial / project)."""
+    return _against(trial["trial"], trial["project"])
 
 
 def floor_ratios(trial: dict) -> tuple[tuple[float, float], tuple[float, float]]:
     """A floor trial (bench.run.FLOOR_TRIALS): the project's ratio to its floor on the server as
     configured, then on the trial's server, each (throughput, CPU per request) as the targets read them."""
-    return _to_floor(trial["project"], trial["project_floor"]), _to_floor(trial["trial"], trial["trial_floor"])
+    return _against(trial["project"], trial["project_floor"]), _against(trial["trial"], trial["trial_floor"])
 
 
 FLOOR_TRIAL_BOUND = 0.03  # issue 31: each ratio to the floor within 0.03 of its ratio without the trial
