@@ -20,6 +20,7 @@ REDACTED = "[redacted]"
 
 # Names that carry a credential: every request parameter that does (plumbing.requestparams), and
 # the fields of answers and cookies that do (RFC 6749 §5.1, OpenID Connect, RFC 8628, RFC 7521, Django).
+# In lower case: each check below lowers the name it tests.
 CREDENTIAL_KEYS = frozenset(
     {*CREDENTIAL_PARAMS, "access_token", "id_token", "device_code", "assertion", "sessionid", "csrftoken"}
 )
@@ -68,7 +69,6 @@ _RECORD_ATTRIBUTES = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__d
 # _KEY_VALUE needs a credential key as a whole word before a ':' or '=': every such word is found
 # here whole (a \w run, followed by what _KEY_VALUE allows between the key and its separator).
 _WORD_BEFORE_SEPARATOR = re.compile(r"""\b(\w++)\\?['"]?\s*[:=]""")
-_LOWER_KEYS = frozenset(key.lower() for key in CREDENTIAL_KEYS)
 
 
 def _redact_matches(match: re.Match) -> str:
@@ -85,7 +85,7 @@ def _cleaned(text: str) -> str:
     lowered = text.lower()
     if "authorization" in lowered or "cookie" in lowered:
         text = _HEADER_VALUE.sub(_redact_matches, text)
-    if any(word.lower() in _LOWER_KEYS for word in _WORD_BEFORE_SEPARATOR.findall(text)):
+    if any(word.lower() in CREDENTIAL_KEYS for word in _WORD_BEFORE_SEPARATOR.findall(text)):
         text = _KEY_VALUE.sub(_redact_matches, text)
     return text
 

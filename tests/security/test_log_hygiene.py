@@ -263,6 +263,11 @@ _PIECES = [
 ]
 
 
+def test_credential_keys_are_lower_case():
+    # _scrub, the extra fields' check and _cleaned's pre-test all compare a lowered name with them.
+    assert all(key == key.lower() for key in CREDENTIAL_KEYS)
+
+
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=14).map("".join))
 def test_the_pre_tests_never_skip_what_the_patterns_would_redact(text):
