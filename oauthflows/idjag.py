@@ -48,7 +48,6 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from jwcrypto import jwk, jws
 from jwcrypto.common import JWException
-from oauth2_provider.models import set_token_value
 from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749 import errors
 from oauthlib.oauth2.rfc6749.grant_types.base import GrantTypeBase
@@ -58,8 +57,9 @@ from accounts.models import AccountAuditAction, AssertionPolicy, AssertionUse, I
 from oauthclients.models import AccessToken, ClientKind, ClientStatus, OAuthClient, digest
 from oauthclients.tier import ceiling_refusal
 from oauthflows.cimd import MetadataFetcher
-from oauthflows.clientcall import client_call
+from oauthflows.clientcall import issued_tell
 from oauthflows.exchange import Exchange
+from tokens.services import Lineage, access_token_issue
 
 JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 ID_JAG_TYPE = "oauth-id-jag+jwt"
@@ -295,7 +295,12 @@ class JwtBearerGrant(GrantTypeBase):
         request.resource = [resource]
         request._assertion = provider
         request._exchange = Exchange(
-            act=None, lifetime=oauth2_settings.ACCESS_TOKEN_EXPIRE_SECONDS, family=None, auth_time=issued
+            act=None,
+            lifetime=oauth2_settings.ACCESS_TOKEN_EXPIRE_SECONDS,
+            # No family (no refresh token): what ends it is the organization's deny, the user's
+            # revocation under Connected apps, and what ends any grant (tokens.services).
+            lineage=Lineage(assertion_issuer=provider.issuer),
+            auth_time=issued,
         )
 
     def create_token_response(self, request, token_handler):
@@ -319,22 +324,21 @@ class JwtBearerGrant(GrantTypeBase):
 
 
 def access_token_asserted_save(*, value: str, request) -> AccessToken:
-    """Store the token's row (its digest) and audit it: granted by the organization's provider."""
+    """Store the token's row with its lineage (the provider's issuer) and audit it: granted by the
+    organization's provider."""
     provider: IdentityProvider = request._assertion
-    status_list, status_index = getattr(request, "_jwt_status", None) or (None, None)
+    exchange: Exchange = request._exchange
     with transaction.atomic(savepoint=False):
-        access = AccessToken(
+        access = access_token_issue(
+            value=value,
             user=request.user,
+            client=request.client,
             scope=" ".join(request.scopes),
-            expires=timezone.now() + timedelta(seconds=request._exchange.lifetime),
-            application=request.client,
+            expires=timezone.now() + timedelta(seconds=exchange.lifetime),
             resource=list(request.resource),
-            status_list=status_list,
-            status_index=status_index,
-            assertion_issuer=provider.issuer,
+            lineage=exchange.lineage,
+            jwt_status=getattr(request, "_jwt_status", None),
         )
-        set_token_value(access, value)
-        access.save()
         account_audit_record(
             actor=None,
             user=request.user,
@@ -345,7 +349,5 @@ def access_token_asserted_save(*, value: str, request) -> AccessToken:
             scopes=list(request.scopes),
             resource=list(request.resource),
         )
-    call = client_call.get()
-    if call is not None:
-        call.issued = access
+    issued_tell(access)
     return access
