@@ -196,9 +196,11 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
         if _second_factor_wanted(request):
             if "none" in authz.prompt:
                 return _error_redirect(
+                    request,
                     AuthorizationRedirectError(
                         "interaction_required",
                         "acr_values asks for a second factor, and prompt=none forbids asking for it.",
+                        client=authz.client,
                         redirect_uri=authz.redirect_uri,
                         state=authz.state,
                     )
