@@ -203,7 +203,7 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
                         client=authz.client,
                         redirect_uri=authz.redirect_uri,
                         state=authz.state,
-                    )
+                    ),
                 )
             return redirect_to_login(request.get_full_path(), login_url=reverse("mfa_reauthenticate"))
         # One lookup: whether the page may be skipped, and (on a step-up) what was granted before.
