@@ -102,11 +102,13 @@ def identity_provider_assertions_allow(
 
 @transaction.atomic
 def identity_provider_assertions_deny(*, provider: IdentityProvider, client: OAuthClient, actor=None) -> int:
-    """No more assertions for `client`; the access its assertions granted ends now. Returns how
-    many access tokens ended (JWT status bits are set by the database as the rows go)."""
+    """No more assertions for `client`; the access its assertions granted ends now, with every token
+    exchanged from it (RFC 8693). Returns how many access tokens ended (JWT status bits are set by
+    the database as the rows go)."""
     provider = IdentityProvider.objects.select_for_update().get(pk=provider.pk)
     AssertionPolicy.objects.filter(provider=provider, client=client).delete()
-    ended, _ = AccessToken.objects.filter(application=client, assertion_issuer=provider.issuer).delete()
+    _, deleted = AccessToken.objects.descending_from_assertions(issuer=provider.issuer, client=client).delete()
+    ended = deleted.get(AccessToken._meta.label, 0)
     account_audit_record(
         actor=actor,
         action=AccountAuditAction.ASSERTIONS_DENIED,

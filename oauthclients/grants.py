@@ -36,7 +36,8 @@ def grants_end(*, client: OAuthClient | None = None, user=None) -> GrantsEnded:
     refresh_tokens = RefreshToken.objects.filter(revoked__isnull=True, **of).update(
         revoked=now, access_token=None, updated=now
     )
-    _, deleted = AccessToken.objects.filter(**of).delete()
+    # Every token descending from the grant, whatever grant issued it: exchanged and ID-JAG ones too.
+    _, deleted = AccessToken.objects.descending_from_grant(client=client, user=user).delete()
     codes = Grant.objects.filter(used_at__isnull=True, **of).update(used_at=now, token_family=None, updated=now)
     consents, _ = Consent.objects.filter(
         **{"client" if key == "application" else key: value for key, value in of.items()}

@@ -27,3 +27,10 @@ class ClientCall:
 
 
 client_call: contextvars.ContextVar[ClientCall | None] = contextvars.ContextVar("client_call", default=None)
+
+
+def issued_tell(access: AccessToken) -> None:
+    """Tell the token endpoint which access token this request saved (sent with app_authorized)."""
+    call = client_call.get()
+    if call is not None:
+        call.issued = access

@@ -18,8 +18,10 @@ The rules, each refused with its RFC 6749 §5.2 / RFC 8693 §2.2.2 error:
   caller (oauthclients.exchangetargets; `invalid_target`);
 - `scope` is within the subject token's (`invalid_scope`; never wider), and within the unverified
   ceiling for a self-registered app (oauthclients.tier);
-- the new token keeps the app's client_id and the user's grant family (so that revoking the grant,
-  rejecting the app or deactivating the user ends it, status list bits included), carries
+- the new token keeps the app's client_id and its subject's lineage: the user's grant family or the
+  organization's assertion, and the subject itself for the audit (tokens.services), so that
+  revoking the grant, rejecting the app, deactivating the user, revoking the family or denying the
+  assertions ends it, status list bits included; it carries
   `act: {"sub": <caller's client_id>}` (RFC 8693 §4.1; nested for a chain), lives no longer than
   the subject token, and comes with no refresh token.
 """
@@ -32,9 +34,8 @@ from functools import cache
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import connections, router, transaction
+from django.db import connections, router
 from django.utils import timezone
-from oauth2_provider.models import set_token_value
 from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749 import errors
 from oauthlib.oauth2.rfc6749.grant_types.base import GrantTypeBase
@@ -42,10 +43,11 @@ from oauthlib.oauth2.rfc6749.grant_types.base import GrantTypeBase
 from oauthclients.exchangetargets import exchange_target_get
 from oauthclients.models import AccessToken, ClientKind, ClientStatus, ExchangeTarget, OAuthClient, RefreshToken, digest
 from oauthclients.tier import ceiling_refusal
-from oauthflows.clientcall import client_call
+from oauthflows.clientcall import issued_tell
 from plumbing.compiled import quoted_columns
 from scopes.catalog import SCOPE_NAMES
 from tokens.selectors import MAX_TOKEN_LENGTH
+from tokens.services import Lineage, access_token_issue
 
 TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"  # RFC 8693 §3
@@ -60,9 +62,9 @@ SUBJECT_REFUSED = (
 class Exchange:
     """What the token generator (oauthflows.oauth2.generate_access_token) and the save read."""
 
-    act: dict
+    act: dict | None
     lifetime: int
-    family: uuid.UUID | None
+    lineage: Lineage  # what the new token descends from (tokens.services)
     auth_time: datetime | None
 
 
@@ -99,6 +101,7 @@ def _subject_row(raw: str | None) -> AccessToken | None:
             "resource",
             "act",
             "token_family",
+            "assertion_issuer",
             "user_id",
             "application_id",
             "user__is_active",
@@ -197,6 +200,7 @@ def _lookup_sql(alias: str) -> str:
         "resource",
         "act",
         "token_family",
+        "assertion_issuer",
         "user",
         "application",
     )
@@ -213,8 +217,8 @@ def _lookup_sql(alias: str) -> str:
         f"SELECT t.{c['id']}, t.{c['client_id']}, t.{c['name']}, t.{c['resource_uri']}, "
         f"EXISTS (SELECT 1 FROM {targets} y WHERE y.{x['client']} = %(caller)s), "
         f"a.{a['id']}, a.{a['expires']}, a.{a['scope']}, a.{a['resource']}, a.{a['act']}, a.{a['token_family']}, "
-        f"a.{a['user']}, a.{a['application']}, u.{u['is_active']}, app.{c['client_id']}, app.{c['status']}, "
-        f"app.{c['user']}, r.{r['token_family']}, r.{r['auth_time']} "
+        f"a.{a['assertion_issuer']}, a.{a['user']}, a.{a['application']}, u.{u['is_active']}, "
+        f"app.{c['client_id']}, app.{c['status']}, app.{c['user']}, r.{r['token_family']}, r.{r['auth_time']} "
         f"FROM (SELECT 1) one "
         f"LEFT JOIN {clients} t ON t.{c['id']} = (SELECT z.{c['id']} FROM {targets} y "
         f"JOIN {clients} z ON z.{c['id']} = y.{x['target']} WHERE y.{x['client']} = %(caller)s "
@@ -248,10 +252,8 @@ def _look_up_in_one_statement(alias: str, *, caller: OAuthClient, uri: str, raw:
     with connections[alias].cursor() as cursor:
         cursor.execute(_lookup_sql(alias), params)
         row = cursor.fetchone()
-    (t_id, t_client_id, t_name, t_uri, any_target, a_id, expires, scope, resource, act, family, user_id, app_id) = row[
-        :13
-    ]
-    is_active, app_client_id, app_status, app_owner, refresh_family, auth_time = row[13:]
+    (t_id, t_client_id, t_name, t_uri, any_target, a_id, expires, scope, resource, act, family, issuer) = row[:12]
+    user_id, app_id, is_active, app_client_id, app_status, app_owner, refresh_family, auth_time = row[12:]
     target = None
     if t_id is not None:
         target = _instance(
@@ -269,6 +271,7 @@ def _look_up_in_one_statement(alias: str, *, caller: OAuthClient, uri: str, raw:
                 "resource": _json(AccessToken, "resource", resource, alias),
                 "act": _json(AccessToken, "act", act, alias),
                 "token_family": family,
+                "assertion_issuer": issuer,
                 "user_id": user_id,
                 "application_id": app_id,
             },
@@ -360,9 +363,10 @@ class TokenExchangeGrant(GrantTypeBase):
         request.client = app
         request.scopes = scopes
         request.resource = [target.resource_uri]
-        # The grant family: the subject's own for an exchanged token, else its refresh token's.
-        family = subject.token_family or looked.family
-        request._exchange = Exchange(act=act, lifetime=lifetime, family=family, auth_time=looked.auth_time)
+        # The subject's lineage carried on (its family, its assertion's issuer), and the subject
+        # itself for the audit: ending any ancestor ends this token too (tokens.services).
+        lineage = Lineage.of_exchange(subject, family=looked.family)
+        request._exchange = Exchange(act=act, lifetime=lifetime, lineage=lineage, auth_time=looked.auth_time)
 
     def create_token_response(self, request, token_handler):
         headers = self._get_default_headers()
@@ -386,25 +390,18 @@ class TokenExchangeGrant(GrantTypeBase):
 
 
 def access_token_exchanged_save(*, value: str, request) -> AccessToken:
-    """Store the exchanged token's row (its digest; never the token): no refresh token (RFC 8693 §2.2.1)."""
-
+    """Store the exchanged token's row with its lineage: no refresh token (RFC 8693 §2.2.1)."""
     exchange: Exchange = request._exchange
-    status_list, status_index = getattr(request, "_jwt_status", None) or (None, None)
-    with transaction.atomic(savepoint=False):
-        access = AccessToken(
-            user=request.user,
-            scope=" ".join(request.scopes),
-            expires=timezone.now() + timedelta(seconds=exchange.lifetime),
-            application=request.client,
-            resource=list(request.resource),
-            status_list=status_list,
-            status_index=status_index,
-            act=exchange.act,
-            token_family=exchange.family,
-        )
-        set_token_value(access, value)
-        access.save()
-    call = client_call.get()
-    if call is not None:
-        call.issued = access
+    access = access_token_issue(
+        value=value,
+        user=request.user,
+        client=request.client,
+        scope=" ".join(request.scopes),
+        expires=timezone.now() + timedelta(seconds=exchange.lifetime),
+        resource=list(request.resource),
+        lineage=exchange.lineage,
+        jwt_status=getattr(request, "_jwt_status", None),
+        act=exchange.act,
+    )
+    issued_tell(access)
     return access

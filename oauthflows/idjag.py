@@ -17,12 +17,14 @@ Every claim is checked, each refusal its RFC 6749 §5.2 error:
   fetched from the issuer's OpenID discovery like client metadata documents (https and public
   addresses; loopback with OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK, for development and tests),
   kept for JWKS_CACHE_SECONDS and fetched again for an unknown `kid` at most every
-  JWKS_REFETCH_SECONDS (a fetch that fails is refused as such, its reason logged, and tried again
-  after JWKS_REFETCH_SECONDS); the signature (`invalid_grant` for any of these);
+  JWKS_REFETCH_SECONDS (a fetch that fails keeps the last good keys for up to JWKS_KEPT_SECONDS;
+  a key not among them is refused as such, the reason logged, and the fetch tried again after
+  JWKS_REFETCH_SECONDS); the signature (`invalid_grant` for any of these);
 - claims: `iss` a provider of ours, `aud` our issuer, `client_id` the authenticated client,
   `resource` an approved resource server of ours (and the request's `resource`, if sent),
-  `exp` in the future and at most MAX_LIFETIME_SECONDS away, `iat` not in the future, `jti`
-  never seen before (accounts.AssertionUse) (`invalid_grant`);
+  `exp` in the future and at most MAX_LIFETIME_SECONDS away, `iat` neither in the future nor
+  more than MAX_LIFETIME_SECONDS in the past (CLOCK_SKEW_SECONDS allowed each way), `jti` never
+  seen before (accounts.AssertionUse) (`invalid_grant`);
 - `scope` (the request's, else the assertion's) within the assertion's, the policy's, the
   client's and, for an unverified client, the ceiling (`invalid_scope`);
 - the person: the account linked to (provider, `sub`) by single sign-on, or the one whose
@@ -39,6 +41,7 @@ import json
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from allauth.account.models import EmailAddress
@@ -48,7 +51,6 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from jwcrypto import jwk, jws
 from jwcrypto.common import JWException
-from oauth2_provider.models import set_token_value
 from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749 import errors
 from oauthlib.oauth2.rfc6749.grant_types.base import GrantTypeBase
@@ -58,22 +60,34 @@ from accounts.models import AccountAuditAction, AssertionPolicy, AssertionUse, I
 from oauthclients.models import AccessToken, ClientKind, ClientStatus, OAuthClient, digest
 from oauthclients.tier import ceiling_refusal
 from oauthflows.cimd import MetadataFetcher
-from oauthflows.clientcall import client_call
+from oauthflows.clientcall import issued_tell
 from oauthflows.exchange import Exchange
+from tokens.services import Lineage, access_token_issue
 
 JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 ID_JAG_TYPE = "oauth-id-jag+jwt"
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 MAX_LIFETIME_SECONDS = 300  # an assertion is for now, not for later
-CLOCK_SKEW_SECONDS = 5  # an `iat` this far ahead of our clock is still "not in the future"
+CLOCK_SKEW_SECONDS = 5  # how far the provider's clock may be from ours, for `iat` either way
 MAX_ASSERTION_LENGTH = 16 * 1024
 JWKS_CACHE_SECONDS = 3600
 JWKS_REFETCH_SECONDS = 5  # an unknown kid fetches the JWKS again, at most this often per issuer
+JWKS_KEPT_SECONDS = 24 * 3600  # the last good keys still verify this long while fetches fail
 
 log = logging.getLogger(__name__)
 
-# issuer: (when its keys were fetched, its keys by kid, whether that fetch failed)
-_jwks: dict[str, tuple[float, dict[str, jwk.JWK], bool]] = {}
+
+@dataclass(frozen=True)
+class _Held:
+    """An issuer's keys as this process holds them (_key)."""
+
+    keys: dict[str, jwk.JWK]  # by kid, from the last fetch that succeeded
+    fetched_at: float | None  # when that fetch was (time.monotonic), None if none ever did
+    tried_at: float  # when the last fetch was tried
+    failed: bool  # whether that one failed
+
+
+_jwks: dict[str, _Held] = {}
 _jwks_lock = threading.Lock()
 
 
@@ -121,25 +135,33 @@ def _fetch_keys(issuer: str) -> dict[str, jwk.JWK]:
 
 def _key(issuer: str, kid: str) -> jwk.JWK | None:
     """The issuer's key `kid`, from the cached JWKS or, when unknown or stale, a fresh fetch.
-    Raises KeysUnavailable when that fetch (or one a moment ago) failed."""
+
+    A fetch that fails keeps the last good keys: a key of theirs we hold still verifies for up to
+    JWKS_KEPT_SECONDS after they were fetched, through a passing outage of the provider's
+    discovery or JWKS; a key the provider withdrew goes at the next fetch that succeeds. Raises
+    KeysUnavailable when that fetch (or one a moment ago) failed and no kept key is `kid`."""
     now = time.monotonic()
     with _jwks_lock:
-        fetched_at, keys, failed = _jwks.get(issuer, (None, {}, False))
-    fresh = fetched_at is not None and now - fetched_at < JWKS_CACHE_SECONDS
-    if fresh and kid in keys:
-        return keys[kid]
-    if fetched_at is None or now - fetched_at >= JWKS_REFETCH_SECONDS:
+        held = _jwks.get(issuer)
+    fresh = held is not None and held.fetched_at is not None and now - held.fetched_at < JWKS_CACHE_SECONDS
+    if fresh and kid in held.keys:
+        return held.keys[kid]
+    if held is None or now - held.tried_at >= JWKS_REFETCH_SECONDS:
         try:
-            keys, failed = _fetch_keys(issuer), False
-        except Exception as exc:  # any fetch or parse failure: the assertion cannot be checked
+            held = _Held(keys=_fetch_keys(issuer), fetched_at=now, tried_at=now, failed=False)
+        except Exception as exc:  # any fetch or parse failure: the keys cannot be renewed now
             log.warning("ID-JAG: the keys of %s could not be fetched through its OpenID discovery: %s", issuer, exc)
-            keys, failed = {}, True
+            kept, fetched_at = (held.keys, held.fetched_at) if held is not None else ({}, None)
+            held = _Held(keys=kept, fetched_at=fetched_at, tried_at=now, failed=True)
         with _jwks_lock:
-            _jwks[issuer] = (now, keys, failed)
-    # else fetched a moment ago: an unknown kid does not make us fetch again
-    if failed:
+            _jwks[issuer] = held
+    # else tried a moment ago: an unknown kid does not make us fetch again
+    if held.failed:
+        kept = held.fetched_at is not None and now - held.fetched_at < JWKS_KEPT_SECONDS
+        if kept and kid in held.keys:
+            return held.keys[kid]
         raise KeysUnavailable(issuer)
-    return keys.get(kid)
+    return held.keys.get(kid)
 
 
 def _verified_claims(assertion: str) -> tuple[IdentityProvider, dict]:
@@ -194,6 +216,10 @@ def _check_claims(claims: dict, *, client: OAuthClient, requested_resource: str 
         _refuse(f"The assertion lives too long: at most {MAX_LIFETIME_SECONDS} seconds.")
     if issued > now + CLOCK_SKEW_SECONDS:
         _refuse("The assertion's iat is in the future.")
+    if issued < now - MAX_LIFETIME_SECONDS - CLOCK_SKEW_SECONDS:
+        # An assertion is for now: issued longer ago than one may live, it is refused whatever its
+        # exp says (SECURITY.md: "an iat no older than the lifetime accepted").
+        _refuse(f"The assertion was issued too long ago: at most {MAX_LIFETIME_SECONDS} seconds.")
     if not isinstance(claims.get("jti"), str) or not claims["jti"] or len(claims["jti"]) > 255:
         _refuse("The assertion must carry a jti.")
     if not isinstance(claims.get("sub"), str) or not claims["sub"]:
@@ -295,7 +321,12 @@ class JwtBearerGrant(GrantTypeBase):
         request.resource = [resource]
         request._assertion = provider
         request._exchange = Exchange(
-            act=None, lifetime=oauth2_settings.ACCESS_TOKEN_EXPIRE_SECONDS, family=None, auth_time=issued
+            act=None,
+            lifetime=oauth2_settings.ACCESS_TOKEN_EXPIRE_SECONDS,
+            # No family (no refresh token): what ends it is the organization's deny, the user's
+            # revocation under Connected apps, and what ends any grant (tokens.services).
+            lineage=Lineage(assertion_issuer=provider.issuer),
+            auth_time=issued,
         )
 
     def create_token_response(self, request, token_handler):
@@ -319,22 +350,21 @@ class JwtBearerGrant(GrantTypeBase):
 
 
 def access_token_asserted_save(*, value: str, request) -> AccessToken:
-    """Store the token's row (its digest) and audit it: granted by the organization's provider."""
+    """Store the token's row with its lineage (the provider's issuer) and audit it: granted by the
+    organization's provider."""
     provider: IdentityProvider = request._assertion
-    status_list, status_index = getattr(request, "_jwt_status", None) or (None, None)
+    exchange: Exchange = request._exchange
     with transaction.atomic(savepoint=False):
-        access = AccessToken(
+        access = access_token_issue(
+            value=value,
             user=request.user,
+            client=request.client,
             scope=" ".join(request.scopes),
-            expires=timezone.now() + timedelta(seconds=request._exchange.lifetime),
-            application=request.client,
+            expires=timezone.now() + timedelta(seconds=exchange.lifetime),
             resource=list(request.resource),
-            status_list=status_list,
-            status_index=status_index,
-            assertion_issuer=provider.issuer,
+            lineage=exchange.lineage,
+            jwt_status=getattr(request, "_jwt_status", None),
         )
-        set_token_value(access, value)
-        access.save()
         account_audit_record(
             actor=None,
             user=request.user,
@@ -345,7 +375,5 @@ def access_token_asserted_save(*, value: str, request) -> AccessToken:
             scopes=list(request.scopes),
             resource=list(request.resource),
         )
-    call = client_call.get()
-    if call is not None:
-        call.issued = access
+    issued_tell(access)
     return access

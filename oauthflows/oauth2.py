@@ -31,7 +31,7 @@ from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 from jwcrypto import jwk, jws, jwt
-from oauth2_provider.models import revoke_access_token, set_token_value
+from oauth2_provider.models import revoke_access_token
 from oauth2_provider.oauth2_backends import OAuthLibCore
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.settings import oauth2_settings
@@ -55,7 +55,7 @@ from oauthclients.models import (
 from oauthclients.selectors import resource_uri_known
 from oauthclients.tier import ceiling_refusal
 from oauthclients.validators import resource_uri_problem
-from oauthflows.clientcall import client_call
+from oauthflows.clientcall import client_call, issued_tell
 from oauthflows.exchange import TOKEN_EXCHANGE_GRANT, TokenExchangeGrant
 from oauthflows.idjag import JWT_BEARER_GRANT, JwtBearerGrant
 from oauthflows.services import consent_record
@@ -66,6 +66,7 @@ from signing.jwtokens import NoSigningKey, access_token_jwt, issues_jwt
 from signing.keys import jwks_document, private_key, signing_key_current
 from tokens.redemption import grant_claim, refresh_token_claim
 from tokens.selectors import MAX_TOKEN_LENGTH, access_token_get_for_introspection, access_token_get_valid
+from tokens.services import Lineage, access_token_issue
 
 # RFC 7636 §4.1 / §4.2: verifier 43-128 unreserved characters; S256 challenge is 43 base64url chars.
 CODE_VERIFIER_RE = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
@@ -604,7 +605,8 @@ class Validator(OAuth2Validator):
     # --- tokens -------------------------------------------------------------------------------
 
     def save_bearer_token(self, token, request, *args, **kwargs):
-        """Store the new pair; on refresh, retire the presented token and its access token.
+        """Store the new pair (tokens.services.access_token_issue, in the grant's family); on
+        refresh, retire the presented token and its access token.
 
         Replaces DOT's version, which re-locks and re-reads rows that validate_refresh_token has
         already locked in this transaction (about twice the queries for the same outcome).
@@ -625,32 +627,20 @@ class Validator(OAuth2Validator):
                 family = previous.token_family or uuid.uuid4()
             else:
                 family = getattr(request, "_new_token_family", None) or uuid.uuid4()
-            status_list, status_index = getattr(request, "_jwt_status", None) or (None, None)
-            access = AccessToken(
+            access = access_token_issue(
+                value=token["access_token"],
                 user=request.user,
+                client=request.client,
                 scope=token.get("scope", ""),
                 expires=expires,
-                application=request.client,
+                resource=_resource_list(request),
+                lineage=Lineage(family=family),
+                jwt_status=getattr(request, "_jwt_status", None),
                 source_refresh_token=previous,
-                resource=_resource_list(request),
-                status_list=status_list,
-                status_index=status_index,
-            )
-            set_token_value(access, token["access_token"])
-            access.save()
-            refresh = RefreshToken(
-                user=request.user,
-                application=request.client,
-                access_token=access,
-                token_family=family,
-                resource=_resource_list(request),
+                refresh_value=token["refresh_token"],
                 auth_time=_authenticated_at(request),
             )
-            set_token_value(refresh, token["refresh_token"])
-            refresh.save()
-        call = client_call.get()
-        if call is not None:
-            call.issued = access
+        issued_tell(access)
         request._new_token_family = family
         request.refresh_token_instance = None
 

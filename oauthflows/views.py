@@ -196,12 +196,14 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
         if _second_factor_wanted(request):
             if "none" in authz.prompt:
                 return _error_redirect(
+                    request,
                     AuthorizationRedirectError(
                         "interaction_required",
                         "acr_values asks for a second factor, and prompt=none forbids asking for it.",
+                        client=authz.client,
                         redirect_uri=authz.redirect_uri,
                         state=authz.state,
-                    )
+                    ),
                 )
             return redirect_to_login(request.get_full_path(), login_url=reverse("mfa_reauthenticate"))
         # One lookup: whether the page may be skipped, and (on a step-up) what was granted before.

@@ -2,6 +2,7 @@
 write them). Their models are django-oauth-toolkit's, swapped in oauthclients.models."""
 
 from django.contrib import admin
+from django.utils.translation import gettext, gettext_lazy
 
 from oauthclients.admin import ReadOnlyAdmin
 from oauthclients.models import AccessToken, Grant, RefreshToken
@@ -23,9 +24,22 @@ class AccessTokenAdmin(ReadOnlyAdmin):
         "source_refresh_token",
         "act",
         "token_family",
+        "assertion_issuer",
+        "exchanged_from_row",
         "created",
         "updated",
     )
+    readonly_fields = ("exchanged_from_row",)
+
+    @admin.display(description=gettext_lazy("exchanged from"))
+    def exchanged_from_row(self, token):
+        """The token this one was exchanged from (RFC 8693), by row id: that row may have ended
+        since (a routine refresh deletes it), and the reference is kept for the audit."""
+        if token.exchanged_from_id is None:
+            return "-"
+        if AccessToken.objects.filter(pk=token.exchanged_from_id).exists():
+            return gettext("Access token #%(id)s") % {"id": token.exchanged_from_id}
+        return gettext("Access token #%(id)s (ended)") % {"id": token.exchanged_from_id}
 
 
 @admin.register(RefreshToken)

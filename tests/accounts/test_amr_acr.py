@@ -67,6 +67,22 @@ def test_acr_values_asking_for_two_factors_asks_for_the_second_then_comes_back(a
     assert claims["acr"] == ACR_TWO_FACTORS and "otp" in claims["amr"]
 
 
+def test_acr_values_under_prompt_none_for_a_user_with_an_unused_second_factor_is_interaction_required(
+    app, end_user, settings
+):
+    # It answered 500: the refusal was built without its client, and sent without the request.
+    client, _ = app
+    browser, _ = log_in("enduser")
+    totp_activate(browser)  # this session signed in with the password only
+    url = authorize_url(client, scope="openid", acr_values=ACR_TWO_FACTORS, prompt="none", state="s1")
+    answer = browser.get(url)
+    assert answer.status_code == 302, answer.content[:300]
+    assert answer["Location"].startswith("https://app.example.com/cb?")
+    params = query_of(answer["Location"])
+    assert params["error"] == "interaction_required" and params["state"] == "s1"
+    assert "acr_values" in params["error_description"]
+
+
 def test_acr_values_for_a_user_without_a_second_factor_answers_one_factor(app, end_user):
     browser, _ = log_in("enduser")
     claims = id_token_claims(browser, app, acr_values=ACR_TWO_FACTORS)

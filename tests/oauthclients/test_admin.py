@@ -341,6 +341,30 @@ def test_token_pages_never_show_the_token_or_its_checksum(staff, end_user, appro
         assert token.token_checksum not in page
 
 
+def test_an_exchanged_tokens_page_names_the_token_it_came_from_even_once_that_one_ended(staff, end_user, approved):
+    from tokens.services import Lineage, access_token_issue
+
+    def issue(value, lineage):
+        return access_token_issue(
+            value=value,
+            user=end_user,
+            client=approved.client,
+            scope="PROFILE_READ",
+            expires=timezone.now() + timedelta(minutes=30),
+            resource=[],
+            lineage=lineage,
+        )
+
+    parent = issue("at_" + "p" * 40, Lineage())
+    child = issue("at_" + "c" * 40, Lineage.of_exchange(parent, family=None))
+    detail = reverse("admin:oauthclients_accesstoken_change", args=[child.pk])
+    page = staff.get(detail).content.decode()
+    assert f"Access token #{parent.pk}" in page and "(ended)" not in page
+    # A routine refresh deletes the subject's row; the reference stays for the audit.
+    AccessToken.objects.filter(pk=parent.pk).delete()
+    assert f"Access token #{parent.pk} (ended)" in staff.get(detail).content.decode()
+
+
 def test_the_admin_switches_a_resource_servers_token_format_and_refuses_an_app(staff, reviewer, owner):
     server = services.resource_server_create(
         owner=reviewer, name="Bookings", resource_uri="https://bookings.example.com/v2", actor=reviewer

@@ -19,6 +19,7 @@ class OrganizationProvider:
         self.key = jwk.JWK.generate(kty="EC", crv="P-256", kid="org-key-1")
         self.published = [self.key]
         self.jwks_hits = 0
+        self.jwks_failing = False  # the JWKS answers 503 (an outage at the provider)
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -27,6 +28,11 @@ class OrganizationProvider:
                     body = {"issuer": outer.issuer, "jwks_uri": outer.issuer + "/jwks.json"}
                 elif self.path == "/jwks.json":
                     outer.jwks_hits += 1
+                    if outer.jwks_failing:
+                        self.send_response(503)
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
                     body = {"keys": [key.export_public(as_dict=True) for key in outer.published]}
                 else:
                     self.send_response(404)

@@ -132,6 +132,8 @@ FORGED = jwk.JWK.generate(kty="EC", crv="P-256", kid="org-key-1")
         ({"exp": int(time.time()) - 5}, "invalid_grant"),  # expired
         ({"exp": int(time.time()) + 3600}, "invalid_grant"),  # beyond 5 minutes
         ({"iat": int(time.time()) + 600}, "invalid_grant"),  # in the future
+        ({"iat": int(time.time()) - 365 * 86400}, "invalid_grant"),  # a year old, its exp still ahead
+        ({"iat": int(time.time()) - idjag.MAX_LIFETIME_SECONDS - 30}, "invalid_grant"),  # older than it may live
         ({"jti": None}, "invalid_grant"),
         ({"sub": "stranger"}, "invalid_grant"),  # unknown person
         ({"iss": "https://other-idp.example"}, "invalid_grant"),
@@ -222,6 +224,50 @@ def test_an_unknown_kid_refetches_the_jwks_at_most_every_few_seconds(
     # A known kid is served from the cache.
     assert grant(api, agent, org.assertion(key=rotated, **claims_for(agent, settings))).status_code == 200
     assert org.jwks_hits == hits + 1
+
+
+def test_an_iat_within_the_lifetime_accepted_is_accepted(api, org, agent, allowed, linked, settings):
+    issued = int(time.time()) - idjag.MAX_LIFETIME_SECONDS + 10
+    response = grant(api, agent, org.assertion(**claims_for(agent, settings), iat=issued))
+    assert response.status_code == 200, response.content
+    too_old = grant(api, agent, org.assertion(**claims_for(agent, settings), iat=issued - 60))
+    assert too_old.status_code == 400 and "issued too long ago" in too_old.json()["error_description"]
+
+
+def test_a_failed_refetch_keeps_the_last_good_keys(api, org, agent, allowed, linked, settings, monkeypatch, caplog):
+    assert grant(api, agent, org.assertion(**claims_for(agent, settings))).status_code == 200
+    # The provider's JWKS fails; the cached keys are stale, so every assertion tries a refetch.
+    org.jwks_failing = True
+    monkeypatch.setattr(idjag, "JWKS_CACHE_SECONDS", 0)
+    monkeypatch.setattr(idjag, "JWKS_REFETCH_SECONDS", 0)
+    hits = org.jwks_hits
+    with caplog.at_level(logging.WARNING, logger="oauthflows.idjag"):
+        kept = grant(api, agent, org.assertion(**claims_for(agent, settings)))
+    assert org.jwks_hits == hits + 1 and "could not be fetched" in caplog.text  # tried, failed, logged
+    assert kept.status_code == 200, kept.content  # the known key still verifies
+    # A key it does not hold cannot be checked while the fetch fails.
+    other = jwk.JWK.generate(kty="EC", crv="P-256", kid="org-key-2")
+    org.published.append(other)
+    refused = grant(api, agent, org.assertion(key=other, **claims_for(agent, settings)))
+    assert refused.status_code == 400 and "could not be fetched" in refused.json()["error_description"]
+    # Kept for so long only.
+    monkeypatch.setattr(idjag, "JWKS_KEPT_SECONDS", 0)
+    expired = grant(api, agent, org.assertion(**claims_for(agent, settings)))
+    assert expired.status_code == 400 and "could not be fetched" in expired.json()["error_description"]
+    # Once the provider answers again, its keys are its current ones, the new one included.
+    org.jwks_failing = False
+    assert grant(api, agent, org.assertion(key=other, **claims_for(agent, settings))).status_code == 200
+
+
+def test_a_key_the_provider_withdrew_goes_at_the_next_fetch(api, org, agent, allowed, linked, settings, monkeypatch):
+    assert grant(api, agent, org.assertion(**claims_for(agent, settings))).status_code == 200
+    rotated = jwk.JWK.generate(kty="EC", crv="P-256", kid="org-key-2")
+    org.published = [rotated]
+    monkeypatch.setattr(idjag, "JWKS_CACHE_SECONDS", 0)
+    monkeypatch.setattr(idjag, "JWKS_REFETCH_SECONDS", 0)
+    withdrawn = grant(api, agent, org.assertion(**claims_for(agent, settings)))
+    assert withdrawn.status_code == 400 and "not in its issuer's JWKS" in withdrawn.json()["error_description"]
+    assert grant(api, agent, org.assertion(key=rotated, **claims_for(agent, settings))).status_code == 200
 
 
 def test_keys_that_cannot_be_fetched_are_refused_as_such_and_the_reason_logged(

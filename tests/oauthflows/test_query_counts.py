@@ -41,6 +41,23 @@ def test_exchange_and_refresh_take_at_most_six_queries(browser, api, confidentia
         tokens = response.json()
 
 
+def test_the_token_writer_adds_no_statement_to_the_code_exchange_or_the_refresh(browser, api, confidential):
+    """The lineage (tokens.services.access_token_issue) rides in the two INSERTs the hot paths always
+    made: on PostgreSQL the client's secret, the one-statement claim (tokens.redemption) and the two
+    inserts; elsewhere the full path's lock, writes and the same inserts."""
+    client, secret = confidential
+    exchange(api, client, get_code(browser, client), secret=secret)  # first use records last_used_at
+    code = get_code(browser, client)
+    response, statements = queries(lambda: exchange(api, client, code, secret=secret))
+    assert response.status_code == 200
+    assert len(statements) == (4 if connection.vendor == "postgresql" else 5), statements
+    response, statements = queries(lambda: refresh(api, client, response.json()["refresh_token"], secret=secret))
+    assert response.status_code == 200
+    assert len(statements) == (4 if connection.vendor == "postgresql" else 6), statements
+    inserted = [sql for sql in statements if sql.startswith('INSERT INTO "oauthclients_accesstoken"')]
+    assert len(inserted) == 1 and '"token_family"' in inserted[0], statements
+
+
 def test_the_consent_page_is_four_statements_even_when_asked_again(browser, confidential):
     from tests.oauthflows.helpers import asking_again, authorize_url
 

@@ -12,16 +12,22 @@ Short by default for CI; `make fuzz` (FUZZ_EXAMPLES=2000) runs it long.
 """
 
 import base64
+import itertools
 import json
 import os
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
+import pyotp
 import pytest
+from allauth.mfa.totp.internal.auth import TOTP
 from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.factories import make_client
+from accounts.selectors import ACR_ONE_FACTOR, ACR_TWO_FACTORS
+from oauthflows.services import consent_record
+from tests.accounts.helpers import log_in, second_step
+from tests.factories import make_client, make_user
 from tests.oauthflows.helpers import AUTHORIZE, ME, TOKEN, pkce_pair
 from tests.oauthflows.test_registration import REGISTER
 from tests.scopes.tokens import access_token_create
@@ -349,6 +355,125 @@ def test_v2_me_never_fails_and_always_answers_in_the_api_shape(world):
                 "timeFormat",
                 "weekStart",
             }
+
+    run()
+
+
+# The authorization request's login steering (OpenID Connect Core §3.1.2.1): acr_values (the
+# second-factor step-up, oauthflows.views), prompt and max_age, for users with and without a second
+# factor, used in the session or not. One combination answered 500 (prompt=none with a step-up due).
+ACR_VALUES = [ACR_ONE_FACTOR, ACR_TWO_FACTORS, f"{ACR_ONE_FACTOR} {ACR_TWO_FACTORS}", "urn:other:acr", "", " "]
+PROMPT_WORDS = ["none", "login", "consent", "select_account", "create", "NONE", ""]
+MAX_AGES = ["0", "1", "3600", "-1", "1.5", "1e3", "abc", "", "99999999999999999999999", " 60"]
+STEP_UP_PATH = "/accounts/2fa/reauthenticate/"
+
+
+@pytest.fixture
+def sessions(world, owner):
+    """Four browsers of four users: no second factor (password sign-in), a second factor set up
+    after a password sign-in (not used in this session), a second factor used at sign-in, and a
+    second factor with no sign-in recorded in the session (no auth_time, no amr)."""
+    client = world["confidential"]
+    browsers = {}
+    plain = make_user("plain")
+    browsers["no second factor"], _ = log_in("plain")
+    unused = make_user("unused")
+    browsers["second factor not used"], _ = log_in("unused")
+    TOTP.activate(unused, pyotp.random_base32())
+    used = make_user("used")
+    secret = pyotp.random_base32()
+    TOTP.activate(used, secret)
+    browsers["second factor used"], _ = log_in("used")
+    assert second_step(browsers["second factor used"], pyotp.TOTP(secret).now()).status_code == 302
+    unrecorded = make_user("unrecorded")
+    TOTP.activate(unrecorded, pyotp.random_base32())
+    browsers["no sign-in recorded"] = Client(raise_request_exception=False)
+    browsers["no sign-in recorded"].force_login(unrecorded)
+    for user in (plain, used):  # a standing consent: prompt=none may issue a code at once
+        consent_record(user=user, client=client, scopes=["PROFILE_READ"])
+    for browser in browsers.values():
+        browser.raise_request_exception = False
+    return browsers
+
+
+def steering_query(client, challenge: str, **steering) -> dict:
+    query = {
+        "client_id": client.client_id,
+        "redirect_uri": REDIRECT_URI,
+        "response_type": "code",
+        "scope": "openid PROFILE_READ",
+        "state": "fuzz",
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+    }
+    return query | {name: value for name, value in steering.items() if value is not None}
+
+
+def assert_steered_safely(response, query: dict) -> None:
+    """No 5xx; a redirect goes to the app's registered URI (a code or an OpenID error), or to the
+    login page or the second-factor step, and never to those under prompt=none."""
+    assert response.status_code < 500, (query, response.content[:300])
+    if response.status_code not in (302, 303):
+        assert response.status_code in (200, 400), (query, response.status_code)
+        return
+    location = response["Location"]
+    parts = urlsplit(location)
+    if parts.netloc:
+        assert f"{parts.scheme}://{parts.netloc}{parts.path}" == REDIRECT_URI, (query, location)
+        answer = dict(parse_qsl(parts.query))
+        assert "code" in answer or answer.get("error") in STEERING_ERRORS, (query, location)
+    else:
+        assert parts.path in (LOGIN_PATH, STEP_UP_PATH), (query, location)
+        assert "none" not in str(query.get("prompt", "")).split(), (query, location)
+
+
+# Each combination, every time: the one that answered 500 is one of 4 x 6 x 4 x 4.
+STEERING_ACR = [None, ACR_ONE_FACTOR, ACR_TWO_FACTORS, f"{ACR_ONE_FACTOR} {ACR_TWO_FACTORS}"]
+STEERING_PROMPTS = [None, "none", "login", "consent", "none login", "bogus"]
+STEERING_MAX_AGES = [None, "0", "3600", "abc"]
+STEERING_ERRORS = {"interaction_required", "login_required", "consent_required", "invalid_request"}
+
+
+def test_every_combination_of_acr_values_prompt_and_max_age_answers_without_5xx(world, sessions):
+    client = world["confidential"]
+    _verifier, challenge = pkce_pair()
+    answers = {}
+    for who, acr, prompt, max_age in itertools.product(
+        sorted(sessions), STEERING_ACR, STEERING_PROMPTS, STEERING_MAX_AGES
+    ):
+        query = steering_query(client, challenge, acr_values=acr, prompt=prompt, max_age=max_age)
+        response = sessions[who].get(f"{AUTHORIZE}?{urlencode(query)}")
+        assert_steered_safely(response, query)
+        answers[who, acr, prompt, max_age] = response
+    # The step-up that prompt=none forbids: the app hears interaction_required.
+    refused = answers["second factor not used", ACR_TWO_FACTORS, "none", None]
+    assert dict(parse_qsl(urlsplit(refused["Location"]).query))["error"] == "interaction_required"
+    asked = answers["second factor not used", ACR_TWO_FACTORS, None, None]
+    assert urlsplit(asked["Location"]).path == STEP_UP_PATH
+
+
+def test_acr_values_prompt_and_max_age_never_fail_with_or_without_a_second_factor(world, sessions):
+    client = world["confidential"]
+    _verifier, challenge = pkce_pair()
+
+    @fuzz
+    @given(data=st.data())
+    def run(data):
+        who = data.draw(st.sampled_from(sorted(sessions)), label="who")
+        steering = data.draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "acr_values": st.sampled_from(ACR_VALUES) | text,
+                    "prompt": st.lists(st.sampled_from(PROMPT_WORDS) | text, max_size=3).map(" ".join),
+                    "max_age": st.sampled_from(MAX_AGES) | st.integers().map(str),
+                },
+            ),
+            label="steering",
+        )
+        query = steering_query(client, challenge, **steering)
+        query["scope"] = data.draw(st.sampled_from(["openid", "openid PROFILE_READ", "PROFILE_READ"]), label="scope")
+        assert_steered_safely(sessions[who].get(f"{AUTHORIZE}?{urlencode(query)}"), query)
 
     run()
 

@@ -30,8 +30,15 @@ def rows(client) -> dict:
             for g in Grant.objects.filter(application=client)
         ),
         "access": sorted(
-            (a.scope, tuple(a.resource), a.source_refresh_token_id is not None)
+            (a.scope, tuple(a.resource), a.source_refresh_token_id is not None, a.token_family is not None)
             for a in AccessToken.objects.filter(application=client)
+        ),
+        # Each access token is in its refresh token's family (tokens.services: the lineage).
+        "access in its family": all(
+            r.token_family == r.access_token.token_family
+            for r in RefreshToken.objects.filter(application=client, access_token__isnull=False).select_related(
+                "access_token"
+            )
         ),
         "refresh": sorted(
             (r.revoked is not None, r.access_token_id is not None, tuple(r.resource))
@@ -111,6 +118,7 @@ def test_both_paths_answer_alike_and_leave_the_same_rows(settings, browser, api,
     with CaptureQueriesContext(connection) as full_queries:
         full = run(browser, api, owner, "Full")
     assert fast == full
+    assert fast["rows"]["access in its family"]
     # The comparison means something: the first run used the claims, the second never did.
     assert any(q["sql"].startswith(('UPDATE "oauthclients_grant"', "WITH old AS")) for q in fast_queries)
     assert not any(
