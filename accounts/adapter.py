@@ -1,12 +1,21 @@
-"""django-allauth's adapters: our sign-up switch, landing page, re-authentication and sealed MFA secrets."""
+"""django-allauth's adapters: our sign-up switch, landing page, re-authentication, mail (links from
+the issuer, a refused mail never a 500: accounts.emails) and sealed MFA secrets."""
 
 from urllib.parse import urlsplit
 
 from allauth.account.adapter import DefaultAccountAdapter
-from allauth.core import context
+from allauth.core import context as allauth_context
 from allauth.mfa.adapter import DefaultMFAAdapter
 from django.conf import settings
 
+from accounts.emails import (
+    VERIFICATION_SENT_MESSAGE,
+    mail_context,
+    mail_failed,
+    mail_send,
+    mail_subject,
+    verification_failure_message_add,
+)
 from accounts.selectors import (
     UPSTREAM_MFA_AMR,
     landing_url_for,
@@ -42,10 +51,29 @@ class AccountAdapter(DefaultAccountAdapter):
                 return render(request, "accounts/enforced_provider.html", {"provider": provider}, status=403)
         return super().pre_login(request, user, **kwargs)
 
+    # --- mail: every link from OAUTH_ISSUER; a mail server's refusal never a 500 (accounts.emails) ---
+
+    def format_email_subject(self, subject: str) -> str:
+        return mail_subject(subject)
+
+    def send_mail(self, template_prefix: str, email: str, context: dict) -> None:
+        request = context.get("request") or allauth_context.request
+        message = self.render_mail(
+            template_prefix, email, mail_context({"request": request, "email": email, **context})
+        )
+        mail_send(message, request=request, template_prefix=template_prefix, email=email)
+
+    def add_message(self, request, level, message_template=None, message_context=None, extra_tags="", message=None):
+        email = (message_context or {}).get("email")
+        if message_template == VERIFICATION_SENT_MESSAGE and mail_failed(request=request, email=email):
+            verification_failure_message_add(request=request, email=email)
+            return
+        super().add_message(request, level, message_template, message_context, extra_tags, message)
+
     def is_reauthentication_required(self, *, app: str, **kwargs) -> bool:
         # allauth's own sensitive views (adding or removing a second factor) follow our rule: a
         # sign-in within the timeout, with the second factor when the user has one.
-        return not login_is_recent(request=context.request)
+        return not login_is_recent(request=allauth_context.request)
 
     def get_reauthentication_methods(self, user):
         # Someone with a second factor proves it is them with it (SECURITY.md: "a recent login

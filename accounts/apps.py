@@ -14,6 +14,7 @@ class AccountsConfig(AppConfig):
     def ready(self) -> None:
         from accounts import (
             admin_assertions,  # noqa: F401 - the ID-JAG policies' admin page
+            admin_audit,  # noqa: F401 - users, groups, addresses, factors and links: admin changes audited
             signals,  # noqa: F401 - second-factor changes on the audit trail
         )
 

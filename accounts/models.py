@@ -19,6 +19,10 @@ class AccountAuditAction(models.TextChoices):
     ASSERTIONS_ALLOWED = "assertions_allowed", "Identity provider allowed to assert for a client (ID-JAG)"
     ASSERTIONS_DENIED = "assertions_denied", "Identity provider no longer allowed to assert for a client"
     ASSERTION_GRANTED = "assertion_granted", "Access granted by an identity provider's assertion (ID-JAG)"
+    # Users, groups, email addresses, someone's second factors and upstream links (accounts.admin_audit).
+    ADMIN_ADDED = "admin_added", "Added in the admin"
+    ADMIN_CHANGED = "admin_changed", "Changed in the admin"
+    ADMIN_DELETED = "admin_deleted", "Deleted in the admin"
 
 
 class AccountAuditEvent(models.Model):

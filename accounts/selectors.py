@@ -33,12 +33,36 @@ SECOND_FACTOR_TYPES = ("totp", "webauthn")
 
 
 def _records(request) -> list[dict]:
+    """This session's sign-in records whose factor the account still has.
+
+    A record names the factor it used: a second factor by its authenticator's id, an upstream
+    sign-in by its (provider, uid) link. One removed since (the only passkey an administrator
+    signed in with, and the recovery codes that went with it; an unlinked provider) no longer
+    counts, in this session or any other: the staff rule, a recent sign-in and `amr` all read the
+    factors the account holds now (issue 38). A password record stands: a password change keeps
+    this session (docs/accounts.md)."""
     from allauth.account.authentication import get_authentication_records
 
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return []
-    return [record for record in get_authentication_records(request, user) if isinstance(record, dict)]
+    records = [record for record in get_authentication_records(request, user) if isinstance(record, dict)]
+    methods = {record.get("method") for record in records}
+    held_factors, held_links = set(), set()
+    if "mfa" in methods:
+        from allauth.mfa.models import Authenticator  # models: not at import time of the URLconf
+
+        held_factors = set(Authenticator.objects.filter(user_id=user.pk).values_list("pk", flat=True))
+    if "socialaccount" in methods:
+        from allauth.socialaccount.models import SocialAccount  # likewise
+
+        held_links = set(SocialAccount.objects.filter(user_id=user.pk).values_list("provider", "uid"))
+    return [
+        record
+        for record in records
+        if (record.get("method") != "mfa" or record.get("id") in held_factors)
+        and (record.get("method") != "socialaccount" or (record.get("provider"), record.get("uid")) in held_links)
+    ]
 
 
 def _record_amr(record: dict) -> set[str]:
@@ -80,6 +104,19 @@ def user_has_second_factor(*, user) -> bool:
     from allauth.mfa.utils import is_mfa_enabled
 
     return is_mfa_enabled(user, list(SECOND_FACTOR_TYPES))
+
+
+def second_factor_is_last(*, user, authenticator) -> bool:
+    """Whether `authenticator` (an authenticator app or a passkey) is the last second factor of `user`:
+    removing it takes the recovery codes with it (allauth) and leaves the password alone."""
+    from allauth.mfa.models import Authenticator  # models: not at import time of the URLconf
+
+    return (
+        authenticator.type in SECOND_FACTOR_TYPES
+        and not Authenticator.objects.filter(user_id=user.pk, type__in=SECOND_FACTOR_TYPES)
+        .exclude(pk=authenticator.pk)
+        .exists()
+    )
 
 
 def user_has_totp(*, user) -> bool:

@@ -7,17 +7,20 @@ exporter reads the standard OTEL_* variables (endpoint, headers, service name).
 
 No credential in any attribute: request bodies and headers are not recorded, SQL is recorded with
 its placeholders (never its parameters), and the query string, where a careless client may put a
-token, is cut from the URL attributes (_request_hook).
+token, is cut from the URL attributes (_request_hook), as is a key carried in the path.
 """
 
 import os
+
+from plumbing.logfilters import path_redacted
 
 
 def _request_hook(span, request) -> None:
     if not span.is_recording():
         return
-    # The path only: no query string, and no host (an unchecked Host header is the client's to write).
-    path = request.path
+    # The path only: no query string, and no host (an unchecked Host header is the client's to write);
+    # a key carried in the path (a password reset or email confirmation link) redacted, as in the logs.
+    path = path_redacted(request.path)
     for attribute in ("http.target", "http.url", "url.full"):
         span.set_attribute(attribute, path)
     span.set_attribute("url.query", "")

@@ -1,5 +1,12 @@
 """Keep credentials out of log records (SECURITY.md, "Storage and logs"; STYLE.md 8).
 
+Some secrets travel in a URL's path rather than its query: allauth's password reset link
+(/accounts/password/reset/key/<uid>-<key>/) and email confirmation link (/accounts/confirm-email/<key>/).
+Wherever a path is written — the access line's path field and message, Django's "Not Found: <path>",
+a rate-limit warning, a trace's URL attributes (operations.tracing) — path_redacted() replaces the
+key. tests/security/test_log_hygiene.py walks every URL pattern so that a new route with a secret
+in its path cannot be added without it.
+
 oauthlib logs plaintext credentials at DEBUG: the new authorization code ("Created authorization
 code grant {'code': ...}", "Saving grant {'code': ...}"), the presented refresh token ("Validating
 refresh token %s", "Invalid refresh token, %s"), and the new token pair ("Issuing new token to
@@ -75,7 +82,25 @@ def _redact_matches(match: re.Match) -> str:
     return match.group("key") + REDACTED
 
 
+# A secret in a URL's path: the segment after one of these (allauth's account URLs). The reset key keeps
+# its non-secret user id (`<uid>-`); allauth's own redirect after opening the link, `<uid>-set-password/`
+# (the key then lives in the session), and `done/` are not secrets and stay readable.
+SECRET_PATH_MARKERS = ("/password/reset/key/", "/confirm-email/")
+_SECRET_PATH = re.compile(
+    r"(?P<key>/password/reset/key/(?>(?:[0-9A-Za-z]+-)?)|/confirm-email/)"
+    rf"(?!(?:set-password|done|{re.escape(REDACTED)})(?:/|$|[\\\s'\"?#&;,)>]))(?P<value>[^/\\\s'\"?#&;,)>]+)"
+)
+
+
+def path_redacted(text: str) -> str:
+    """`text` with every secret carried in a URL path (SECRET_PATH_MARKERS) replaced."""
+    if not any(marker in text for marker in SECRET_PATH_MARKERS):
+        return text
+    return _SECRET_PATH.sub(_redact_matches, text)
+
+
 def _cleaned(text: str) -> str:
+    text = path_redacted(text)
     if "=" not in text and ":" not in text:  # both patterns need one after the key: most fields have neither
         return text
     if not text.isascii():

@@ -131,8 +131,13 @@ def test_an_upstream_second_factor_is_copied_into_the_session_record(rf, upstrea
     from accounts.selectors import session_amr
 
     claims = {"sub": "sub-1"} | ({"amr": upstream_amr} if upstream_amr is not None else {})
+    # Saved, as allauth has saved the link by the time it records the sign-in: a record whose link
+    # is gone no longer counts (accounts.selectors._records).
     login = SocialLogin(
-        user=wile, account=SocialAccount(provider="acme-sso", uid="sub-1", extra_data={"id_token": claims})
+        user=wile,
+        account=SocialAccount.objects.create(
+            user=wile, provider="acme-sso", uid="sub-1", extra_data={"id_token": claims}
+        ),
     )
     request = _record_request(rf, wile, "acme-sso", "sub-1")
     record_upstream_amr(request, login)

@@ -109,6 +109,7 @@ def test_every_account_page_is_ours_and_axe_clean(cast, live_server, chromium, s
         ("/accounts/2fa/recovery-codes/", "recovery-codes"),
         ("/accounts/2fa/recovery-codes/generate/", "recovery-codes-generate"),
         ("/accounts/2fa/webauthn/add/", "passkey-add"),
+        ("/accounts/2fa/totp/deactivate/", "totp-deactivate"),  # ours: warns before the last factor goes
         ("/accounts/email/", "email-addresses"),
         ("/accounts/password/change/", "password-change"),
     ]:

@@ -1,13 +1,17 @@
 """The request id (plumbing.requestid) and the access line (operations.middleware): an id taken
 from X-Request-ID or made, returned, and on every line of that request; one access line per
-request with client_id, user id, grant type, outcome and latency; JSON lines with LOG_FORMAT=json."""
+request with client_id, user id, grant type, outcome and latency; JSON lines with LOG_FORMAT=json;
+no key of a password reset or email confirmation link in any line, whatever the format."""
 
 import io
 import json
 import logging
+import re
 from urllib.parse import urlencode
 
 import pytest
+from allauth.account.models import EmailAddress, EmailConfirmationHMAC
+from django.core import mail
 from django.test import Client
 
 from operations.logs import JsonLines
@@ -175,3 +179,55 @@ def test_extra_fields_named_for_a_credential_are_redacted():
     assert record.note == "see access_token=[redacted]"
     assert record.nested == {"code": "[redacted]"}
     assert record.count == 3 and record.getMessage() == "hello there"
+
+
+# --- keys carried in a path (issue 38, finding 6) ------------------------------------------------------
+
+
+@pytest.fixture(params=["json", "text"])
+def console_output(request, settings, monkeypatch):
+    """What the configured console handler (its own filters: config/settings.py LOGGING) writes, in
+    either format, for every logger of a request."""
+    settings.LOG_FORMAT = request.param  # the access line's shape (operations.middleware)
+    (console,) = [handler for handler in logging.getLogger().handlers if handler.name == "console"]
+    stream = io.StringIO()
+    monkeypatch.setattr(console, "stream", stream)
+    monkeypatch.setattr(
+        console, "formatter", JsonLines() if request.param == "json" else logging.Formatter("%(message)s")
+    )
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "level", logging.INFO)
+    return stream.getvalue
+
+
+def test_a_reset_key_and_a_confirmation_key_never_reach_a_log_line(end_user, console_output):
+    """The attack: a key read from the access line (`path` field and message) sets a new password, or
+    confirms an address, in a fresh session. Each key below is followed for real (it works: the
+    positive control), then looked for in everything the console wrote."""
+    Client().post("/accounts/password/reset/", {"email": "enduser@example.com"})
+    (message,) = mail.outbox
+    link = re.search(r"https?://[^/\s]+(/accounts/password/reset/key/(\w+)-(\S+)/)", message.body)
+    path, uid, key = link.group(1), link.group(2), link.group(3)
+    reset = Client()
+    opened = reset.get(path)
+    assert opened.status_code == 302 and opened["Location"].endswith(f"/{uid}-set-password/")
+    new_password = "a-password-set-by-the-link-42"
+    assert reset.post(opened["Location"], {"password1": new_password, "password2": new_password}).status_code == 302
+    assert type(end_user).objects.get(pk=end_user.pk).check_password(new_password)
+
+    # The reset made the account's address (allauth); not verified yet.
+    address = EmailAddress.objects.get(user=end_user, email="enduser@example.com", verified=False)
+    confirmation = EmailConfirmationHMAC(address).key
+    assert Client().post(f"/accounts/confirm-email/{confirmation}/").status_code == 302
+    assert EmailAddress.objects.get(pk=address.pk).verified
+    # A key that resolves nowhere is still a key: Django's "Not Found: <path>" line must not carry it.
+    assert Client().get(f"/accounts/confirm-email/{confirmation}!/").status_code == 404
+
+    written = console_output()
+    for secret in (key, confirmation):
+        assert secret not in written
+    # What the lines still say: the path with its key redacted, the user id and allauth's redirect.
+    assert f"/accounts/password/reset/key/{uid}-[redacted]/" in written
+    assert f"/accounts/password/reset/key/{uid}-set-password/" in written
+    assert "/accounts/confirm-email/[redacted]/" in written
+    assert "Not Found: /accounts/confirm-email/[redacted]" in written

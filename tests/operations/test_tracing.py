@@ -92,3 +92,17 @@ def test_one_span_tree_per_token_request_with_no_credential(spans):
     everything = repr([(span.name, dict(span.attributes or {})) for span in finished])
     for credential in (secret, code, issued["access_token"], issued["refresh_token"]):
         assert credential not in everything
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_key_in_the_path_is_not_in_a_span(spans):
+    key = "cf5k2p-0123456789abcdef0123456789abcdef"
+    Client().get(f"/accounts/password/reset/key/7-{key}/")
+    Client().get(f"/accounts/confirm-email/MQ:{key}/")
+    finished = spans.get_finished_spans()
+    roots = [span for span in finished if span.parent is None]
+    assert [root.attributes["http.target"] for root in roots] == [
+        "/accounts/password/reset/key/7-[redacted]/",
+        "/accounts/confirm-email/[redacted]/",
+    ]
+    assert key not in repr([(span.name, dict(span.attributes or {})) for span in finished])

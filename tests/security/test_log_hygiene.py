@@ -11,12 +11,14 @@ oauthlib logs codes and tokens at DEBUG; plumbing/logfilters.py redacts them (LO
 """
 
 import logging
+import secrets
 from io import StringIO
 from urllib.parse import urlencode
 
 import oauthlib
 import pytest
 from django.test import Client
+from django.urls import URLResolver, get_resolver, reverse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +32,7 @@ from plumbing.logfilters import (
     RedactInPlaceHandler,
     _cleaned,
     _redact_matches,
+    path_redacted,
 )
 from tests.security.credentials import fail_in_every_way, issue_everything, secrets_from_the_command
 
@@ -191,6 +194,79 @@ def test_it_redacts_inside_the_escaped_repr_of_an_exception():
     message = redacted("Client error during validation of %r. %r.", "request", error)
 
     assert "YTpi" not in message and "c0de" not in message
+
+
+# --- secrets in a URL's path (issue 38, finding 6) -----------------------------------------------------
+
+# What the project's URL patterns capture that is no secret, each with its reason. A route that
+# captures anything else carries a secret in its path: every log line redacts it (path_redacted), or
+# this file fails until it does.
+PUBLIC_PATH_PARTS = {
+    "client_id": "a client's public identifier (RFC 6749 §2.2)",
+    "secret_id": "the row id of a client secret, never the secret",
+    "number": "a token status list's number",
+    "pk": "a passkey's row id",
+    "id": "a user's row id (the admin's password page)",
+    "object_id": "an admin row's id",
+    "content_type_id": "an admin content type's id",
+    "app_label": "an admin app's name",
+    "url": "the admin's catch-all (its own pages' paths)",
+    "provider_id": "an identity provider's slug",
+    "suffix": "a protected resource's path (RFC 9728)",
+    "uidb36": "a user's row id in base 36: the reset key's first part",
+}
+
+
+def _url_patterns(patterns=None, prefix=""):
+    for pattern in get_resolver().url_patterns if patterns is None else patterns:
+        if isinstance(pattern, URLResolver):
+            yield from _url_patterns(pattern.url_patterns, prefix + str(pattern.pattern))
+        else:
+            yield prefix + str(pattern.pattern), pattern
+
+
+def _captured(pattern) -> list[str]:
+    return [*pattern.pattern.regex.groupindex, *getattr(pattern.pattern, "converters", {})]
+
+
+def test_every_secret_a_url_path_carries_is_redacted_in_log_lines():
+    carrying = []
+    for route, pattern in _url_patterns():
+        secret_parts = [name for name in _captured(pattern) if name not in PUBLIC_PATH_PARTS]
+        if not secret_parts:
+            continue
+        carrying.append(pattern.name)
+        values = {name: secrets.token_hex(16) for name in secret_parts}
+        path = reverse(pattern.name, kwargs=dict.fromkeys(_captured(pattern), "7") | values)
+        for line in (path, f"GET {path} status=200", f"Not Found: {path}", f'{{"path": "{path}"}}'):
+            cleaned = _cleaned(line)
+            assert not any(value in cleaned for value in values.values()), (route, cleaned)
+            assert REDACTED in cleaned
+    # Positive control: the two links allauth mails are the routes found (none slipped past the walk).
+    assert sorted(carrying) == ["account_confirm_email", "account_reset_password_from_key"]
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        "/accounts/password/reset/key/done/",
+        "/accounts/password/reset/key/7-set-password/",
+        "/accounts/confirm-email/",
+        "/accounts/email/",
+        "GET /settings/developer/clients/abc123/ status=200",
+    ],
+)
+def test_paths_without_a_secret_are_written_as_they_are(kept):
+    assert _cleaned(kept) == path_redacted(kept) == kept
+
+
+def test_a_path_secret_is_cut_where_the_path_ends():
+    key = "MQ:1vXyZ:abc-DEF_123"
+    assert path_redacted(f"/accounts/confirm-email/{key}/") == f"/accounts/confirm-email/{REDACTED}/"
+    assert path_redacted(f"next=/accounts/confirm-email/{key}&x=1") == f"next=/accounts/confirm-email/{REDACTED}&x=1"
+    assert path_redacted(f"/accounts/password/reset/key/2f-{key}") == f"/accounts/password/reset/key/2f-{REDACTED}"
+    assert path_redacted(f"/accounts/password/reset/key/{key}/") == f"/accounts/password/reset/key/{REDACTED}/"
+    assert path_redacted(path_redacted(f"/accounts/confirm-email/{key}/")) == f"/accounts/confirm-email/{REDACTED}/"
 
 
 def test_a_mapping_argument_is_redacted_by_key():
