@@ -12,6 +12,7 @@ grants staff status.
 import requests
 from allauth.core.exceptions import ImmediateHttpResponse
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
+from allauth.socialaccount.providers.base.constants import AuthProcess
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
 from django.utils.translation import gettext_lazy
@@ -95,6 +96,8 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
                 actor=person, user=person, action=AccountAuditAction.UPSTREAM_ACCOUNT_LINKED, provider=record.slug
             )
             return
+        if (sociallogin.state or {}).get("process") == AuthProcess.CONNECT:
+            return  # allauth joins it to the signed-in account: no account is made, no address taken
         holder = address_holder(email=email) if email else None
         if holder is None:
             return  # a new account, just in time
@@ -136,7 +139,6 @@ def upstream_login_redirect(request, *, provider: IdentityProvider, login_hint: 
 
 def _redirect(request, client, *, login_hint: str, auth_params):
     from allauth.account.utils import get_next_redirect_url
-    from allauth.socialaccount.providers.base.constants import AuthProcess
 
     params = client.get_auth_params()
     # OpenID Connect Core §3.1.2.1: the address typed here, so that the provider need not ask again.

@@ -17,7 +17,8 @@ from allauth.socialaccount.models import SocialAccount
 from django.core.management import call_command
 from django.test import Client, RequestFactory
 
-from accounts.identity import upstream_person
+from accounts.identity import address_holder, unproven_address_release, upstream_person
+from accounts.models import AccountAuditAction, AccountAuditEvent
 from accounts.services import identity_provider_add
 from accounts.socialadapter import SocialAccountAdapter
 from oauthclients import services
@@ -202,3 +203,56 @@ def test_an_assertion_from_oidc_provider_that_does_not_vouch_for_the_email_finds
     granted = presented(agent, vouched)
     assert granted.status_code == 200, granted.content
     assert AccessToken.objects.get(token_checksum=digest(granted.json()["access_token"])).user == alice
+
+
+# --- the address goes to the person the provider vouches for ---------------------------------------
+
+
+def test_every_account_that_only_claimed_the_address_loses_it_audited(org):
+    # A bare User.email (an administrator typed it), and an unproved row beside a proved address.
+    typed = make_user("typed")
+    typed.email = "bob@acme.example"
+    typed.save()
+    claimed = make_user("claimed")
+    EmailAddress.objects.create(user=claimed, email="claimed@example.com", verified=True)
+    EmailAddress.objects.create(user=claimed, email="Bob@acme.example", verified=False, primary=True)
+    claimed.email = "Bob@acme.example"
+    claimed.save()
+    assert unproven_address_release(provider=org.record, email="bob@acme.example") == 2
+    typed.refresh_from_db()
+    claimed.refresh_from_db()
+    assert typed.email == "" and claimed.email == "claimed@example.com"
+    assert list(EmailAddress.objects.filter(user=claimed).values_list("email", "primary")) == [
+        ("claimed@example.com", True)
+    ]
+    released = AccountAuditEvent.objects.filter(action=AccountAuditAction.UNPROVEN_ADDRESS_RELEASED)
+    assert sorted(event.user.username for event in released) == ["claimed", "typed"]
+    assert address_holder(email="bob@acme.example") is None
+
+
+@pytest.mark.parametrize(
+    "email",
+    [
+        "alice@acme.example",  # alice proved it: never taken away
+        "bob@elsewhere.example",  # not a domain the provider vouches for
+    ],
+)
+def test_an_address_someone_proved_or_the_provider_cannot_vouch_for_is_never_released(org, alice, email):
+    holder = make_user("bob")
+    EmailAddress.objects.create(user=holder, email="bob@elsewhere.example", verified=False, primary=True)
+    with pytest.raises(ValueError):
+        unproven_address_release(provider=org.record, email=email)
+    assert EmailAddress.objects.filter(email=email).exists()
+
+
+def test_connecting_a_provider_to_a_signed_in_account_takes_no_one_s_address(org):
+    # allauth's "connect" (a signed-in account adds the provider) makes no account, so it takes no
+    # address from anyone either.
+    claimant = make_user("claimant")
+    EmailAddress.objects.create(user=claimant, email="carol@acme.example", verified=False, primary=True)
+    request = RequestFactory().get("/")
+    request.session = Client().session
+    login = _upstream_login("carol@acme.example", True, provider=org.record.slug)
+    login.state["process"] = "connect"
+    SocialAccountAdapter(request).pre_social_login(request, login)
+    assert EmailAddress.objects.get(email="carol@acme.example").user == claimant
