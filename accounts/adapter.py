@@ -1,4 +1,5 @@
-"""django-allauth's adapters: our sign-up switch, landing page, re-authentication and sealed MFA secrets."""
+"""django-allauth's adapters: our sign-up switch (and what a self sign-up must prove), landing page,
+the enforced provider at every direct sign-in, re-authentication and sealed MFA secrets."""
 
 from urllib.parse import urlsplit
 
