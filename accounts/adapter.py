@@ -1,5 +1,6 @@
-"""django-allauth's adapters: our sign-up switch, landing page, re-authentication, mail (links from
-the issuer, a refused mail never a 500: accounts.emails) and sealed MFA secrets."""
+"""django-allauth's adapters: our sign-up switch (and what a self sign-up must prove), landing page,
+the enforced provider at every direct sign-in, re-authentication, mail (links from the issuer, a
+refused mail never a 500: accounts.emails) and sealed MFA secrets."""
 
 from urllib.parse import urlsplit
 
@@ -7,7 +8,9 @@ from allauth.account.adapter import DefaultAccountAdapter
 from allauth.core import context as allauth_context
 from allauth.mfa.adapter import DefaultMFAAdapter
 from django.conf import settings
+from django.shortcuts import render
 
+from accounts.audit import account_audit_record
 from accounts.emails import (
     VERIFICATION_SENT_MESSAGE,
     mail_context,
@@ -16,15 +19,19 @@ from accounts.emails import (
     mail_subject,
     verification_failure_message_add,
 )
+from accounts.models import AccountAuditAction
 from accounts.selectors import (
     UPSTREAM_MFA_AMR,
+    enforcing_provider_for_user,
     landing_url_for,
     login_is_recent,
     provider_refusing_direct_login,
     upstream_amr_of,
+    upstream_auth_time_of,
     user_has_second_factor,
     user_has_totp,
 )
+from accounts.services import self_signup_record
 from signing.keys import secret_open, secret_seal
 
 
@@ -37,18 +44,38 @@ class AccountAdapter(DefaultAccountAdapter):
         # Without `next`: developers to their clients, everyone else to Connected apps.
         return landing_url_for(request.user)
 
+    def save_user(self, request, user, form, commit=True):
+        user = super().save_user(request, user, form, commit=commit)
+        # The sign-up form's account proves an address before it signs in (accounts.stages); a
+        # social sign-up's form (it carries the sociallogin) is the provider's person, not that.
+        if commit and getattr(form, "sociallogin", None) is None:
+            self_signup_record(user=user)
+        return user
+
+    def get_login_stages(self) -> list[str]:
+        # allauth's email verification stage, "mandatory" for self sign-ups only (accounts.stages).
+        ours = {"allauth.account.stages.EmailVerificationStage": "accounts.stages.EmailVerificationStage"}
+        return [ours.get(path, path) for path in super().get_login_stages()]
+
     def pre_login(self, request, user, **kwargs):
         sociallogin = (kwargs.get("signal_kwargs") or {}).get("sociallogin")
         if sociallogin is not None:
             record_upstream_amr(request, sociallogin)
-        else:
-            # A passkey is no way around an enforced domain's provider either (the password is
-            # refused earlier, in accounts.forms.LoginForm, naming the provider the same way).
-            provider = provider_refusing_direct_login(user=user)
-            if provider is not None:
-                from django.shortcuts import render
-
+            return super().pre_login(request, user, **kwargs)
+        # A password (accounts.forms.LoginForm refuses it first, naming the provider the same way)
+        # or a passkey: no way around an organization's enforced provider.
+        provider = enforcing_provider_for_user(user=user)
+        if provider is not None:
+            if provider_refusing_direct_login(user=user) is not None:
                 return render(request, "accounts/enforced_provider.html", {"provider": provider}, status=403)
+            # A superuser's break-glass way in (with their second factor, asked next): each use audited.
+            account_audit_record(
+                actor=user,
+                user=user,
+                action=AccountAuditAction.SUPERUSER_PASSWORD_LOGIN,
+                provider=provider.slug,
+                method=_direct_login_method(request, user),
+            )
         return super().pre_login(request, user, **kwargs)
 
     # --- mail: every link from OAUTH_ISSUER; a mail server's refusal never a 500 (accounts.emails) ---
@@ -89,10 +116,19 @@ class AccountAdapter(DefaultAccountAdapter):
         return methods
 
 
+def _direct_login_method(request, user) -> str:
+    """ "password" or "passkey": what allauth recorded for this sign-in just before pre_login."""
+    from allauth.account.internal.flows.login import get_authentication_records
+
+    records = get_authentication_records(request, user)
+    last = records[-1] if records and isinstance(records[-1], dict) else {}
+    return "passkey" if last.get("method") == "mfa" else "password"
+
+
 def record_upstream_amr(request, sociallogin) -> None:
-    """Copy the provider's `amr` into this sign-in's session record (allauth wrote it just before):
-    a provider that asked for a second factor satisfies the staff rule and our `acr`
-    (accounts.selectors.session_amr)."""
+    """Copy the provider's `amr` and `auth_time` into this sign-in's session record (allauth wrote it
+    just before): a provider that asked for a second factor satisfies the staff rule and our `acr`,
+    and a recent sign-in is one the provider recently asked for (accounts.selectors.session_amr)."""
     from allauth.account.internal.flows.login import AUTHENTICATION_METHODS_SESSION_KEY
 
     amr = upstream_amr_of(sociallogin)
@@ -106,6 +142,9 @@ def record_upstream_amr(request, sociallogin) -> None:
         ):
             record["upstream_amr"] = amr
             record["upstream_mfa"] = bool(UPSTREAM_MFA_AMR & set(amr))
+            auth_time = upstream_auth_time_of(sociallogin)
+            if auth_time is not None:
+                record["upstream_auth_time"] = auth_time
             request.session.modified = True
             return
 

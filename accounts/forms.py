@@ -1,17 +1,17 @@
 """allauth's forms, extended (ACCOUNT_FORMS, MFA_FORMS): the login form (username or email,
-ACCOUNT_LOGIN_METHODS), accepting the old field name; the authenticator app's activation, whose
-code is then used up."""
+ACCOUNT_LOGIN_METHODS), accepting the old field name; the sign-up form, refusing an enforced
+domain's address; the authenticator app's activation, whose code is then used up."""
 
 from allauth.account.forms import LoginForm as AllauthLoginForm
+from allauth.account.forms import SignupForm as AllauthSignupForm
 from allauth.mfa.models import Authenticator
 from allauth.mfa.totp.forms import ActivateTOTPForm as AllauthActivateTOTPForm
 from allauth.mfa.totp.internal.auth import TOTP
 from django import forms
 from django.http import QueryDict
+from django.utils.translation import gettext
 
-from accounts.audit import account_audit_record
-from accounts.models import AccountAuditAction
-from accounts.selectors import enforcing_provider_for_user, provider_refusing_direct_login
+from accounts.selectors import enforcing_provider_for_email, provider_refusing_direct_login
 
 
 class LoginForm(AllauthLoginForm):
@@ -28,21 +28,40 @@ class LoginForm(AllauthLoginForm):
     def clean(self):
         cleaned = super().clean()
         user = getattr(self, "user", None)
-        provider = enforcing_provider_for_user(user=user) if user is not None else None
+        # An organization's enforced provider is the only way in for its people (docs/accounts.md,
+        # "Enforced domains"), whatever identifier was typed, and the provider is named only once
+        # the password is right. Superusers keep a password way in, with their second factor (asked
+        # next; audited in accounts.adapter.AccountAdapter.pre_login), so that a broken provider
+        # cannot lock out those who fix it.
+        provider = provider_refusing_direct_login(user=user) if user is not None else None
         if provider is None:
             return cleaned
-        # An organization's enforced provider is the only way in for its people (docs/accounts.md,
-        # "The domain rule"), whatever identifier was typed. Superusers keep a password way in, with
-        # their second factor (asked next), so that a broken provider cannot lock out those who fix it.
-        if provider_refusing_direct_login(user=user) is None:
-            account_audit_record(
-                actor=user, user=user, action=AccountAuditAction.SUPERUSER_PASSWORD_LOGIN, provider=provider.slug
-            )
-            return cleaned
         raise forms.ValidationError(
-            f"Your organization signs you in through {provider.name}: use \u201cContinue with {provider.name}\u201d.",
+            gettext("Your organization signs you in through %(name)s: use \u201cContinue with %(name)s\u201d.")
+            % {"name": provider.name},
             code="enforced_provider",
         )
+
+
+class SignupForm(AllauthSignupForm):
+    """allauth's sign-up form (ACCOUNT_FORMS), refusing an address of an enforced domain before
+    anything is made: its organization's provider is the only way in for it, and a refused sign-up
+    leaves no account and no address behind. The refusal names the domain's provider, whoever holds
+    the address: it tells nothing about which addresses have accounts."""
+
+    def clean_email(self):
+        email = super().clean_email()
+        provider = enforcing_provider_for_email(email=email or "")
+        if provider is not None:
+            raise forms.ValidationError(
+                gettext(
+                    "Your organization signs you in through %(name)s: use \u201cContinue with %(name)s\u201d "
+                    "on the login page instead of signing up."
+                )
+                % {"name": provider.name},
+                code="enforced_provider",
+            )
+        return email
 
 
 class ActivateTOTPForm(AllauthActivateTOTPForm):

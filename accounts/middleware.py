@@ -68,6 +68,24 @@ def admin_view_names(label: str) -> set[str]:
     return {f"admin:{app_label}_{model_name}_{door}" for door in ADMIN_DOORS}
 
 
+# allauth.mfa's pages that change one's second factors. allauth asks for a re-authentication there
+# (its reauthentication_required), except of an account with neither a password nor a factor,
+# which it lets through (its TODO: "ideally, you would want to reauthenticate over at the social
+# account provider"): RecentLoginMiddleware sends such an account to its provider again
+# (prompt=login, max_age=0) unless it signed in there recently.
+FACTOR_CHANGE_VIEWS = frozenset(
+    {
+        "mfa_activate_totp",
+        "mfa_deactivate_totp",
+        "mfa_generate_recovery_codes",
+        "mfa_view_recovery_codes",
+        "mfa_download_recovery_codes",
+        "mfa_add_webauthn",
+        "mfa_remove_webauthn",
+        "mfa_edit_webauthn",
+    }
+)
+
 RECENT_LOGIN_VIEWS = frozenset(
     {
         *(name for label in RECENT_LOGIN_ADMIN_MODELS for name in admin_view_names(label)),
@@ -86,12 +104,13 @@ def reauthentication_url(user) -> str:
     from allauth.account.adapter import get_adapter
     from django.urls import reverse
 
-    from accounts.selectors import enforcing_provider_for_user, upstream_reauthentication_url, user_has_second_factor
+    from accounts.selectors import provider_refusing_direct_login, upstream_reauthentication_url, user_has_second_factor
 
-    # An account of an enforced domain proves it is them at its provider (superusers excepted:
-    # their password way in stays, with the second factor).
-    if not user.is_superuser and enforcing_provider_for_user(user=user) is not None:
-        return upstream_reauthentication_url(user=user) or reverse("account_login")
+    # An account of an enforced domain proves it is them at its provider (superusers with a second
+    # factor excepted: their password way in stays, with the factor).
+    provider = provider_refusing_direct_login(user=user)
+    if provider is not None:
+        return upstream_reauthentication_url(user=user, provider=provider)
     if user_has_second_factor(user=user):
         # The adapter's first method: the authenticator app's code, or a passkey (accounts.adapter).
         return get_adapter().get_reauthentication_methods(user)[0]["url"]
@@ -184,4 +203,20 @@ class RecentLoginMiddleware:
             and not login_is_recent(request=request)
         ):
             return _suspend(request, reauthentication_url(request.user))
+        if (
+            match is not None
+            and match.view_name in FACTOR_CHANGE_VIEWS
+            and request.user.is_authenticated
+            and not _allauth_can_reauthenticate(request.user)
+            and not login_is_recent(request=request)
+        ):
+            return _suspend(request, reauthentication_url(request.user))
         return None
+
+
+def _allauth_can_reauthenticate(user) -> bool:
+    """Whether allauth has a way to ask `user` again (a password or a second factor): it asks
+    itself then (accounts.adapter.AccountAdapter.is_reauthentication_required)."""
+    from accounts.selectors import user_has_second_factor
+
+    return user.has_usable_password() or user_has_second_factor(user=user)

@@ -14,7 +14,19 @@ class AccountAuditAction(models.TextChoices):
     UPSTREAM_ACCOUNT_CREATED = "upstream_account_created", "Account created from an identity provider"
     UPSTREAM_ACCOUNT_LINKED = "upstream_account_linked", "Identity provider linked by authoritative email"
     UPSTREAM_LINK_REFUSED = "upstream_link_refused", "Identity provider sign-in refused (email of another account)"
-    SUPERUSER_PASSWORD_LOGIN = "superuser_password_login", "Superuser signed in by password on an enforced domain"
+    UNPROVEN_ADDRESS_RELEASED = (
+        "unproven_address_released",
+        "Email address nobody proved given to the person an identity provider vouches for",
+    )
+    # The value predates passkeys; each use of the break-glass is one, password or passkey (detail: method).
+    SUPERUSER_PASSWORD_LOGIN = (
+        "superuser_password_login",
+        "Superuser signed in here, not through the enforced provider (break-glass)",
+    )
+    ENFORCED_STEP_REFUSED = (
+        "enforced_step_refused",
+        "Refused: a change that would free an account from its organization's provider",
+    )
     SIGNED_OUT_EVERYWHERE = "signed_out_everywhere", "Signed out everywhere"
     ASSERTIONS_ALLOWED = "assertions_allowed", "Identity provider allowed to assert for a client (ID-JAG)"
     ASSERTIONS_DENIED = "assertions_denied", "Identity provider no longer allowed to assert for a client"
@@ -43,6 +55,20 @@ class AccountAuditEvent(models.Model):
 
     def __str__(self):
         return f"{self.get_action_display()} at {self.created:%Y-%m-%d %H:%M}"
+
+
+class SelfSignup(models.Model):
+    """An account its owner made at /accounts/signup/ (OAUTH_SIGNUP=open). It signs in only once it
+    has proved an address (ACCOUNT_EMAIL_VERIFICATION "mandatory", accounts.stages): a sign-up then
+    answers alike for an address that has an account and one that has none (allauth's enumeration
+    prevention). Accounts made otherwise (by an administrator, `createsuperuser`, `seed_demo`, an
+    identity provider) have no row, and sign in as before."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, primary_key=True, on_delete=models.CASCADE, related_name="+")
+    created = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return f"Self sign-up of {self.user_id}"
 
 
 class IdentityProvider(models.Model):

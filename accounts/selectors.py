@@ -1,7 +1,10 @@
-"""Reads about accounts: where a signed-in user lands."""
+"""Reads about accounts: where a signed-in user lands, how a session signed in, and which accounts
+an organization's provider is the only way in for."""
 
+from django.db import models
 from django.urls import reverse
 
+from accounts.identity import email_domain
 from oauthclients.selectors import client_exists_for_owner
 
 
@@ -80,11 +83,22 @@ def _record_amr(record: dict) -> set[str]:
     return set()
 
 
+def _record_at(record: dict) -> float:
+    """When a sign-in record's person authenticated: when it was recorded, or, for an upstream
+    sign-in, the provider's `auth_time` when that is older (OpenID Connect Core §2: a provider's
+    session may have signed the person in long before; accounts.adapter.record_upstream_amr)."""
+    at = record.get("at", 0)
+    upstream = record.get("upstream_auth_time")
+    if record.get("method") == "socialaccount" and isinstance(upstream, int | float) and not isinstance(upstream, bool):
+        return min(at, upstream)
+    return at
+
+
 def session_amr(*, request, since: float | None = None) -> list[str]:
     """RFC 8176 `amr` of this session's sign-in (records at or after `since`, seconds since the epoch)."""
     methods: set[str] = set()
     for record in _records(request):
-        if since is None or record.get("at", 0) >= since:
+        if since is None or _record_at(record) >= since:
             methods |= _record_amr(record)
     # Two different factors in one session are multi-factor (RFC 8176 §2 "mfa").
     if "pwd" in methods and methods & {"otp", "hwk"}:
@@ -139,18 +153,23 @@ def login_is_recent(*, request) -> bool:
     return bool(amr)
 
 
-def upstream_reauthentication_url(*, user) -> str | None:
-    """The login URL of the identity provider `user` is linked to, asking it to sign them in again."""
+def upstream_reauthentication_url(*, user, provider=None) -> str | None:
+    """The login URL of `provider` (default: the identity provider `user` is linked to), asking it to
+    sign them in again."""
     from allauth.socialaccount.models import SocialAccount
-    from django.urls import reverse
     from django.utils.http import urlencode
 
-    account = SocialAccount.objects.filter(user=user, provider__in=_provider_slugs()).order_by("pk").first()
-    if account is None:
-        return None
-    # OpenID Connect Core §3.1.2.1: prompt=login and max_age=0 make the provider ask again.
+    if provider is not None:
+        slug = provider.slug
+    else:
+        account = SocialAccount.objects.filter(user=user, provider__in=_provider_slugs()).order_by("pk").first()
+        if account is None:
+            return None
+        slug = account.provider
+    # OpenID Connect Core §3.1.2.1: prompt=login and max_age=0 make the provider ask again; the ID
+    # token's auth_time then says it did (session_amr reads a sign-in's age from it).
     query = urlencode({"process": "login", "auth_params": "prompt=login&max_age=0"})
-    return f"{reverse('openid_connect_login', kwargs={'provider_id': account.provider})}?{query}"
+    return f"{reverse('openid_connect_login', kwargs={'provider_id': slug})}?{query}"
 
 
 def _provider_slugs() -> list[str]:
@@ -169,10 +188,6 @@ def email_is_verified(*, user, email: str) -> bool:
 # --- organizations' domains (IdentityProvider.enforce) ---------------------------------------------
 
 
-def email_domain(email: str) -> str:
-    return email.rpartition("@")[2].strip().lower() if "@" in email else ""
-
-
 def enforcing_provider_for_email(*, email: str):
     """The identity provider that is the only way in for `email`'s domain (`--enforce`), if any."""
     from accounts.models import IdentityProvider
@@ -187,13 +202,32 @@ def enforcing_provider_for_email(*, email: str):
 
 
 def enforcing_provider_for_user(*, user):
-    """The provider enforced for any of `user`'s addresses (their account email or another one)."""
+    """The enforced provider `user` signs in through only: one it is linked to (a single sign-on
+    made the link), else one enforced for the domain of an address it *proved*. An address it merely
+    claimed (unverified, or a bare `User.email`) enforces nothing: typing an organization's address
+    into another account does not lock that account out. Neither a password, a passkey nor a
+    personal address frees an enforced account; an administrator does, by removing its link and
+    its proved addresses at the domain (docs/accounts.md, "Enforced domains")."""
     from allauth.account.models import EmailAddress
+    from allauth.socialaccount.models import SocialAccount
 
-    addresses = {user.email or ""} | set(EmailAddress.objects.filter(user=user).values_list("email", flat=True))
-    for address in sorted(a for a in addresses if a):
-        provider = enforcing_provider_for_email(email=address)
-        if provider is not None:
+    from accounts.models import IdentityProvider
+
+    if user is None or user.pk is None:
+        return None
+    enforcing = list(IdentityProvider.objects.filter(enforce=True).order_by("pk"))
+    if not enforcing:
+        return None
+    linked = set(SocialAccount.objects.filter(user=user).values_list("provider", flat=True))
+    for provider in enforcing:
+        if provider.slug in linked:
+            return provider
+    proved = {
+        email_domain(address)
+        for address in EmailAddress.objects.filter(user=user, verified=True).values_list("email", flat=True)
+    }
+    for provider in enforcing:
+        if proved & set(provider.domains):
             return provider
     return None
 
@@ -205,6 +239,22 @@ def upstream_amr_of(sociallogin) -> list[str]:
     return sorted({value for value in amr if isinstance(value, str)}) if isinstance(amr, list) else []
 
 
+def upstream_auth_time_of(sociallogin) -> int | None:
+    """When the upstream provider says it authenticated the person (the ID token's `auth_time`,
+    OpenID Connect Core §2), seconds since the epoch; None when it did not say."""
+    claims = (sociallogin.account.extra_data or {}).get("id_token") or {}
+    auth_time = claims.get("auth_time") if isinstance(claims, dict) else None
+    return auth_time if isinstance(auth_time, int) and not isinstance(auth_time, bool) else None
+
+
+def self_signup_must_verify(*, user) -> bool:
+    """Whether `user` made their own account at the sign-up page (accounts.models.SelfSignup): such
+    an account signs in only once it has proved an address (accounts.stages)."""
+    from accounts.models import SelfSignup
+
+    return SelfSignup.objects.filter(user_id=user.pk).exists()
+
+
 def provider_refusing_direct_login(*, user):
     """The enforced provider that is `user`'s only way in, refusing a sign-in here (a password or a
     passkey) — None for other accounts, and for superusers with a second factor, who keep a way in
@@ -213,3 +263,30 @@ def provider_refusing_direct_login(*, user):
     if provider is None or (user.is_superuser and user_has_second_factor(user=user)):
         return None
     return provider
+
+
+class EnforcedStep(models.TextChoices):
+    """What an account its organization's provider is the only way in for would do to leave it."""
+
+    REMOVE_ADDRESS = "remove_address", "remove its organization's address"
+    MAKE_PRIMARY = "make_primary", "make another address primary"
+    SET_PASSWORD = "set_password", "set or change a password"
+    UNLINK = "unlink", "remove its link to the provider"
+
+
+def enforced_step_refusal(*, user, step: EnforcedStep, email: str = ""):
+    """The enforced provider that refuses `step` to `user`, or None when the step is allowed. An
+    account provider_refusing_direct_login names keeps its proved addresses at the provider's
+    domains, keeps one of them primary, has no password of this site to set, and keeps its link:
+    otherwise removing the address would free it, and the others would pretend to (a password or a
+    personal address never signs it in while it is enforced). Everyone else is free to do all four;
+    so are superusers with a second factor (their break-glass way in)."""
+    provider = provider_refusing_direct_login(user=user)
+    if provider is None:
+        return None
+    at_domain = email_domain(email) in provider.domains
+    if step == EnforcedStep.REMOVE_ADDRESS:
+        return provider if at_domain and email_is_verified(user=user, email=email) else None
+    if step == EnforcedStep.MAKE_PRIMARY:
+        return None if at_domain else provider
+    return provider  # SET_PASSWORD, UNLINK

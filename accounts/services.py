@@ -6,7 +6,7 @@ from django.urls import reverse
 from django.utils.text import slugify
 
 from accounts.audit import account_audit_record
-from accounts.models import AccountAuditAction, AssertionPolicy, IdentityProvider
+from accounts.models import AccountAuditAction, AssertionPolicy, IdentityProvider, SelfSignup
 from oauthclients.models import AccessToken, OAuthClient
 from oauthclients.validators import validate_scope_names
 from scopes.catalog import sort_scopes
@@ -117,6 +117,12 @@ def identity_provider_assertions_deny(*, provider: IdentityProvider, client: OAu
         access_tokens_ended=ended,
     )
     return ended
+
+
+def self_signup_record(*, user) -> SelfSignup:
+    """`user` made their own account at the sign-up page: it signs in once it has proved an address."""
+    record, _created = SelfSignup.objects.get_or_create(user=user)
+    return record
 
 
 def session_factor_set_up_record(*, request, user, authenticator) -> bool:

@@ -1,19 +1,32 @@
-"""allauth's social-account adapter: our identity providers, linked by (provider, sub) only.
+"""allauth's social-account adapter: our identity providers, and who an upstream sign-in is.
 
 Providers come from accounts.models.IdentityProvider (secret sealed at rest), never from
-allauth's SocialApp table. An email links an upstream sign-in to an existing account only when
-the provider is authoritative for its domain and says the address is verified (the nOAuth class
-of takeovers); an upstream sign-in never grants staff status.
+allauth's SocialApp table; every one signs in with PKCE and a nonce (accounts.upstream). Who the
+sign-in names is accounts.identity's one rule: the (provider, sub) link, else an address the
+provider vouches for (`email_verified`, one of its domains) and an account here proved. An address
+an account merely claimed never joins the sign-in to that account: the person the provider vouches
+for gets their own account with it, and the claimant loses it (audited). An upstream sign-in never
+grants staff status.
 """
 
 import requests
 from allauth.core.exceptions import ImmediateHttpResponse
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
-from django.contrib.auth import get_user_model
+from allauth.socialaccount.providers.base.constants import AuthProcess
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
+from django.utils.translation import gettext_lazy
 
 from accounts.audit import account_audit_record
+from accounts.identity import (
+    address_holder,
+    unproven_address_release,
+    upstream_email_vouched,
+    upstream_person,
+)
 from accounts.models import AccountAuditAction, IdentityProvider
+from accounts.selectors import EnforcedStep, enforced_step_refusal
+from accounts.upstream import upstream_nonce_matches
 from signing.keys import secret_open
 
 
@@ -26,15 +39,23 @@ def _social_app(provider: IdentityProvider):
         name=provider.name,
         client_id=provider.client_id,
         secret=secret_open(provider.client_secret_sealed),
-        settings={"server_url": provider.issuer, "token_auth_method": "client_secret_basic"},
+        settings={
+            "server_url": provider.issuer,
+            "token_auth_method": "client_secret_basic",
+            # RFC 7636 with S256, to every provider (accounts.upstream adds the nonce to it).
+            "oauth_pkce_enabled": True,
+        },
     )
 
 
-def _domain(email: str) -> str:
-    return email.rpartition("@")[2].lower()
-
-
 class SocialAccountAdapter(DefaultSocialAccountAdapter):
+    error_messages = {
+        **DefaultSocialAccountAdapter.error_messages,
+        "enforced_provider": gettext_lazy(
+            "Your organization signs you in through %s: only an administrator can remove this link."
+        ),
+    }
+
     def list_apps(self, request, provider=None, client_id=None):
         providers = IdentityProvider.objects.all()
         if provider and provider != "openid_connect":
@@ -49,29 +70,44 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
 
     def pre_social_login(self, request, sociallogin):
         record = IdentityProvider.objects.filter(slug=sociallogin.account.provider).first()
-        authoritative = set(record.domains) if record else set()
-        # Its email_verified counts only for the domains it is authoritative for.
+        if record is None:  # removed while the person was at the provider
+            raise PermissionDenied("The identity provider is no longer configured.")
+        id_token = (sociallogin.account.extra_data or {}).get("id_token")
+        if not upstream_nonce_matches(state=sociallogin.state, id_token=id_token):
+            # allauth then shows its "sign-in failed" page (its callback view catches this).
+            raise PermissionDenied("The ID token does not answer this sign-in (nonce).")
+        email = sociallogin.user.email or ""
+        claimed = [a.verified for a in sociallogin.email_addresses if a.email.lower() == email.lower()]
+        # Its email_verified counts only where it vouches (accounts.identity), for the addresses
+        # allauth then stores and for our ID tokens alike.
         for address in sociallogin.email_addresses:
-            if _domain(address.email) not in authoritative:
-                address.verified = False
+            address.verified = upstream_email_vouched(
+                provider=record, email=address.email, email_verified=address.verified
+            )
         if sociallogin.is_existing:
             return
-        email = sociallogin.user.email or ""
-        existing = get_user_model().objects.filter(email__iexact=email).first() if email else None
-        if existing is None:
-            return
-        verified = any(a.verified and a.email.lower() == email.lower() for a in sociallogin.email_addresses)
-        if _domain(email) in authoritative and verified:
-            sociallogin.connect(request, existing)
+        email_verified = claimed[0] if claimed else None
+        person = upstream_person(
+            provider=record, sub=sociallogin.account.uid, email=email or None, email_verified=email_verified
+        )
+        if person is not None:
+            sociallogin.connect(request, person)
             account_audit_record(
-                actor=existing, user=existing, action=AccountAuditAction.UPSTREAM_ACCOUNT_LINKED, provider=record.slug
+                actor=person, user=person, action=AccountAuditAction.UPSTREAM_ACCOUNT_LINKED, provider=record.slug
             )
             return
+        if (sociallogin.state or {}).get("process") == AuthProcess.CONNECT:
+            return  # allauth joins it to the signed-in account: no account is made, no address taken
+        holder = address_holder(email=email) if email else None
+        if holder is None:
+            return  # a new account, just in time
+        if upstream_email_vouched(provider=record, email=email, email_verified=email_verified):
+            # Nobody here proved it (else upstream_person had found them): the person the provider
+            # vouches for gets a new account with it, and whoever only typed it loses it.
+            unproven_address_release(provider=record, email=email)
+            return
         account_audit_record(
-            actor=None,
-            user=existing,
-            action=AccountAuditAction.UPSTREAM_LINK_REFUSED,
-            provider=sociallogin.account.provider,
+            actor=None, user=holder, action=AccountAuditAction.UPSTREAM_LINK_REFUSED, provider=record.slug
         )
         raise ImmediateHttpResponse(render(request, "accounts/upstream_refused.html", status=403))
 
@@ -79,6 +115,14 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
         user = super().populate_user(request, sociallogin, data)
         user.is_staff = user.is_superuser = False  # never staff from upstream
         return user
+
+    def validate_disconnect(self, account, accounts) -> None:
+        # An account its organization's provider is the only way in for stays linked until an
+        # administrator unlinks it (docs/accounts.md, "Enforced domains").
+        provider = enforced_step_refusal(user=account.user, step=EnforcedStep.UNLINK)
+        if provider is not None and account.provider == provider.slug:
+            raise self.validation_error("enforced_provider", provider.name)
+        super().validate_disconnect(account, accounts)
 
 
 def upstream_login_redirect(request, *, provider: IdentityProvider, login_hint: str = "", auth_params=None):
@@ -95,7 +139,6 @@ def upstream_login_redirect(request, *, provider: IdentityProvider, login_hint: 
 
 def _redirect(request, client, *, login_hint: str, auth_params):
     from allauth.account.utils import get_next_redirect_url
-    from allauth.socialaccount.providers.base.constants import AuthProcess
 
     params = client.get_auth_params()
     # OpenID Connect Core §3.1.2.1: the address typed here, so that the provider need not ask again.

@@ -5,13 +5,19 @@ from urllib.parse import parse_qs, urlsplit
 from allauth.account import views as allauth_views
 from django.conf import settings
 from django.contrib.auth.mixins import LoginRequiredMixin
+from django.shortcuts import render
 from django.utils.decorators import method_decorator
 from django.views.decorators.cache import never_cache
 from django.views.generic import TemplateView, View
 
 from accounts.audit import account_audit_record
 from accounts.models import AccountAuditAction
-from accounts.selectors import authenticator_list_for_user, enforcing_provider_for_email
+from accounts.selectors import (
+    EnforcedStep,
+    authenticator_list_for_user,
+    enforced_step_refusal,
+    enforcing_provider_for_email,
+)
 from accounts.socialadapter import upstream_login_redirect
 from oauthclients.selectors import client_get
 
@@ -129,3 +135,63 @@ class PasswordResetFromKeyDoneView(allauth_views.PasswordResetFromKeyDoneView):
         context["next"] = next_url if _authorization_query(next_url) else ""
         context["asking_client"] = asking_client_for(context["next"])
         return context
+
+
+# --- the steps that would free an account from its organization's enforced provider ------------
+
+
+def enforced_step_refused(request, *, user, step: EnforcedStep, email: str = ""):
+    """The page refusing `step` to `user` (403, audited), or None when the step is allowed
+    (accounts.selectors.enforced_step_refusal)."""
+    provider = enforced_step_refusal(user=user, step=step, email=email)
+    if provider is None:
+        return None
+    account_audit_record(
+        actor=user, user=user, action=AccountAuditAction.ENFORCED_STEP_REFUSED, provider=provider.slug, step=step.value
+    )
+    context = {"provider": provider, "step": step}
+    return render(request, "accounts/enforced_step_refused.html", context, status=403)
+
+
+class EmailView(allauth_views.EmailView):
+    """allauth's email page: an enforced account keeps its organization's address, and primary."""
+
+    def post(self, request, *args, **kwargs):
+        email = request.POST.get("email") or ""
+        step = None
+        if "action_remove" in request.POST:
+            step = EnforcedStep.REMOVE_ADDRESS
+        elif "action_primary" in request.POST:
+            step = EnforcedStep.MAKE_PRIMARY
+        if step is not None and request.user.is_authenticated:
+            refused = enforced_step_refused(request, user=request.user, step=step, email=email)
+            if refused is not None:
+                return refused
+        return super().post(request, *args, **kwargs)
+
+
+class _NoPasswordForEnforcedAccounts:
+    """A password of this site never signs an enforced account in: none is set or changed for it."""
+
+    def dispatch(self, request, *args, **kwargs):
+        if request.user.is_authenticated:
+            refused = enforced_step_refused(request, user=request.user, step=EnforcedStep.SET_PASSWORD)
+            if refused is not None:
+                return refused
+        return super().dispatch(request, *args, **kwargs)
+
+
+class PasswordSetView(_NoPasswordForEnforcedAccounts, allauth_views.PasswordSetView):
+    pass
+
+
+class PasswordChangeView(_NoPasswordForEnforcedAccounts, allauth_views.PasswordChangeView):
+    pass
+
+
+class PasswordResetFromKeyView(allauth_views.PasswordResetFromKeyView):
+    """allauth's reset link: it sets no password on an enforced account (the key stays unused)."""
+
+    def form_valid(self, form):
+        refused = enforced_step_refused(self.request, user=self.reset_user, step=EnforcedStep.SET_PASSWORD)
+        return refused if refused is not None else super().form_valid(form)

@@ -165,13 +165,16 @@ OAUTH_SIGNUP = (env_str("OAUTH_SIGNUP") or "off").strip().lower()
 if OAUTH_SIGNUP not in ("off", "open"):
     raise ImproperlyConfigured(f"OAUTH_SIGNUP must be off or open (got {OAUTH_SIGNUP!r})")
 ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"
-ACCOUNT_FORMS = {"login": "accounts.forms.LoginForm"}
+ACCOUNT_FORMS = {"login": "accounts.forms.LoginForm", "signup": "accounts.forms.SignupForm"}
 ACCOUNT_LOGIN_METHODS = {"username", "email"}
 ACCOUNT_SIGNUP_FIELDS = ["email*", "username*", "password1*", "password2*"]
 ACCOUNT_UNIQUE_EMAIL = True
-# Optional: accounts made by administrators may have no verified address yet; an ID token says
-# email_verified only for an address the user proved (oauthflows/openid.py).
-ACCOUNT_EMAIL_VERIFICATION = "optional"
+# Mandatory, so that allauth's enumeration prevention (ACCOUNT_PREVENT_ENUMERATION, on) answers a
+# sign-up alike whether its address has an account or not; but only for accounts made at the
+# sign-up page (accounts.models.SelfSignup, accounts.stages): those made by administrators,
+# `createsuperuser`, `seed_demo` or an identity provider sign in without a proved address, as
+# before. An ID token says email_verified only for an address the user proved (oauthflows/openid.py).
+ACCOUNT_EMAIL_VERIFICATION = "mandatory"
 ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = False  # a reset asked for an unknown address mails nobody; the page is the same
 ACCOUNT_SESSION_REMEMBER = True  # sessions last as before (no "remember me" box)
 # prompt=login and max_age send a signed-in user to the login page: it must ask again, not skip.
@@ -200,12 +203,17 @@ MFA_WEBAUTHN_ALLOW_INSECURE_ORIGIN = OAUTH_ISSUER.startswith(("http://localhost"
 # default with debug off, and `check --deploy` warns when it is off.
 OAUTH_STAFF_MFA_REQUIRED = env_bool("OAUTH_STAFF_MFA_REQUIRED", not DEBUG)
 # Upstream OpenID Connect providers (accounts.models.IdentityProvider, `manage.py identityprovider`):
-# accounts made just in time, linked by (provider, sub); no email-only linking (accounts.socialadapter).
+# accounts made just in time, linked by (provider, sub); an email finds a person only by
+# accounts.identity's rule, never allauth's email authentication (accounts.socialadapter).
 SOCIALACCOUNT_ADAPTER = "accounts.socialadapter.SocialAccountAdapter"
 SOCIALACCOUNT_AUTO_SIGNUP = True
 SOCIALACCOUNT_STORE_TOKENS = False  # upstream tokens are used once, at sign-in, and never stored
 SOCIALACCOUNT_EMAIL_AUTHENTICATION = False
 SOCIALACCOUNT_LOGIN_ON_GET = False  # "Continue with NAME" is a POST (CSRF-protected)
+# Every upstream sign-in sends PKCE (S256) and a nonce, and takes one `sub` (accounts.upstream).
+SOCIALACCOUNT_PROVIDERS = {
+    "openid_connect": {"provider_class": "accounts.upstream.UpstreamProvider", "OAUTH_PKCE_ENABLED": True}
+}
 # allauth.usersessions records each sign-in's session (at login, not per request: no middleware,
 # nothing on the token path), so that "Sign out everywhere" can end them whatever the session store.
 USERSESSIONS_TRACK_ACTIVITY = False

@@ -28,8 +28,9 @@ Every claim is checked, each refusal its RFC 6749 §5.2 error:
 - `scope` (the request's, else the assertion's) within the assertion's, the policy's, the
   client's and, for an unverified client, the ceiling (`invalid_scope`);
 - the person: the account linked to (provider, `sub`) by single sign-on, or the one whose
-  verified address is the assertion's `email`, in a domain the provider speaks for
-  (`invalid_grant` otherwise, and for an inactive account).
+  verified address is the assertion's `email` when the assertion vouches for it
+  (`email_verified: true`) in a domain the provider speaks for (accounts.identity, the same rule
+  as the sign-in's; `invalid_grant` otherwise, and for an inactive account).
 
 The access token is bound to the resource, comes with no refresh token (a new assertion is the
 way to continue, so that the organization stays in charge), records the issuer
@@ -44,8 +45,6 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from allauth.account.models import EmailAddress
-from allauth.socialaccount.models import SocialAccount
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -56,6 +55,7 @@ from oauthlib.oauth2.rfc6749 import errors
 from oauthlib.oauth2.rfc6749.grant_types.base import GrantTypeBase
 
 from accounts.audit import account_audit_record
+from accounts.identity import upstream_person
 from accounts.models import AccountAuditAction, AssertionPolicy, AssertionUse, IdentityProvider
 from oauthclients.models import AccessToken, ClientKind, ClientStatus, OAuthClient, digest
 from oauthclients.tier import ceiling_refusal
@@ -256,18 +256,13 @@ def _scopes(claims: dict, requested: str | None, *, policy: AssertionPolicy, cli
 
 
 def _person(provider: IdentityProvider, claims: dict):
-    """The account linked to (provider, sub) by single sign-on, or the one whose verified address
-    is the assertion's email in a domain the provider speaks for; None otherwise."""
-    link = SocialAccount.objects.filter(provider=provider.slug, uid=claims["sub"]).select_related("user").first()
-    if link is not None:
-        return link.user
-    email = claims.get("email")
-    if not isinstance(email, str) or "@" not in email:
-        return None
-    if email.rpartition("@")[2].lower() not in (provider.domains or []):
-        return None
-    address = EmailAddress.objects.filter(email__iexact=email, verified=True).select_related("user").first()
-    return address.user if address is not None else None
+    """The assertion's person, by the one rule for who an upstream identity is
+    (accounts.identity.upstream_person): the (provider, sub) link, else a verified address here
+    that the assertion vouches for (`email_verified: true`, in the provider's domains); None
+    otherwise."""
+    return upstream_person(
+        provider=provider, sub=claims["sub"], email=claims.get("email"), email_verified=claims.get("email_verified")
+    )
 
 
 def _assertion_use(provider: IdentityProvider, claims: dict) -> None:

@@ -5,7 +5,11 @@ does for Django's and DOT's): an upgrade that moves or changes one turns this fi
 - suspending a POST until the user re-authenticates (accounts.middleware._suspend);
 - recording a second factor used (accounts.services.session_factor_set_up_record);
 - marking the code typed at an authenticator app's activation used (accounts.forms.ActivateTOTPForm);
-- ending a user's sessions (accounts.views.SignOutEverywhereView).
+- ending a user's sessions (accounts.views.SignOutEverywhereView);
+- the upstream sign-in's PKCE verifier kept in allauth's state, where accounts.upstream derives the
+  nonce from it and accounts.socialadapter checks it; a provider class's `package` naming its URLs;
+- the email verification stage accounts.adapter.AccountAdapter.get_login_stages replaces
+  (accounts.stages), and the Login's `email_verification` it narrows.
 """
 
 import inspect
@@ -79,3 +83,34 @@ def test_a_code_marked_used_for_a_user_is_refused_by_their_authenticator_app(end
     app = TOTP.activate(end_user, secret)
     assert app.validate_code(code) is False
     assert app.validate_code(other) is True
+
+
+def test_the_pkce_verifier_reaches_the_state_and_the_nonce_the_authorization_request():
+    """accounts.upstream.UpstreamProvider.get_pkce_params adds the nonce to what allauth's
+    OAuth2Provider.redirect sends (all but `code_verifier`, which it stashes in the state as
+    `pkce_code_verifier`; the callback hands that state to pre_social_login as sociallogin.state)."""
+    from allauth.socialaccount.providers.oauth2 import views as oauth2_views
+    from allauth.socialaccount.providers.oauth2.provider import OAuth2Provider
+
+    redirect = inspect.getsource(OAuth2Provider.redirect)
+    assert 'pkce_params.pop("code_verifier", None)' in redirect and "auth_params.update(pkce_params)" in redirect
+    assert "pkce_code_verifier=code_verifier" in redirect
+    assert parameters(OAuth2Provider.get_pkce_params) == ["self"]
+    callback = inspect.getsource(oauth2_views.OAuth2CallbackView.dispatch)
+    assert 'state.get("pkce_code_verifier")' in callback and "login.state = state" in callback
+    assert "ProviderException" in callback and "PermissionDenied" in callback  # refusals are its error page
+
+
+def test_a_provider_class_names_the_package_of_its_urls():
+    from allauth.socialaccount.providers.base.provider import Provider
+
+    assert 'getattr(cls, "package", None)' in inspect.getsource(Provider.get_package)
+
+
+def test_the_email_verification_stage_we_replace_is_allauths():
+    from allauth.account.adapter import DefaultAccountAdapter
+    from allauth.account.stages import EmailVerificationStage
+
+    assert "allauth.account.stages.EmailVerificationStage" in DefaultAccountAdapter().get_login_stages()
+    handle = inspect.getsource(EmailVerificationStage.handle)
+    assert "email_verification = login.email_verification" in handle

@@ -36,7 +36,13 @@ def acme_provider(*, enforce: bool):
 
 @pytest.fixture
 def wile(db, django_user_model):
-    return django_user_model.objects.create_user(username="wile", email="wile@acme.example", password="x" * 20)
+    """A person of acme.example, who proved their address there (an address nobody proved enforces
+    nothing: tests/accounts/test_enforced_accounts.py)."""
+    from allauth.account.models import EmailAddress
+
+    user = django_user_model.objects.create_user(username="wile", email="wile@acme.example", password="x" * 20)
+    EmailAddress.objects.create(user=user, email="wile@acme.example", verified=True, primary=True)
+    return user
 
 
 @pytest.mark.parametrize("enforce", [True, False])
@@ -154,9 +160,10 @@ def test_an_upstream_only_account_re_authenticates_at_its_provider(wile):
     target = urlsplit(reauthentication_url(wile))
     assert target.path == "/accounts/oidc/acme-sso/login/"
     assert parse_qs(parse_qs(target.query)["auth_params"][0]) == {"prompt": ["login"], "max_age": ["0"]}
-    # Not enforced, with a password: the password page (the failure side of the same rule).
-    wile.email = "wile@elsewhere.example"
-    wile.save()
+    # Released by an administrator (link and proved address gone), with a password: the password
+    # page (the failure side of the same rule).
+    SocialAccount.objects.filter(user=wile).delete()
+    wile.emailaddress_set.all().delete()
     assert reauthentication_url(wile) == "/accounts/reauthenticate/"
 
 

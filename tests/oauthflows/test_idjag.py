@@ -110,11 +110,19 @@ def test_the_person_may_be_found_by_a_verified_address_in_the_providers_domain(
     api, org, agent, allowed, end_user, settings
 ):
     EmailAddress.objects.create(user=end_user, email="ada@acme.example", verified=True, primary=True)
-    ok = grant(api, agent, org.assertion(**claims_for(agent, settings), sub="other", email="ada@acme.example"))
+    ok = grant(
+        api,
+        agent,
+        org.assertion(**claims_for(agent, settings), sub="other", email="ada@acme.example", email_verified=True),
+    )
     assert ok.status_code == 200, ok.content
     # Not in the provider's domains, or not verified: unknown.
     EmailAddress.objects.create(user=end_user, email="ada@elsewhere.example", verified=True)
-    refused = grant(api, agent, org.assertion(**claims_for(agent, settings), sub="x", email="ada@elsewhere.example"))
+    refused = grant(
+        api,
+        agent,
+        org.assertion(**claims_for(agent, settings), sub="x", email="ada@elsewhere.example", email_verified=True),
+    )
     assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant"
 
 

@@ -3,11 +3,14 @@
 // (tests/clients/test_mcp_idjag_oidc_provider.py); tests/browser/upstream_provider.py starts it.
 //
 // UPSTREAM_CONFIG (JSON): {port, clients: [{client_id, client_secret, redirect_uris[, grant_types]}],
-// accounts: {login: {email, email_verified, amr}}[, id_jag_policy: FILE]}. Binds 127.0.0.1:port,
+// accounts: {login: {email, email_verified, amr[, userinfo_sub]}}[, id_jag_policy: FILE]}. Binds 127.0.0.1:port,
 // issuer http://localhost:port. The login page is ours (a form: who you are; no password, this is a
 // test double), so that the sign-in can report the `amr` a real provider would (RFC 8176). Consent
 // is implied (loadExistingGrant), as an organization's provider does for its own apps. Each start
 // makes a new RS256 signing key (its kid the RFC 7638 thumbprint): a restart is a key rotation.
+// PKCE (S256) is required of every client, as RFC 9700 §2.1.1 recommends. An account with
+// `userinfo_sub` is a misbehaving provider's: its userinfo names that subject, its ID token the
+// login (OpenID Connect Core §5.3.2 says a relying party must then not use the userinfo).
 // Prints "listening" once it accepts connections.
 //
 // With id_jag_policy, the token endpoint also issues Identity Assertion JWT Authorization Grants
@@ -68,7 +71,17 @@ const provider = new Provider(issuer, {
   interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
   features: { devInteractions: { enabled: false } },
   cookies: { keys: ["upstream-test-cookie-key"] },
-  pkce: { required: () => false },
+  pkce: { required: () => true },
+});
+
+// A misbehaving provider (an account with `userinfo_sub`): oidc-provider itself always answers the
+// account's own `sub`, so its userinfo answer is rewritten on the way out.
+provider.use(async (ctx, next) => {
+  await next();
+  if (ctx.oidc?.route === "userinfo" && ctx.body && typeof ctx.body === "object") {
+    const account = accounts[ctx.body.sub];
+    if (account?.userinfo_sub) ctx.body = { ...ctx.body, sub: account.userinfo_sub };
+  }
 });
 
 const TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange";
