@@ -182,9 +182,12 @@ ACCOUNT_LOGOUT_ON_PASSWORD_CHANGE = False
 ACCOUNT_LOGIN_ON_PASSWORD_RESET = False
 PASSWORD_RESET_TIMEOUT = 60 * 60  # a reset link expires after an hour, and works once (Django's token)
 # One rate-limit mechanism for the login: ours (plumbing/ratelimit.py, per address and per
-# identifier, the admin's form included). allauth keeps its limits on what ours does not cover:
-# password reset requests, reset links, email verification, re-authentication.
-ACCOUNT_RATE_LIMITS = {"login": False, "login_failed": False}
+# identifier, the admin's form included), and for the second factor's codes and re-authentication
+# (per address and per account, counted in Redis or PostgreSQL). allauth's "login_failed" would count
+# both in its own way, and its "reauthenticate" (every post, per user) is ours now: both stay off.
+# allauth keeps its limits on what ours does not cover (password reset requests, reset links, email
+# verification, passkey sign-in), in Django's default cache: see "Rate limiting and cache" below.
+ACCOUNT_RATE_LIMITS = {"login": False, "login_failed": False, "reauthenticate": False}
 # Second factors (allauth.mfa): TOTP with single-use recovery codes, and passkeys (WebAuthn), also
 # for passwordless sign-in. Secrets are sealed with the signing keys' key-encryption key
 # (accounts.adapter.MFAAdapter); the WebAuthn relying party is OAUTH_ISSUER's host.
@@ -565,6 +568,10 @@ RATELIMITS = {
     "introspect_inactive_per_resource_server": env_rate("RATELIMIT_INTROSPECT_INACTIVE_PER_RESOURCE_SERVER", "3000/m"),
     "login_failures_per_address": env_rate("RATELIMIT_LOGIN_FAILURES_PER_ADDRESS", "10/5m"),
     "login_failures_per_username": env_rate("RATELIMIT_LOGIN_FAILURES_PER_USERNAME", "10/5m"),
+    # Wrong second-factor codes (and re-authentications) per account, per address: a 6-digit code can
+    # be guessed, so past the limit even the right one waits for the window (plumbing/ratelimit.py).
+    "second_factor_failures_per_account": env_rate("RATELIMIT_SECOND_FACTOR_FAILURES_PER_ACCOUNT", "30/15m"),
+    "second_factor_failures_per_address": env_rate("RATELIMIT_SECOND_FACTOR_FAILURES_PER_ADDRESS", "30/15m"),
     "consent_failures_per_address": env_rate("RATELIMIT_CONSENT_FAILURES_PER_ADDRESS", "20/m"),
     "consent_failures_per_user": env_rate("RATELIMIT_CONSENT_FAILURES_PER_USER", "20/m"),
     # Logo uploads on the developer pages (each is decoded): per signed-in user, per address.
