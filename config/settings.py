@@ -516,8 +516,11 @@ LOGGING = {
 
 
 # --- Rate limiting and cache ---
-# docs/configuration.md "Rate limits". Counts live in Redis when REDIS_URL names one; else in PostgreSQL when that is
-# the database (shared by every server process either way); per process only on SQLite.
+# docs/configuration.md "Rate limits" and "Caches". Counts live in Redis when REDIS_URL names one; else in PostgreSQL
+# when that is the database (shared by every server process either way); per process only on SQLite. The default
+# cache holds django-allauth's security state (used authenticator-app codes, its own limits: allauth uses no other
+# cache), so it is shared the same way: Redis, else a table of PostgreSQL, per process only on SQLite. Nothing on
+# the token, introspection, userinfo or authorization hot paths uses it.
 from plumbing.env import env_networks, env_rate  # noqa: E402
 
 REDIS_URL = env_str("REDIS_URL")
@@ -544,6 +547,9 @@ if not REDIS_URL and DATABASES["default"]["ENGINE"] == "plumbing.postgresql":
     # server (plumbing/countercache.py); per process remains only for SQLite development.
     CACHES["ratelimit"] = {"BACKEND": "plumbing.countercache.PostgresCounterCache", "LOCATION": "ratelimit_counters"}
     RATELIMIT_CACHE = "ratelimit"
+    # And allauth's security state, in a table that `migrate` makes (plumbing/sharedcache.py). The
+    # counter table above holds numbers only, and allauth stores lists and strings.
+    CACHES["default"] = {"BACKEND": "plumbing.sharedcache.SharedStateCache"}
 RATELIMIT_ENABLED = env_bool("RATELIMIT_ENABLED", True)
 # Proxies whose X-Forwarded-For is believed (plumbing/clientip.py). Empty: REMOTE_ADDR only.
 TRUSTED_PROXIES = env_networks("DJANGO_TRUSTED_PROXIES")
