@@ -66,8 +66,8 @@ def security_state_shared(app_configs=None, databases=None, **kwargs) -> list:
         return []
     return [
         Error(
-            f"The default cache's {problem}: each server process keeps the security state on its own "
-            "(used authenticator-app codes, allauth's limits) until it exists.",
+            f"The default cache's {problem}; until it exists, each server process keeps the security "
+            "state on its own (used authenticator-app codes, allauth's limits).",
             hint="Run `manage.py migrate`: it makes the table.",
             id="config.E007",
         )

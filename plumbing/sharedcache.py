@@ -104,7 +104,7 @@ class SharedStateCache(DatabaseCache):
         if self._table_present(place[0]):
             _tables[place] = True
             return None
-        return f"table {self._table} missing (manage.py migrate)"
+        return f"table {self._table} is missing (manage.py migrate)"
 
     # --- the cache API: each operation in the table, or in the stand-in ----------------------------
 

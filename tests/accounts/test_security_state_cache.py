@@ -205,7 +205,7 @@ def test_a_missing_table_is_no_500_at_sign_in(db, missing_table, settings, caplo
 def test_a_missing_table_is_not_ready_and_a_deploy_error(db, missing_table):
     response = Client().get("/readyz", REMOTE_ADDR="127.0.0.1")
     assert response.status_code == 503
-    assert response.json()["checks"]["cache"] == f"default: table {MISSING} missing (manage.py migrate)"
+    assert response.json()["checks"]["cache"] == f"default: table {MISSING} is missing (manage.py migrate)"
     (error,) = security_state_shared(databases=["default"])
     assert error.id == "config.E007" and MISSING in error.msg and "migrate" in error.hint
     assert security_state_shared() == []  # a database question: asked only with --database default
