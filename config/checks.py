@@ -3,7 +3,9 @@
 import os
 
 from django.conf import settings
+from django.core.cache import caches
 from django.core.checks import Error, Tags, Warning, register
+from django.db import DatabaseError
 
 from oauthclients.algorithms import SIGNING_ALGORITHMS
 
@@ -29,6 +31,45 @@ def ratelimit_cache_shared(app_configs=None, **kwargs) -> list[Warning]:
             "limit (with 4 workers, 4 times as many attempts).",
             hint="Set REDIS_URL so that every process shares the counts, or run a single worker (WEB_CONCURRENCY=1).",
             id="config.W001",
+        )
+    ]
+
+
+@register(Tags.security, deploy=True)
+def security_state_shared(app_configs=None, databases=None, **kwargs) -> list:
+    """django-allauth keeps security state in the default cache (docs/accounts.md, "Where security
+    state is kept"): per process, a code used once passes again at another worker."""
+    backend = settings.CACHES["default"]["BACKEND"]
+    if backend in PER_PROCESS_CACHES:
+        if os.environ.get("WEB_CONCURRENCY", "").strip() == "1":
+            return []
+        return [
+            Warning(
+                "The default cache is per process, and it holds security state: used authenticator-app "
+                "codes and allauth's limits (password resets, passkey sign-in). A code used once is "
+                "accepted again by another server process.",
+                hint="Use PostgreSQL (the default cache then lives in a table of it) or set REDIS_URL; "
+                "or run a single worker (WEB_CONCURRENCY=1).",
+                id="config.W005",
+            )
+        ]
+    if not databases or "default" not in databases:
+        return []
+    cache = caches["default"]
+    if not hasattr(cache, "table_problem"):
+        return []
+    try:
+        problem = cache.table_problem()
+    except DatabaseError:
+        return []  # the database's own checks report it
+    if problem is None:
+        return []
+    return [
+        Error(
+            f"The default cache's {problem}; until it exists, each server process keeps the security "
+            "state on its own (used authenticator-app codes, allauth's limits).",
+            hint="Run `manage.py migrate`: it makes the table.",
+            id="config.E007",
         )
     ]
 

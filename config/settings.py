@@ -185,9 +185,12 @@ ACCOUNT_LOGOUT_ON_PASSWORD_CHANGE = False
 ACCOUNT_LOGIN_ON_PASSWORD_RESET = False
 PASSWORD_RESET_TIMEOUT = 60 * 60  # a reset link expires after an hour, and works once (Django's token)
 # One rate-limit mechanism for the login: ours (plumbing/ratelimit.py, per address and per
-# identifier, the admin's form included). allauth keeps its limits on what ours does not cover:
-# password reset requests, reset links, email verification, re-authentication.
-ACCOUNT_RATE_LIMITS = {"login": False, "login_failed": False}
+# identifier, the admin's form included), and for the second factor's codes and re-authentication
+# (per address and per account, counted in Redis or PostgreSQL). allauth's "login_failed" would count
+# both in its own way, and its "reauthenticate" (every post, per user) is ours now: both stay off.
+# allauth keeps its limits on what ours does not cover (password reset requests, reset links, email
+# verification, passkey sign-in), in Django's default cache: see "Rate limiting and cache" below.
+ACCOUNT_RATE_LIMITS = {"login": False, "login_failed": False, "reauthenticate": False}
 # Second factors (allauth.mfa): TOTP with single-use recovery codes, and passkeys (WebAuthn), also
 # for passwordless sign-in. Secrets are sealed with the signing keys' key-encryption key
 # (accounts.adapter.MFAAdapter); the WebAuthn relying party is OAUTH_ISSUER's host.
@@ -521,8 +524,11 @@ LOGGING = {
 
 
 # --- Rate limiting and cache ---
-# docs/configuration.md "Rate limits". Counts live in Redis when REDIS_URL names one; else in PostgreSQL when that is
-# the database (shared by every server process either way); per process only on SQLite.
+# docs/configuration.md "Rate limits" and "Caches". Counts live in Redis when REDIS_URL names one; else in PostgreSQL
+# when that is the database (shared by every server process either way); per process only on SQLite. The default
+# cache holds django-allauth's security state (used authenticator-app codes, its own limits: allauth uses no other
+# cache), so it is shared the same way: Redis, else a table of PostgreSQL, per process only on SQLite. Nothing on
+# the token, introspection, userinfo or authorization hot paths uses it.
 from plumbing.env import env_networks, env_rate  # noqa: E402
 
 REDIS_URL = env_str("REDIS_URL")
@@ -549,6 +555,9 @@ if not REDIS_URL and DATABASES["default"]["ENGINE"] == "plumbing.postgresql":
     # server (plumbing/countercache.py); per process remains only for SQLite development.
     CACHES["ratelimit"] = {"BACKEND": "plumbing.countercache.PostgresCounterCache", "LOCATION": "ratelimit_counters"}
     RATELIMIT_CACHE = "ratelimit"
+    # And allauth's security state, in a table that `migrate` makes (plumbing/sharedcache.py). The
+    # counter table above holds numbers only, and allauth stores lists and strings.
+    CACHES["default"] = {"BACKEND": "plumbing.sharedcache.SharedStateCache"}
 RATELIMIT_ENABLED = env_bool("RATELIMIT_ENABLED", True)
 # Proxies whose X-Forwarded-For is believed (plumbing/clientip.py). Empty: REMOTE_ADDR only.
 TRUSTED_PROXIES = env_networks("DJANGO_TRUSTED_PROXIES")
@@ -573,6 +582,10 @@ RATELIMITS = {
     "introspect_inactive_per_resource_server": env_rate("RATELIMIT_INTROSPECT_INACTIVE_PER_RESOURCE_SERVER", "3000/m"),
     "login_failures_per_address": env_rate("RATELIMIT_LOGIN_FAILURES_PER_ADDRESS", "10/5m"),
     "login_failures_per_username": env_rate("RATELIMIT_LOGIN_FAILURES_PER_USERNAME", "10/5m"),
+    # Wrong second-factor codes (and re-authentications) per account, per address: a 6-digit code can
+    # be guessed, so past the limit even the right one waits for the window (plumbing/ratelimit.py).
+    "second_factor_failures_per_account": env_rate("RATELIMIT_SECOND_FACTOR_FAILURES_PER_ACCOUNT", "30/15m"),
+    "second_factor_failures_per_address": env_rate("RATELIMIT_SECOND_FACTOR_FAILURES_PER_ADDRESS", "30/15m"),
     "consent_failures_per_address": env_rate("RATELIMIT_CONSENT_FAILURES_PER_ADDRESS", "20/m"),
     "consent_failures_per_user": env_rate("RATELIMIT_CONSENT_FAILURES_PER_USER", "20/m"),
     # Logo uploads on the developer pages (each is decoded): per signed-in user, per address.

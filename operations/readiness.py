@@ -58,9 +58,14 @@ def _migrations() -> str | None:
 def _caches() -> str | None:
     for alias, config in settings.CACHES.items():
         if config["BACKEND"] in PER_PROCESS_CACHES or config["BACKEND"].startswith("plumbing.countercache"):
-            continue  # in the process, or in the database checked above
+            continue  # in the process, or in the database checked above (the counters make their table)
         try:
-            caches[alias].get("operations:readyz")
+            cache = caches[alias]
+            if hasattr(cache, "table_problem"):  # plumbing.sharedcache: in the database, in a table `migrate` makes
+                if problem := cache.table_problem():
+                    return f"{alias}: {problem}"
+                continue
+            cache.get("operations:readyz")
         except Exception as exc:  # any backend's error (redis.ConnectionError, TimeoutError...)
             return f"{alias}: unavailable ({type(exc).__name__})"
     return None

@@ -101,6 +101,16 @@ class PostgresCounterCache(BaseCache):
                 cursor.execute(f"DELETE FROM {self._quoted} WHERE expires <= %s", [now])
         return {original[key]: (self._number(value), closes) for key, value, closes in rows}
 
+    def give_back(self, keys: list, version=None) -> None:
+        """One count taken back from the open window of each key (attempts that succeeded,
+        plumbing.ratelimit.Window.give_back), in one statement: never below zero, nor from a closed window."""
+        made = [self.make_and_validate_key(key, version=version) for key in keys]
+        with self._cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {self._quoted} SET value = value - 1 WHERE key = ANY(%s) AND expires > %s AND value >= 1",
+                [made, time.time()],
+            )
+
     def window_closes(self, key, version=None) -> float | None:
         """When the open window of `key` closes (None: no open window)."""
         return self.check_windows(read=[key], count=[], version=version).get(key, (None, None))[1]

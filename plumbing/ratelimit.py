@@ -1,13 +1,17 @@
-"""Rate limits on the OAuth endpoints and on the login and consent forms (SECURITY.md, token endpoint).
+"""Rate limits on the OAuth endpoints and on the login, second-factor and consent forms (SECURITY.md, token endpoint).
 
 `ROUTES` maps each path to its limits. A limit counts POSTs per one thing (the client's address,
 the client_id, the username typed, the logged-in user) in fixed-length windows kept in Django's
 cache (`cache.add` + `cache.incr`, both atomic), so server processes share counts when the cache
-is Redis (REDIS_URL). There are two kinds:
+is Redis (REDIS_URL). There are three kinds:
 
 - request limits count every POST, before the view runs;
 - failure limits count a POST once its response shows that it failed, and refuse the next ones
-  while the window's count is at the limit. Successful requests are never counted.
+  while the window's count is at the limit. Successful requests are never counted;
+- attempt limits guard what can be guessed (a second factor's 6-digit code): every POST is counted
+  before the view, in the shared store, and given back once its response shows that it succeeded.
+  A window at its limit refuses the next attempt in every process at once, the right code
+  included, and requests in flight cannot overshoot it (`Limit.attempts`).
 
 A limit keyed by a client_id, which is public, counts only failed client authentications (a
 wrong secret, an unknown client) and gives its verdict after the view (`Limit.judged_after`): past
@@ -32,7 +36,10 @@ what the database last told it, so that a successful request usually costs no st
 - a failure limit is written once per failure (the failure's own statement, after the view), and
   the count that statement returns tells the process when the window is full. A process that has
   not seen it full lets a request through, so once a window is full each other process can let
-  one more failure through (overshoot up to the number of processes, as for requests in flight).
+  one more failure through (overshoot up to the number of processes, as for requests in flight);
+- an attempt limit is written before each request it counts (its count decides at once, in every
+  process) and once more when the request succeeded (the count given back): no ledger, no
+  overshoot. Its doors (a second factor's code) are not hot paths.
 
 If the cache cannot be reached, requests are let through and the failure is logged: an outage of
 the cache must not become an outage of login and of every app's token refresh.
@@ -161,6 +168,43 @@ def per_user(request: HttpRequest) -> str | None:
     return str(user.pk)
 
 
+# django-allauth keeps a sign-in whose password was right and whose second factor is still asked in
+# the session, under this key, with the account's primary key as allauth writes it in URLs
+# (allauth.account.internal.stagekit; pinned in tests/accounts/test_allauth_internals.py).
+PENDING_LOGIN_SESSION_KEY = "account_login"
+
+
+def _typed_a_code(request: HttpRequest) -> bool:
+    try:
+        return "code" in request.POST
+    except _BODY_ERRORS:
+        return False
+
+
+def per_account_typing_a_code(request: HttpRequest) -> str | None:
+    """The account whose second factor this request types a code for: the signed-in user (a
+    re-authentication), or at a sign-in's second step the account whose password was just right.
+    The same value as per_user, so that both doors spend one budget per account. A passkey's answer
+    (no code) cannot be guessed: the per-address limit only."""
+    if not _typed_a_code(request):
+        return None
+    return per_user(request) or per_pending_account(request)
+
+
+def per_pending_account(request: HttpRequest) -> str | None:
+    """The account of the sign-in in progress (its password was right; its second factor is asked)."""
+    from allauth.account.utils import url_str_to_user_pk  # the user model behind it: not at import time
+
+    pending = request.session.get(PENDING_LOGIN_SESSION_KEY)
+    user_pk = pending.get("user_pk") if isinstance(pending, dict) else None
+    if not isinstance(user_pk, str):
+        return None
+    try:
+        return _bounded(str(url_str_to_user_pk(user_pk)))
+    except (ValueError, TypeError):
+        return None
+
+
 # --- which responses are failures --------------------------------------------------------------
 
 
@@ -178,6 +222,13 @@ def per_user_uploading_logo(request: HttpRequest) -> str | None:
 
 def per_address_uploading_logo(request: HttpRequest) -> str | None:
     return per_address(request) if _uploading_logo(request) else None
+
+
+def passkey_refused(response: HttpResponse) -> bool:
+    # allauth answers a passkey it refused at re-authentication with a redirect to the login page
+    # (and a message); one it accepted, with a redirect to where the user was going.
+    location = response.get("Location", "") if 300 <= response.status_code < 400 else None
+    return location is None or location.partition("?")[0] == settings.LOGIN_URL
 
 
 def client_error(response: HttpResponse) -> bool:
@@ -204,7 +255,8 @@ def inactive_for_a_resource_server(response: HttpResponse) -> bool:
 
 
 def not_logged_in(response: HttpResponse) -> bool:
-    # The login views redirect on success and render the form again (200) on a wrong password.
+    # The login views redirect on success and render the form again (200) on a wrong password; so
+    # do the second step's and the re-authentication's (a wrong code or password: the form again).
     return not 300 <= response.status_code < 400
 
 
@@ -221,6 +273,10 @@ class Limit:
     # answered as usual (module docstring). Such a window is filled only by failures, so the
     # request that presents the client's right secret never meets it.
     judged_after: bool = False
+    # An attempt limit (module docstring): counted before the view, given back when `failed` says
+    # the answer succeeded. For a secret that can be guessed: a one-in-a-million code must not get
+    # "one more per process", nor a right guess be let in past the limit.
+    attempts: bool = False
 
 
 def _json_refusal(retry_after: int) -> HttpResponse:
@@ -237,6 +293,12 @@ def _json_refusal(retry_after: int) -> HttpResponse:
 def _html_refusal(retry_after: int) -> HttpResponse:
     # Rendered without the request: no context processor, so no session or user lookup.
     return HttpResponse(render_to_string("ratelimited.html", {"retry_after": retry_after}), status=429)
+
+
+def _code_refusal(retry_after: int) -> HttpResponse:
+    """Too many wrong codes: says how long, and the ways in that stay open (a passkey, a reset)."""
+    minutes = max(1, math.ceil(retry_after / 60))
+    return HttpResponse(render_to_string("ratelimited_code.html", {"minutes": minutes}), status=429)
 
 
 @dataclass(frozen=True)
@@ -285,6 +347,29 @@ _CONSENT = Route(
     _html_refusal,
 )
 
+# A second factor's code, and re-authentication (a code or a password), per address and per account:
+# the sign-in's second step and both re-authentication pages spend the same two budgets.
+_SECOND_FACTOR_PER_ADDRESS = Limit("second_factor_failures_per_address", per_address, not_logged_in, attempts=True)
+_SECOND_FACTOR = Route(
+    (
+        _SECOND_FACTOR_PER_ADDRESS,
+        Limit("second_factor_failures_per_account", per_account_typing_a_code, not_logged_in, attempts=True),
+    ),
+    _code_refusal,
+)
+_REAUTHENTICATION = Route(
+    (
+        _SECOND_FACTOR_PER_ADDRESS,
+        Limit("second_factor_failures_per_account", per_user, not_logged_in, attempts=True),
+    ),
+    _code_refusal,
+)
+# A passkey cannot be guessed: the per-address limit only.
+_PASSKEY_REAUTHENTICATION = Route(
+    (Limit("second_factor_failures_per_address", per_address, passkey_refused, attempts=True),),
+    _code_refusal,
+)
+
 _LOGO_UPLOAD = Route(
     (
         Limit("logo_uploads_per_address", per_address_uploading_logo),
@@ -295,6 +380,12 @@ _LOGO_UPLOAD = Route(
 
 # Routes by URL name, for paths that hold a value (a client_id): the developer pages' logo uploads.
 VIEW_ROUTES: dict[str, Route] = {
+    # django-allauth's second step of a sign-in and its re-authentication pages (accounts/ is mounted
+    # where settings say; the names stay). A passkey posted there has the per-address limit only.
+    "mfa_authenticate": _SECOND_FACTOR,
+    "mfa_reauthenticate": _SECOND_FACTOR,
+    "account_reauthenticate": _REAUTHENTICATION,
+    "mfa_reauthenticate_webauthn": _PASSKEY_REAUTHENTICATION,
     "developer:client_create": _LOGO_UPLOAD,
     "developer:client_update": _LOGO_UPLOAD,
     # RFC 7592: every call per address; wrong registration access tokens per client, judged after
@@ -381,6 +472,23 @@ class Window:
 
     def used(self, cache: BaseCache) -> int:
         return cache.get(self.key, 0)
+
+    @staticmethod
+    def give_back(cache: BaseCache, windows: list["Window"]) -> None:
+        """Take one count back from each window (an attempt that succeeded), never below zero nor
+        from a closed window."""
+        if hasattr(cache, "give_back"):  # plumbing.countercache: one statement for them all
+            cache.give_back([window.key for window in windows])
+            return
+        for window in windows:
+            window._give_back_one(cache)
+
+    def _give_back_one(self, cache: BaseCache) -> None:
+        try:
+            if cache.decr(self.key) < 0:  # closed meanwhile, and the backend made the key anew
+                cache.delete(self.key)
+        except ValueError:  # closed meanwhile: nothing to give back
+            pass
 
     def retry_after(self, cache: BaseCache, now: float) -> int:
         """Whole seconds until the window closes (the whole period if that is unknown)."""
@@ -472,6 +580,13 @@ class RateLimitMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
+        attempts: list[tuple[Limit, Window]] = getattr(request, "_ratelimit_attempt_windows", [])
+        succeeded = [window for limit, window in attempts if not limit.failed(response)]
+        if succeeded:
+            try:
+                Window.give_back(caches[settings.RATELIMIT_CACHE], succeeded)
+            except Exception as exc:  # any cache backend's error: see the module docstring
+                _log_cache_failure(exc)
         pending: list[tuple[Limit, int, Window, int]] = getattr(request, "_ratelimit_failure_windows", [])
         failed = [entry for entry in pending if entry[0].failed(response)]
         # A window already over its limit (judged after the view) refuses this failure; it is not
@@ -513,17 +628,20 @@ class RateLimitMiddleware:
         except Exception as exc:  # any cache backend's error: see the module docstring
             _log_cache_failure(exc)
             return None
-        pending = []
+        pending, attempts = [], []
         for limit, allowed, window, over, retry_after in checked:
             if over and not limit.judged_after:
                 return _refused(request, route, limit, retry_after)
-            if limit.failed:
+            if limit.attempts:
+                attempts.append((limit, window))  # given back in __call__ if the answer succeeded
+            elif limit.failed:
                 # retry_after > 0: over a limit judged after the view (refused there if it failed).
                 pending.append((limit, allowed, window, retry_after if over else 0))
         # Counted in __call__ once the response says whether the request failed. Requests in
         # flight at the same moment all pass the check, so a burst can overshoot a failure limit
         # by at most the number of requests the server handles at once.
         request._ratelimit_failure_windows = pending
+        request._ratelimit_attempt_windows = attempts
         request._ratelimit_route = route
         return None
 
@@ -541,30 +659,37 @@ class RateLimitMiddleware:
         """Limit by limit, in order, stopping at the first one over that refuses before the view
         (address first: a refused request loads no session)."""
         for limit, allowed, window in self._windows(route, request):
-            over = window.used(cache) >= allowed if limit.failed else window.count(cache, now) > allowed
+            if limit.failed and not limit.attempts:
+                over = window.used(cache) >= allowed
+            else:
+                over = window.count(cache, now) > allowed
             yield limit, allowed, window, over, window.retry_after(cache, now) if over else 0
             if over and not limit.judged_after:
                 return
 
     def _checked_at_once(self, cache, route: Route, request, now: float):
         """Every limit of the route from this process's ledger, with at most one round trip
-        (plumbing.countercache.check_windows) for the request limits whose batch is full. A
-        request refused by one limit is still counted by the others (it was a request)."""
+        (plumbing.countercache.check_windows) for the request limits whose batch is full and for
+        every attempt limit (whose count is the database's, never the ledger's). A request refused
+        by one limit is still counted by the others (it was a request)."""
         ledger = _ledger()
         windows = list(self._windows(route, request))
-        writes = [
-            (window.key, window.period, by)
-            for limit, allowed, window in windows
-            if not limit.failed and (by := ledger.add(window.key, allowed, now))
-        ]
-        if writes:
-            answers = cache.check_windows(read=[], count=writes)
-            for limit, allowed, window in windows:
-                if window.key in answers and not limit.failed:
-                    ledger.written(window.key, *answers[window.key], allowed)
+        writes = []
+        for limit, allowed, window in windows:
+            if limit.attempts:  # always written: the database's count decides, not the ledger's
+                writes.append((window.key, window.period, 1))
+            elif not limit.failed and (by := ledger.add(window.key, allowed, now)):
+                writes.append((window.key, window.period, by))
+        answers = cache.check_windows(read=[], count=writes) if writes else {}
+        for limit, allowed, window in windows:
+            if window.key in answers and not limit.failed:
+                ledger.written(window.key, *answers[window.key], allowed)
         checked = []
         for limit, allowed, window in windows:
-            if limit.failed:
+            if limit.attempts:
+                value, closes = answers[window.key]
+                over = value > allowed
+            elif limit.failed:
                 closes = ledger.full_until(window.key, now)
                 over = closes is not None
             else:

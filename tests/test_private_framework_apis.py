@@ -65,6 +65,21 @@ def test_insert_query_with_returning_fields_is_djangos_insert(db):
     assert (stored.client_id, stored.action, stored.detail) == (client.pk, AuditAction.GRANT_DENIED, {"n": 1})
 
 
+def test_the_database_caches_cull_and_its_table_maker_are_what_sharedcache_relies_on():
+    """plumbing/sharedcache.py overrides DatabaseCache._cull (expired rows only), which Django's
+    _base_set calls with (db, cursor, now, num) past MAX_ENTRIES; accounts/migrations/0004 makes the
+    table with createcachetable's create_table(database, tablename, dry_run), which reads
+    self.verbosity and skips a table that exists."""
+    from django.core.cache.backends.db import DatabaseCache
+    from django.core.management.commands.createcachetable import Command
+
+    assert parameters(DatabaseCache._cull) == ["self", "db", "cursor", "now", "num"]
+    assert "self._cull(db, cursor, now, num)" in inspect.getsource(DatabaseCache._base_set)
+    assert parameters(Command.create_table) == ["self", "database", "tablename", "dry_run"]
+    source = inspect.getsource(Command.create_table)
+    assert "self.verbosity" in source and "in connection.introspection.table_names()" in source
+
+
 # --- django-oauth-toolkit ---
 
 

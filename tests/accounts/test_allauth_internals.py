@@ -114,3 +114,52 @@ def test_the_email_verification_stage_we_replace_is_allauths():
     assert "allauth.account.stages.EmailVerificationStage" in DefaultAccountAdapter().get_login_stages()
     handle = inspect.getsource(EmailVerificationStage.handle)
     assert "email_verification = login.email_verification" in handle
+
+
+def test_the_sign_in_in_progress_names_its_account_as_the_limiter_reads_it(end_user):
+    """plumbing.ratelimit.per_pending_account: the account whose second factor is being asked is the
+    session's pending login, its `user_pk` the account's primary key as allauth writes it in URLs."""
+    from allauth.account.internal import stagekit
+    from allauth.account.models import Login
+    from allauth.account.utils import url_str_to_user_pk
+
+    from plumbing.ratelimit import PENDING_LOGIN_SESSION_KEY
+
+    assert stagekit.LOGIN_SESSION_KEY == PENDING_LOGIN_SESSION_KEY
+    stored = Login(user=end_user).serialize()
+    assert url_str_to_user_pk(stored["user_pk"]) == end_user.pk
+
+
+def test_allauth_keeps_its_security_state_in_the_default_cache():
+    """docs/accounts.md, "Where security state is kept": allauth's used codes, its limits and the
+    upstream ID tokens' jti use `django.core.cache.cache`, the default alias, and no other."""
+    from allauth.core.internal import ratelimit
+    from allauth.mfa.totp.internal import auth
+    from allauth.socialaccount.internal import jwtkit
+    from django.core.cache import cache
+
+    for module in (auth, ratelimit, jwtkit):
+        assert module.cache is cache
+    assert cache._alias == "default"
+
+
+def test_a_second_factors_code_check_counts_nothing_of_allauths_own(rf, end_user, settings):
+    """allauth's only limit on codes is "login_failed" (mfa.base.internal.flows.check_rate_limit);
+    config/settings.py turns it off: ours counts them (plumbing.ratelimit)."""
+    from allauth.core import context
+    from django.core.cache import caches
+    from django.core.cache.backends.locmem import LocMemCache
+
+    assert settings.ACCOUNT_RATE_LIMITS["login_failed"] is False
+    store = caches["default"]
+    assert isinstance(store, LocMemCache)  # the test settings': its entries can be listed
+    store.clear()
+    with context.request_context(rf.post("/accounts/2fa/authenticate/")):
+        for _ in range(50):
+            mfa_flows.check_rate_limit(end_user)()
+    assert list(store._cache) == []
+    settings.ACCOUNT_RATE_LIMITS = {"login_failed": "5/m/key"}  # the control: on, it counts there
+    with context.request_context(rf.post("/accounts/2fa/authenticate/")):
+        mfa_flows.check_rate_limit(end_user)
+    assert any("login_failed" in key for key in store._cache)
+    store.clear()

@@ -86,3 +86,43 @@ def test_a_request_without_an_address_shares_one_key_and_warns_once(monkeypatch,
     assert keys == {NO_ADDRESS}
     warnings = [r for r in caplog.records if "without a client address" in r.getMessage()]
     assert len(warnings) == 1 and warnings[0].levelname == "WARNING"
+
+
+# --- the account a second factor's code is typed for -------------------------------------------------
+
+
+def code_post(data, *, user=None, pending=None):
+    from django.contrib.auth.models import AnonymousUser
+    from django.contrib.sessions.backends.signed_cookies import SessionStore
+
+    request = RequestFactory().post("/accounts/2fa/authenticate/", data)
+    request.session, request.user = SessionStore(), user or AnonymousUser()
+    if pending is not None:
+        request.session[ratelimit.PENDING_LOGIN_SESSION_KEY] = pending
+    return request
+
+
+def test_the_account_is_the_pending_sign_ins_as_allauth_stores_it(end_user):
+    from allauth.account.utils import user_pk_to_url_str
+
+    pending = {"user_pk": user_pk_to_url_str(end_user), "initiated_at": 0}
+    assert ratelimit.per_account_typing_a_code(code_post({"code": "123456"}, pending=pending)) == str(end_user.pk)
+    # the same value as the signed-in user's (re-authentication): one budget per account
+    assert ratelimit.per_account_typing_a_code(code_post({"code": "123456"}, user=end_user)) == str(end_user.pk)
+    assert ratelimit.per_user(code_post({}, user=end_user)) == str(end_user.pk)
+
+
+@pytest.mark.parametrize(
+    "pending",
+    [None, "not a dict", {}, {"user_pk": None}, {"user_pk": 7}, {"user_pk": "!!"}, {"user_pk": "z" * 300}],
+)
+def test_without_a_readable_pending_sign_in_no_account_is_counted(db, pending):
+    assert ratelimit.per_account_typing_a_code(code_post({"code": "123456"}, pending=pending)) is None
+
+
+def test_a_passkey_posted_at_the_second_step_has_no_per_account_limit(end_user):
+    from allauth.account.utils import user_pk_to_url_str
+
+    pending = {"user_pk": user_pk_to_url_str(end_user)}
+    assert ratelimit.per_account_typing_a_code(code_post({"credential": "{}"}, pending=pending)) is None
+    assert ratelimit.per_account_typing_a_code(code_post({"credential": "{}"}, user=end_user)) is None

@@ -226,3 +226,54 @@ def test_strangers_sharing_the_counters_never_refuse_the_apps_right_secret(
     assert _refresh(client.client_id, "cs_wrong", "x" * 43, "198.51.100.51").status_code == 401
     refused = _refresh(client.client_id, "cs_wrong", "x" * 43, "198.51.100.51")
     assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+
+
+# --- attempt limits (a second factor's code): the database's count decides, in every process ---------
+
+
+@postgres_only
+def test_a_code_limit_refuses_the_right_code_in_a_process_that_saw_no_failure(counters, settings, limits):
+    """The attack of issue "The front door holds" (High 1) across processes: a failure limit would
+    let the right code through a process whose ledger had not seen the window full."""
+    from tests.accounts.test_second_factor_limits import at_second_step, right_code, with_totp, wrong_code
+
+    limits(second_factor_failures_per_account=(3, 900))
+    _user, secret = with_totp("alice")
+    browser = at_second_step("alice")
+    settings.RATELIMIT_CACHE = "process_a"
+    for _ in range(3):
+        assert browser.post("/accounts/2fa/authenticate/", {"code": wrong_code(secret)}).status_code == 200
+    settings.RATELIMIT_CACHE = "process_b"  # another process: its ledger is empty
+    refused = browser.post("/accounts/2fa/authenticate/", {"code": right_code(secret)})
+    assert refused.status_code == 429 and 890 <= int(refused["Retry-After"]) <= 900
+    assert "_auth_user_id" not in browser.session
+
+
+@postgres_only
+def test_an_attempt_costs_one_statement_and_a_success_one_more(counters, settings):
+    from tests.accounts.test_second_factor_limits import HERE, at_second_step, right_code, with_totp, wrong_code
+
+    settings.RATELIMIT_CACHE = "process_a"
+    _user, secret = with_totp("alice")
+    browser = at_second_step("alice")
+    wrong = _limiter_statements(lambda: browser.post("/accounts/2fa/authenticate/", {"code": wrong_code(secret)}))
+    assert [sql.split(" (")[0] for sql in wrong if "CREATE" not in sql] == ["WITH c0 AS"]  # both limits at once
+    right = _limiter_statements(lambda: browser.post("/accounts/2fa/authenticate/", {"code": right_code(secret)}))
+    assert [sql.split(" ")[0] for sql in right] == ["WITH", "UPDATE"]  # counted, then both given back
+    address = Window.of("second_factor_failures_per_address", HERE, 900)
+    assert caches["process_b"].get(address.key) == 1  # the wrong code stays counted, the right one not
+
+
+@postgres_only
+def test_a_count_is_given_back_never_below_zero_nor_from_a_closed_window(counters):
+    cache, other = counters
+    window = Window.of("second_factor_failures_per_account", "1", 1)
+    assert window.count(cache, time.time()) == 1 and window.count(other, time.time()) == 2
+    Window.give_back(other, [window])
+    assert window.used(cache) == 1
+    Window.give_back(cache, [window, window])  # one statement: the key taken back once
+    Window.give_back(cache, [window])
+    assert window.used(other) == 0
+    time.sleep(1.1)
+    Window.give_back(cache, [window])
+    assert window.count(other, time.time()) == 1  # the next window starts from nothing

@@ -55,7 +55,8 @@ def test_production_defaults_are_the_documented_ones():
     # docs/configuration.md. The test settings loosen them all (config/settings_test.py).
     seen = production_settings(
         "print(json.dumps([settings.RATELIMITS, settings.TRUSTED_PROXIES,"
-        " settings.CACHES['default']['BACKEND'], settings.RATELIMIT_ENABLED]))"
+        " settings.CACHES['default']['BACKEND'], settings.RATELIMIT_ENABLED]))",
+        DATABASE_URL="sqlite:////tmp/settings-probe.sqlite3",  # PostgreSQL's caches: test_postgres_counters.py
     )
     assert seen == [
         {
@@ -69,6 +70,8 @@ def test_production_defaults_are_the_documented_ones():
             "introspect_inactive_per_resource_server": [3000, 60],
             "login_failures_per_address": [10, 300],
             "login_failures_per_username": [10, 300],
+            "second_factor_failures_per_account": [30, 900],
+            "second_factor_failures_per_address": [30, 900],
             "consent_failures_per_address": [20, 60],
             "consent_failures_per_user": [20, 60],
             "logo_uploads_per_user": [10, 3600],
@@ -106,6 +109,19 @@ def test_every_path_in_the_table_is_served(path):
 
 @pytest.mark.parametrize("path", ["/settings/developer/clients/new/", "/settings/developer/clients/abc/edit/"])
 def test_the_pages_that_take_a_logo_are_in_the_table_by_url_name(path):
+    assert resolve(path).view_name in VIEW_ROUTES
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/accounts/2fa/authenticate/",
+        "/accounts/2fa/reauthenticate/",
+        "/accounts/reauthenticate/",
+        "/accounts/2fa/webauthn/reauthenticate/",
+    ],
+)
+def test_the_second_step_and_every_re_authentication_are_in_the_table_by_url_name(path):
     assert resolve(path).view_name in VIEW_ROUTES
 
 
