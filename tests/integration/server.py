@@ -169,6 +169,7 @@ def running_server(
     port: int = 0,
     access_log: bool = False,
     extra_args: tuple[str, ...] = (),
+    control_socket: bool = False,
 ) -> Iterator[LiveServer]:
     """gunicorn with `workers` sync workers on 127.0.0.1, stopped (process group) on exit.
 
@@ -176,6 +177,8 @@ def running_server(
     exactly that environment instead of this project's production settings. `port` binds a known
     port (0: any free one); `access_log` writes a line per request to the log (to count them);
     `extra_args` go to gunicorn as they are (e.g. `-c config/gunicorn.py`, the production settings).
+    `control_socket`: gunicorn's control socket on (where the configuration puts it); off by default,
+    since gunicorn's own default path is one per user, shared by every server a test run starts.
     """
     with tempfile.NamedTemporaryFile(prefix="gunicorn-", suffix=".log", delete=False) as log_file:
         log_path = Path(log_file.name)
@@ -197,7 +200,7 @@ def running_server(
         # Workers stop at once on SIGINT; gunicorn 27's master still waits this long before it exits.
         "--graceful-timeout",
         "1",
-        "--no-control-socket",
+        *([] if control_socket else ["--no-control-socket"]),
         "--log-level",
         "info",
         *(["--access-logfile", "-"] if access_log else []),
