@@ -23,6 +23,7 @@ GUNICORN_CONTROL_SOCKET or --control-socket names another path; --no-control-soc
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
 
@@ -54,6 +55,16 @@ def on_starting(server):
     default = server.cfg.settings["control_socket"].default
     if server.cfg.control_socket == default:  # neither GUNICORN_CONTROL_SOCKET nor --control-socket
         server.cfg.set("control_socket", control_socket_for(server.cfg.bind, default))
+
+
+def post_fork(server, worker):
+    """With --preload the master loaded the application, and declared the metrics' zero-valued series
+    (operations.metrics.series_declare) in files that on_starting then removed: each worker writes
+    them again in its own. Without --preload the application is not loaded yet (each worker loads
+    it, and declares them, next)."""
+    metrics = sys.modules.get("operations.metrics")
+    if metrics is not None:
+        metrics.series_declare()
 
 
 def when_ready(server):
