@@ -206,6 +206,9 @@ SOCIALACCOUNT_AUTO_SIGNUP = True
 SOCIALACCOUNT_STORE_TOKENS = False  # upstream tokens are used once, at sign-in, and never stored
 SOCIALACCOUNT_EMAIL_AUTHENTICATION = False
 SOCIALACCOUNT_LOGIN_ON_GET = False  # "Continue with NAME" is a POST (CSRF-protected)
+# The redirect URI to register at a provider is OAUTH_ISSUER's: with debug on and no OAUTH_ISSUER set,
+# `identityprovider` warns that it printed the default's, which a server on another port does not use.
+OAUTH_ISSUER_FROM_ENVIRONMENT = bool(env_str("OAUTH_ISSUER"))
 # allauth.usersessions records each sign-in's session (at login, not per request: no middleware,
 # nothing on the token path), so that "Sign out everywhere" can end them whatever the session store.
 USERSESSIONS_TRACK_ACTIVITY = False

@@ -122,3 +122,39 @@ def test_an_upstream_account_is_never_staff(acme, rf):
     login = _upstream_login("new@acme.example", True)
     user = SocialAccountAdapter(rf.get("/")).populate_user(rf.get("/"), login, {"email": "new@acme.example"})
     assert user.is_staff is False and user.is_superuser is False
+
+
+def _added(**options) -> tuple[dict, str]:
+    out, err = StringIO(), StringIO()
+    call_command(
+        "identityprovider",
+        *("add", "--name", "Acme SSO", "--issuer", "https://sso.acme.example", "--client-id", "sched"),
+        stdout=out,
+        stderr=err,
+        stdin=StringIO(SECRET + "\n"),
+    )
+    return json.loads(out.getvalue()), err.getvalue()
+
+
+@pytest.mark.django_db
+def test_the_redirect_uri_printed_is_under_the_issuer_the_server_uses(settings):
+    settings.OAUTH_ISSUER = "http://localhost:18200"
+    shown, said = _added()
+    assert shown["redirect_uri"] == "http://localhost:18200/accounts/oidc/acme-sso/login/callback/"
+    assert said == ""
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("debug", "from_environment", "warned"),
+    [(True, False, True), (True, True, False), (False, False, False)],
+    ids=["debug-default-issuer", "issuer-set", "production"],
+)
+def test_with_debug_on_and_no_issuer_set_it_warns_that_the_uri_is_the_defaults(
+    settings, debug, from_environment, warned
+):
+    settings.DEBUG, settings.OAUTH_ISSUER_FROM_ENVIRONMENT = debug, from_environment
+    shown, said = _added()
+    assert shown["redirect_uri"].startswith(settings.OAUTH_ISSUER + "/")  # stdout stays JSON
+    assert ("OAUTH_ISSUER is not set" in said and 'make manage PORT=… ARGS="identityprovider list"' in said) is warned
+    assert (settings.OAUTH_ISSUER in said) is warned
