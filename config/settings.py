@@ -237,7 +237,9 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = REQUIRE_HTTPS
 CSRF_COOKIE_SECURE = REQUIRE_HTTPS
 SECURE_SSL_REDIRECT = REQUIRE_HTTPS and env_bool("DJANGO_SSL_REDIRECT", True)
-SECURE_HSTS_SECONDS = 31536000 if REQUIRE_HTTPS else 0
+# A year; DJANGO_HSTS_SECONDS=0 sends none (the production path tried on localhost, whose HSTS would
+# also send `make run`'s plain http://localhost to https; docs/deploying.md, "Try it on one machine").
+SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 31536000) if REQUIRE_HTTPS else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = REQUIRE_HTTPS
 if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
