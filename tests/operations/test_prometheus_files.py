@@ -27,7 +27,6 @@ from tests.integration.server import PROJECT_ROOT, database_url, running_server,
 RULES = PROJECT_ROOT / "docs" / "prometheus-rules.yml"
 DASHBOARD = PROJECT_ROOT / "docs" / "grafana-dashboard.json"
 METRIC = re.compile(r"\boauth_[a-z_]+")
-ENCRYPTION_KEY = "metrics-test-signing-key-encryption-key-0123456789"
 
 
 def _promtool() -> str:
@@ -64,7 +63,7 @@ def sqlite_database(tmp_path_factory) -> str:
     """On a SQLite run: a migrated database file with a signing key (the server cannot share the
     suite's in-memory one)."""
     url = f"sqlite:///{tmp_path_factory.mktemp('metrics') / 'db.sqlite3'}"
-    env = server_environment(url, OAUTH_SIGNING_KEY_ENCRYPTION_KEY=ENCRYPTION_KEY)
+    env = server_environment(url, OAUTH_SIGNING_KEY_ENCRYPTION_KEY=settings.OAUTH_SIGNING_KEY_ENCRYPTION_KEY)
     for command in (["migrate", "--noinput", "-v", "0"], ["signingkey", "create", "--alg", "ES256"]):
         subprocess.run(
             [sys.executable, "manage.py", *command], cwd=PROJECT_ROOT, env=env, check=True, capture_output=True
@@ -79,8 +78,7 @@ def served_nothing(request, tmp_path, django_db_blocker) -> Iterator[str]:
     of each key). Parametrized: as docs/deploying.md runs it, and with --preload."""
     with django_db_blocker.unblock():
         vendor = connection.vendor
-    if vendor == "postgresql":
-        request.getfixturevalue("transactional_db")
+    if vendor == "postgresql":  # the test's database, committed (transaction=True) for the server to see
         signing_key_create(algorithm="ES256")
         url = database_url(connection.settings_dict)
     else:
@@ -91,13 +89,18 @@ def served_nothing(request, tmp_path, django_db_blocker) -> Iterator[str]:
         preload=request.param,
         probe="/healthz",
         extra_args=("-c", "config/gunicorn.py"),
-        env={"PROMETHEUS_MULTIPROC_DIR": str(tmp_path), "OAUTH_SIGNING_KEY_ENCRYPTION_KEY": ENCRYPTION_KEY},
+        env={
+            "PROMETHEUS_MULTIPROC_DIR": str(tmp_path),
+            # The suite's, which made the keys (here or in sqlite_database).
+            "OAUTH_SIGNING_KEY_ENCRYPTION_KEY": settings.OAUTH_SIGNING_KEY_ENCRYPTION_KEY,
+        },
     ) as server:
         scrape = requests.get(server.url + "/metrics", timeout=10)
         assert scrape.status_code == 200, server.log_tail()
         yield scrape.text
 
 
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("served_nothing", [False, True], ids=["as-deployed", "preload"], indirect=True)
 def test_every_series_the_rules_and_the_dashboard_query_is_served_at_zero_before_any_request(served_nothing):
     families = list(text_string_to_metric_families(served_nothing))
