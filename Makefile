@@ -11,7 +11,7 @@ PORT ?= 8000
 ISSUER_HOST = $(if $(filter 0.0.0.0,$(HOST)),127.0.0.1,$(if $(filter ::,$(HOST)),[::1],$(HOST)))
 OAUTH_ISSUER ?= http://$(ISSUER_HOST):$(PORT)
 
-.PHONY: run test install migrate clean
+.PHONY: run manage test install migrate clean
 
 # `make run` installs the runtime dependencies only; `make test` adds the test extra (browsers'
 # driver, fuzzers, linters: several hundred MB the demo does not need).
@@ -39,6 +39,14 @@ run: $(STAMP)
 	@echo "Database ready (migrations applied)."
 	@$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	@$(BIN)/python manage.py demo_server $(HOST):$(PORT)
+
+# Any manage.py command with the environment `make run` gives its server (debug on, the same
+# OAUTH_ISSUER for the same HOST and PORT), so that what it prints (identityprovider's redirect_uri,
+# seed_demo's URLs) is that server's: make manage PORT=8123 ARGS="identityprovider list"
+manage: export DJANGO_DEBUG ?= 1
+manage: export OAUTH_ISSUER := $(OAUTH_ISSUER)
+manage: $(STAMP)
+	@$(BIN)/python manage.py $(ARGS)
 
 migrate: $(STAMP)
 	$(BIN)/python manage.py migrate --noinput

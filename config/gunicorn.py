@@ -12,10 +12,18 @@ stop at once as always.
 Prometheus (prometheus-client's multiprocess mode): every worker writes its counters to files in
 PROMETHEUS_MULTIPROC_DIR, which /metrics adds up. The directory is emptied at start (old workers'
 counters would count again) and a new temporary one is made when none is set.
+
+The control socket (gunicorn 27's `gunicornc`): gunicorn's default is one path per user
+($XDG_RUNTIME_DIR/gunicorn.ctl, else ~/.gunicorn/gunicorn.ctl), so two servers on one host would
+share it, and the first to stop would remove the other's. Here each server gets its own, in the same
+folder, named after what it binds: gunicorn-127.0.0.1-8001.ctl (on_starting, once --bind is known).
+GUNICORN_CONTROL_SOCKET or --control-socket names another path; --no-control-socket turns it off.
 """
 
 import os
+import re
 import shutil
+import sys
 import tempfile
 import time
 
@@ -27,15 +35,36 @@ worker_class = "sync"
 graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 DRAIN_SECONDS = float(os.environ.get("GUNICORN_DRAIN_SECONDS", "10"))
+if os.environ.get("GUNICORN_CONTROL_SOCKET"):
+    control_socket = os.environ["GUNICORN_CONTROL_SOCKET"]
 
 if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="prometheus-multiproc-")
+
+
+def control_socket_for(binds: list[str], default: str) -> str:
+    """The server's own control socket: gunicorn's default folder, a name from its addresses."""
+    name = "_".join(re.sub(r"[^\w.-]+", "-", bind.removeprefix("unix:")).strip("-") for bind in binds)
+    return os.path.join(os.path.dirname(default), f"gunicorn-{name}.ctl")
 
 
 def on_starting(server):
     directory = os.environ["PROMETHEUS_MULTIPROC_DIR"]
     shutil.rmtree(directory, ignore_errors=True)
     os.makedirs(directory, exist_ok=True)
+    default = server.cfg.settings["control_socket"].default
+    if server.cfg.control_socket == default:  # neither GUNICORN_CONTROL_SOCKET nor --control-socket
+        server.cfg.set("control_socket", control_socket_for(server.cfg.bind, default))
+
+
+def post_fork(server, worker):
+    """With --preload the master loaded the application, and declared the metrics' zero-valued series
+    (operations.metrics.series_declare) in files that on_starting then removed: each worker writes
+    them again in its own. Without --preload the application is not loaded yet (each worker loads
+    it, and declares them, next)."""
+    metrics = sys.modules.get("operations.metrics")
+    if metrics is not None:
+        metrics.series_declare()
 
 
 def when_ready(server):

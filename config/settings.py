@@ -217,6 +217,9 @@ SOCIALACCOUNT_LOGIN_ON_GET = False  # "Continue with NAME" is a POST (CSRF-prote
 SOCIALACCOUNT_PROVIDERS = {
     "openid_connect": {"provider_class": "accounts.upstream.UpstreamProvider", "OAUTH_PKCE_ENABLED": True}
 }
+# The redirect URI to register at a provider is OAUTH_ISSUER's: with debug on and no OAUTH_ISSUER set,
+# `identityprovider` warns that it printed the default's, which a server on another port does not use.
+OAUTH_ISSUER_FROM_ENVIRONMENT = bool(env_str("OAUTH_ISSUER"))
 # allauth.usersessions records each sign-in's session (at login, not per request: no middleware,
 # nothing on the token path), so that "Sign out everywhere" can end them whatever the session store.
 USERSESSIONS_TRACK_ACTIVITY = False
@@ -245,7 +248,9 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = REQUIRE_HTTPS
 CSRF_COOKIE_SECURE = REQUIRE_HTTPS
 SECURE_SSL_REDIRECT = REQUIRE_HTTPS and env_bool("DJANGO_SSL_REDIRECT", True)
-SECURE_HSTS_SECONDS = 31536000 if REQUIRE_HTTPS else 0
+# A year; DJANGO_HSTS_SECONDS=0 sends none (the production path tried on localhost, whose HSTS would
+# also send `make run`'s plain http://localhost to https; docs/deploying.md, "Try it on one machine").
+SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 31536000) if REQUIRE_HTTPS else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = REQUIRE_HTTPS
 if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

@@ -23,7 +23,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
-from django.utils.translation import ngettext
+from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from oauthclients import selectors, services
 from oauthclients.emails import review_email_failures
@@ -274,6 +274,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
         "revoke_secret",
         "issue_jwt_access_tokens",
         "issue_opaque_access_tokens",
+        "issue_registration_tokens",
     )
 
     def has_change_permission(self, request, obj=None):
@@ -756,6 +757,35 @@ class OAuthClientAdmin(admin.ModelAdmin):
         if not issued:
             return None
         return self._one_time_secrets_page(request, title="New client secrets", issued=issued)
+
+    @admin.action(
+        description=gettext_lazy("Self-registered clients: issue a registration access token"), permissions=["change"]
+    )
+    def issue_registration_tokens(self, request, queryset):
+        """RFC 7592 for clients that registered themselves before registration access tokens existed
+        (or lost theirs): a new one each, shown on the page this POST answers and never again."""
+        calls = [
+            (client, partial(services.client_registration_token_issue, client=client, actor=request.user))
+            for client in queryset
+        ]
+        issued = self._each(
+            request,
+            calls,
+            done=("Issued %d registration access token.", "Issued %d registration access tokens."),
+        )
+        if not issued:
+            return None
+        # A rendered page, never `messages` (stored in the session or a cookie); admin views are never_cache.
+        return TemplateResponse(
+            request,
+            "admin/oauthclients/one_time_registration_tokens.html",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.opts,
+                "title": gettext("New registration access tokens"),
+                "issued": [result for _client, result in issued],
+            },
+        )
 
     @admin.action(description="Revoke a secret", permissions=["change"])
     def revoke_secret(self, request, queryset):

@@ -324,6 +324,11 @@ class OAuthClient(AbstractApplication):
         return self.registration_source != self.RegistrationSource.MANUAL
 
     @property
+    def registration_client_uri(self) -> str:
+        """RFC 7592 §3: where an RFC 7591 client reads, updates and deletes its registration."""
+        return f"{settings.OAUTH_ISSUER}{settings.OAUTH_REGISTRATION_PATH}/{self.client_id}"
+
+    @property
     def owner_preview(self) -> "ShownClient":
         """The client as it is now, for its owner testing it before review (their own words)."""
         return ShownClient(
@@ -553,6 +558,7 @@ class AuditAction(models.TextChoices):
     CLIENT_SELF_REGISTERED = "client.self_registered", "Client registered itself"
     CLIENT_UNUSED_REMOVED = "client.unused_removed", "Unused self-registration removed"
     EXCHANGE_TARGETS_SET = "client.exchange_targets_set", "Token exchange targets set"
+    REGISTRATION_TOKEN_ISSUED = "client.registration_token_issued", "Registration access token issued"
 
 
 class ClientAuditEvent(models.Model):
@@ -633,6 +639,10 @@ class ClientAuditEvent(models.Model):
                 f"{who} allowed token exchange toward {listed('targets')}."
                 if detail.get("targets")
                 else f"{who} allowed token exchange toward nothing."
+            ),
+            AuditAction.REGISTRATION_TOKEN_ISSUED: lambda: (
+                f"{who} issued a registration access token"
+                + ("; the previous one no longer works." if detail.get("replaced") else ".")
             ),
             AuditAction.FAMILY_REVOKED: lambda: (
                 f"{'An authorization code' if 'code' in detail.get('reason', '') else 'A refresh token'} "

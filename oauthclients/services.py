@@ -14,6 +14,7 @@ from django.core.validators import ProhibitNullCharactersValidator, URLValidator
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from oauthclients.audit import audit_record
 from oauthclients.emails import review_email_send
@@ -1058,6 +1059,34 @@ def client_registration_update(
     # _apply_edit saves only when a reviewed field changed: the rest (and the token) always.
     client.save(update_fields=["registration_metadata", "id_token_signed_response_alg", "registration_token_digest"])
     return RegistrationUpdated(client=client, registration_token=token)
+
+
+@dataclass(frozen=True)
+class RegistrationTokenIssued:
+    client: OAuthClient
+    registration_token: str = dataclass_field(repr=False)  # shown once; only its digest is stored
+    replaced: bool  # an earlier token existed, and no longer works
+
+
+@transaction.atomic
+def client_registration_token_issue(*, client: OAuthClient, actor) -> RegistrationTokenIssued:
+    """An administrator issues an RFC 7591 client a new RFC 7592 registration access token.
+
+    For a client that registered itself before these tokens existed (it has none, and could never
+    read, update or delete its registration), or one that lost its token: any earlier one stops
+    working. Audited; the token is returned once and stored as a digest."""
+    client = _lock(client)
+    if client.registration_source != OAuthClient.RegistrationSource.DCR:
+        raise InvalidTransition(
+            gettext("Only a client that registered itself (RFC 7591) has a registration to manage.")
+        )
+    if client.status == ClientStatus.REJECTED:
+        raise InvalidTransition(gettext("A rejected or deleted client cannot manage its registration."))
+    replaced = bool(client.registration_token_digest)
+    token = _registration_token_new(client)
+    client.save(update_fields=["registration_token_digest"])
+    _audit(client=client, actor=actor, action=AuditAction.REGISTRATION_TOKEN_ISSUED, replaced=replaced)
+    return RegistrationTokenIssued(client=client, registration_token=token, replaced=replaced)
 
 
 @transaction.atomic

@@ -300,7 +300,7 @@ class RegistrationView(DynamicClientRegistrationView):
 
 
 def registration_client_uri(client: OAuthClient) -> str:
-    return f"{settings.OAUTH_ISSUER}{settings.OAUTH_REGISTRATION_PATH}/{client.client_id}"
+    return client.registration_client_uri
 
 
 def _management(client: OAuthClient, token: str) -> dict:

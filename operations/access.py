@@ -38,6 +38,11 @@ TOKEN_ERRORS = frozenset(
     }
 )
 
+# Every value grant_type_of and token_outcome return: the metrics' label values, each series declared
+# at zero from start-up (operations.metrics.series_declare).
+GRANT_TYPE_LABELS = (*sorted(GRANT_TYPES), "none", "other")
+TOKEN_OUTCOMES = ("issued", *sorted(TOKEN_ERRORS), "rate_limited", "unavailable", "other")
+
 
 def endpoints() -> dict[str, str]:
     authorize = settings.OAUTH_AUTHORIZE_PATH
@@ -54,6 +59,11 @@ def endpoints() -> dict[str, str]:
 
 
 STATUS_LIST_PREFIX = "/v2/auth/oauth2/status-lists/"
+
+
+def endpoint_names() -> tuple[str, ...]:
+    """Every `endpoint` label of the metrics: each endpoint_of can return, and `other`."""
+    return (*endpoints().values(), "status_list", "other")
 
 
 def endpoint_of(path: str, table: dict[str, str]) -> str | None:

@@ -35,7 +35,10 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 
+from operations import access
 from operations.networks import peer_in
+from plumbing.errors import DATABASE_UNAVAILABLE as DATABASE_ERRORS
+from plumbing.observe import METADATA_DOCUMENT_OUTCOMES
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +78,39 @@ STATUS_LIST_LAST_BUILD = Gauge(
     "When a token status list was last signed (Unix time).",
     multiprocess_mode="max",
 )
+
+
+# The codes each endpoint's answers are declared with at zero: the 5xx the alert rules watch.
+DECLARED_CODES = ("500", "503")
+CONSENT_DECISION_LABELS = ("allowed", "denied")
+
+
+def series_declare() -> None:
+    """Every labelled series the shipped alert rules and dashboard query, at zero from start-up
+    (docs/prometheus-rules.yml, docs/grafana-dashboard.json): a panel shows 0 rather than "No data",
+    and rate() has a sample before the first event (the first outage, the first 429). The label
+    values are the fixed sets the counters take; the limits are settings.RATELIMITS' names, so a
+    limit added there is declared too.
+
+    Run by OperationsConfig.ready in each process that loads the application, and again in each
+    gunicorn worker forked from a master that loaded it (--preload; config/gunicorn.py post_fork):
+    inc(0) writes every series, these and any other this process knows, to the worker's own file."""
+    for grant_type in access.GRANT_TYPE_LABELS:
+        for outcome in access.TOKEN_OUTCOMES:
+            TOKEN_REQUESTS.labels(grant_type, outcome).inc(0)
+    for endpoint in TIMED_ENDPOINTS:
+        REQUEST_DURATION.labels(endpoint)
+    for endpoint in access.endpoint_names():
+        for code in DECLARED_CODES:
+            HTTP_RESPONSES.labels(endpoint, code).inc(0)
+    for decision in CONSENT_DECISION_LABELS:
+        CONSENT_DECISIONS.labels(decision).inc(0)
+    for limit in settings.RATELIMITS:
+        RATELIMIT_REFUSALS.labels(limit).inc(0)
+    for error in DATABASE_ERRORS:
+        DATABASE_UNAVAILABLE.labels(error.__name__).inc(0)
+    for outcome in METADATA_DOCUMENT_OUTCOMES:
+        METADATA_FETCHES.labels(outcome).inc(0)
 
 
 def request_observed(endpoint: str | None, *, status: int, latency: float, grant_type=None, outcome=None) -> None:

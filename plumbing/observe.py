@@ -13,5 +13,6 @@ database_unavailable = Signal()
 # oauthflows.cimd, a client ID metadata document fetch: phase="started", then phase="finished" with
 # outcome="fetched" | "refused" | "error"; or phase="skipped" with outcome="backoff" | "busy".
 metadata_document_fetch = Signal()
+METADATA_DOCUMENT_OUTCOMES = ("fetched", "refused", "error", "backoff", "busy")
 # signing.statuslist signed a token status list again: number=<the list>.
 status_list_built = Signal()

@@ -1,4 +1,4 @@
-"""The tests' Node packages (tests/clients/node, tests/browser/upstream), installed by `npm ci`
+"""The tests' Node packages (tests/clients/node, examples/idjag_provider), installed by `npm ci`
 (their lock, exactly) in a cache directory, once per version of their files."""
 
 import hashlib

@@ -1,9 +1,13 @@
 """The docs name only what exists: every file path in README.md and docs/*.md is a file or folder of
 this repository, and every setting they name (OAUTH_*, DJANGO_*, DATABASE_*, RATELIMIT_*, REDIS_*,
 LOG_*, METRICS_*, OTEL_*) is read by the code; a configuration table's names are read from the
-environment. A rename or a removal that leaves a doc behind fails here.
+environment. Every relative link and anchor resolves as a reader's browser resolves it (from the
+doc's own folder, to a heading of the target); every dotted name of our code
+(`oauthflows.views.AuthorizeView`) and every `file.py:name` is defined there; every bare `file.py`
+is a file of the repository. A rename or a removal that leaves a doc behind fails here.
 """
 
+import ast
 import re
 import subprocess
 from pathlib import Path
@@ -106,3 +110,159 @@ def test_the_checks_catch_a_missing_path_and_an_unread_variable(tmp_path):
     assert [path for path in sorted(named) if not _exists(doc, path)] == ["oauthclients/no_such_module.py"]
     assert set(TABLE_ROW.findall(doc.read_text())) - READ_FROM_ENVIRONMENT == {"OAUTH_NO_SUCH_THING"}
     assert "OAUTH_ISSUER" in READ_FROM_ENVIRONMENT and "DATABASE_URL" in READ_FROM_ENVIRONMENT
+
+
+# Markdown links and images outside fenced code: [text](target) and ![alt](target).
+FENCED = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$", re.MULTILINE)
+PACKAGES = sorted(path.name for path in ROOT.iterdir() if (path / "__init__.py").is_file())
+# `oauthflows.views.AuthorizeView`, `scopes.jwt`: a name of ours, not part of a path or a longer word.
+DOTTED = re.compile(rf"(?<![\w./-])((?:{'|'.join(PACKAGES)})(?:\.[A-Za-z_]\w*)+)(?![\w/(-])")
+# A check id (`config.E003`) or a file name (`accounts.md`): not a Python name.
+NOT_PYTHON = re.compile(rf"\.(?:[EW]\d{{3}}|{EXTENSIONS})$")
+FILE_REFERENCE = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+\.py):([A-Za-z_][\w.]*\w)")
+BARE_FILE = re.compile(r"`([\w-]+\.(?:py|mjs|cfg|ya?ml|json|toml|html))`")
+
+
+def _outside_code_blocks(doc: Path) -> str:
+    return FENCED.sub("", doc.read_text(encoding="utf-8"))
+
+
+def anchors(doc: Path) -> set[str]:
+    """The ids GitHub gives the doc's headings: lower case, punctuation dropped, spaces to hyphens, a
+    repeated heading suffixed -1, -2..."""
+    seen: dict[str, int] = {}
+    ids = set()
+    for heading in HEADING.findall(_outside_code_blocks(doc)):
+        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading).replace("`", "").strip().lower()
+        slug = re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        ids.add(slug if count == 0 else f"{slug}-{count}")
+    return ids
+
+
+def _link_resolves(doc: Path, target: str) -> bool:
+    path, _, anchor = target.partition("#")
+    # Relative to the doc's folder only: docs/x.md linking `docs/y.md` means docs/docs/y.md.
+    destination = (doc.parent / path).resolve() if path else doc
+    if not destination.exists():
+        return False
+    return not anchor or (destination.suffix == ".md" and anchor in anchors(destination))
+
+
+def broken_links(doc: Path) -> list[str]:
+    return [
+        target
+        for target in LINK.findall(_outside_code_blocks(doc))
+        # https:, mailto:: not ours to check
+        if not re.match(r"[a-z][a-z0-9+.-]*:", target) and not _link_resolves(doc, target)
+    ]
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=DOC_IDS)
+def test_every_relative_link_and_anchor_resolves(doc):
+    assert broken_links(doc) == [], f"{doc.relative_to(ROOT)} links to what is not there"
+
+
+def _names(body: list[ast.stmt]) -> dict[str, ast.stmt]:
+    """What a module or class body defines: functions, classes, assignments, imports (and those
+    under an `if` or `try`)."""
+    names: dict[str, ast.stmt] = {}
+    for node in body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names[node.name] = node
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names |= {name.id: node for name in ast.walk(target) if isinstance(name, ast.Name)}
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names |= {(alias.asname or alias.name).split(".")[0]: node for alias in node.names}
+        elif isinstance(node, ast.If | ast.Try):
+            names |= _names(node.body) | _names(node.orelse)
+    return names
+
+
+def defined_in(path: Path, dotted: str) -> bool:
+    """`Class.attribute` (or a module-level name) is defined in the Python file `path`."""
+    body = ast.parse(path.read_text(encoding="utf-8")).body
+    for part in dotted.split("."):
+        node = _names(body).get(part)
+        if node is None:
+            return False
+        body = node.body if isinstance(node, ast.ClassDef) else []
+    return True
+
+
+def _module(parts: list[str]) -> Path | None:
+    base = ROOT.joinpath(*parts)
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def resolves(name: str) -> bool:
+    """A module, or a name defined in one, read from the source (nothing is imported); `app.Model`
+    is a model of the app."""
+    parts = name.split(".")
+    if NOT_PYTHON.search(name):
+        return True
+    for length in range(len(parts), 0, -1):
+        module = _module(parts[:length])
+        if module is None:
+            continue
+        rest = ".".join(parts[length:])
+        if not rest or defined_in(module, rest):
+            return True
+        models = ROOT / parts[0] / "models.py"
+        return length == 1 and len(parts) == 2 and models.is_file() and defined_in(models, rest)
+    return False
+
+
+TRACKED = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+FILE_NAMES = {Path(name).name for name in TRACKED}
+
+
+def unknown_names(doc: Path) -> list[str]:
+    prose = _prose(doc)
+    unknown = [name for name in sorted(set(DOTTED.findall(prose))) if not resolves(name)]
+    for path, name in sorted(set(FILE_REFERENCE.findall(prose))):
+        found = [base / path for base in (ROOT, doc.parent, ROOT / "tests") if (base / path).is_file()]
+        if not found or not defined_in(found[0], name):
+            unknown.append(f"{path}:{name}")
+    unknown += [name for name in sorted(set(BARE_FILE.findall(prose))) if name not in FILE_NAMES]
+    return unknown
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=DOC_IDS)
+def test_every_dotted_name_and_file_reference_is_defined(doc):
+    assert unknown_names(doc) == [], f"{doc.relative_to(ROOT)} names code that does not exist"
+
+
+def test_the_checks_catch_a_broken_link_anchor_and_name(tmp_path):
+    """The two tests above can fail, and pass what is right."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "other.md").write_text("# Other\n## 3. The database\n## Twice\n## Twice\n")
+    doc = docs / "made-up.md"
+    doc.write_text(
+        "[ok](other.md#3-the-database) [again](other.md#twice-1) [here](#made-up) [png](../chart.png)\n"
+        "# Made up\n[nested](docs/other.md) [gone](#no-such-heading) [heading](other.md#3-database)\n"
+        "```\n[in a code block](nowhere.md)\n```\n"
+        "`oauthflows.views.AuthorizeView`, `scopes.jwt`, `accounts.AccountAuditEvent`, `config.E003`,\n"
+        "`oauthflows/oauth2.py:Validator.validate_code`, `tier.py`; and stale: `config.accounts.LoginView`,\n"
+        "`oauthflows/oauth2.py:NoSuchThing`, `oauthflows/views.py:TokenView`, `test_claims.py`.\n"
+    )
+    (tmp_path / "chart.png").write_bytes(b"")
+    assert broken_links(doc) == ["docs/other.md", "#no-such-heading", "other.md#3-database"]
+    assert unknown_names(doc) == [
+        "config.accounts.LoginView",
+        "oauthflows/oauth2.py:NoSuchThing",
+        "oauthflows/views.py:TokenView",
+        "test_claims.py",
+    ]
+    # And the real docs give them something to check.
+    prose = " ".join(_prose(doc) for doc in DOCS)
+    assert len(set(DOTTED.findall(prose))) > 50 and len(set(FILE_REFERENCE.findall(prose))) > 20
+    assert sum(len(LINK.findall(_outside_code_blocks(doc))) for doc in DOCS) > 50

@@ -191,3 +191,39 @@ def test_every_provider_asks_for_pkce_with_s256_and_a_nonce_derived_from_its_ver
     params = provider.get_pkce_params()
     assert params["code_challenge_method"] == "S256" and params["nonce"] == upstream_nonce(params["code_verifier"])
     assert params["nonce"] != params["code_challenge"]
+
+
+def _added(**options) -> tuple[dict, str]:
+    out, err = StringIO(), StringIO()
+    call_command(
+        "identityprovider",
+        *("add", "--name", "Acme SSO", "--issuer", "https://sso.acme.example", "--client-id", "sched"),
+        stdout=out,
+        stderr=err,
+        stdin=StringIO(SECRET + "\n"),
+    )
+    return json.loads(out.getvalue()), err.getvalue()
+
+
+@pytest.mark.django_db
+def test_the_redirect_uri_printed_is_under_the_issuer_the_server_uses(settings):
+    settings.OAUTH_ISSUER = "http://localhost:18200"
+    shown, said = _added()
+    assert shown["redirect_uri"] == "http://localhost:18200/accounts/oidc/acme-sso/login/callback/"
+    assert said == ""
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("debug", "from_environment", "warned"),
+    [(True, False, True), (True, True, False), (False, False, False)],
+    ids=["debug-default-issuer", "issuer-set", "production"],
+)
+def test_with_debug_on_and_no_issuer_set_it_warns_that_the_uri_is_the_defaults(
+    settings, debug, from_environment, warned
+):
+    settings.DEBUG, settings.OAUTH_ISSUER_FROM_ENVIRONMENT = debug, from_environment
+    shown, said = _added()
+    assert shown["redirect_uri"].startswith(settings.OAUTH_ISSUER + "/")  # stdout stays JSON
+    assert ("OAUTH_ISSUER is not set" in said and 'make manage PORT=… ARGS="identityprovider list"' in said) is warned
+    assert (settings.OAUTH_ISSUER in said) is warned

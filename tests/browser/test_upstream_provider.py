@@ -1,6 +1,6 @@
 # ruff: noqa: F811 - the fixture imported from tests/browser/upstream_provider.py is named as an argument
 """Signing in through an upstream identity provider nobody here wrote: panva's `oidc-provider`
-(npm, tests/browser/upstream, run by tests/browser/upstream_provider.py), started by the test on a
+(npm, the example examples/idjag_provider, run by tests/browser/upstream_provider.py), started by the test on a
 free loopback port, with Chromium going through its pages.
 
 - A person of an enforced domain types their email on our login page, comes from an app's

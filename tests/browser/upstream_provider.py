@@ -1,13 +1,16 @@
-"""panva's `oidc-provider` (npm, tests/browser/upstream: package.json and its lock) as an
-organization's identity provider, in its own Node process on a free loopback port (issuer
-`http://localhost:PORT`). Used by tests/browser/test_upstream_provider.py (people sign in through
-it) and tests/clients/test_mcp_idjag_oidc_provider.py (it issues ID-JAGs by token exchange).
+"""panva's `oidc-provider` as an organization's identity provider: the example
+examples/idjag_provider (package.json and its lock; docs/agents.md, "The organization's
+provider"), in its own Node process on a free loopback port (issuer `http://localhost:PORT`).
+Used by tests/browser/test_upstream_provider.py (people sign in through it) and
+tests/clients/test_mcp_idjag_oidc_provider.py (it issues ID-JAGs by token exchange).
 """
 
 import json
 import os
 import queue
+import shutil
 import subprocess
+import tempfile
 import threading
 from pathlib import Path
 
@@ -16,7 +19,7 @@ import pytest
 from tests.integration.server import free_port
 from tests.node_packages import npm_installed
 
-PACKAGE = Path(__file__).parent / "upstream"
+PACKAGE = Path(__file__).resolve().parents[2] / "examples" / "idjag_provider"
 PACKAGE_FILES = ("package.json", "package-lock.json", "provider.mjs")
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 # It listens within a second or two; a start that has not by then is stuck (seen once in CI: the
@@ -27,14 +30,14 @@ START_ATTEMPTS = 2
 
 @pytest.fixture(scope="session")
 def upstream_package() -> Path:
-    """tests/browser/upstream installed (tests/node_packages.py)."""
+    """examples/idjag_provider installed (tests/node_packages.py)."""
     return npm_installed(
         PACKAGE, PACKAGE_FILES, prefix="upstream-", main="oidc-provider", needed_for="the tests with oidc-provider"
     )
 
 
 class Upstream:
-    """The provider's Node process (tests/browser/upstream/provider.mjs says what it serves).
+    """The provider's Node process (examples/idjag_provider/provider.mjs says what it serves).
 
     `clients` are its registered clients ({client_id, client_secret, redirect_uris[, grant_types]});
     `accounts` the people who may sign in ({login: {email, email_verified, amr}}); with
@@ -46,12 +49,14 @@ class Upstream:
         self.id_jag_policy = id_jag_policy
         self.port = free_port()
         self.issuer = f"http://localhost:{self.port}"
-        self.config = {
+        config = {
             "port": self.port,
             "clients": clients,
             "accounts": accounts,
             **({"id_jag_policy": str(id_jag_policy)} if id_jag_policy else {}),
         }
+        self.config_path = Path(tempfile.mkdtemp(prefix="upstream-")) / "config.json"
+        self.config_path.write_text(json.dumps(config))
         self._start()
 
     def _start(self) -> None:
@@ -60,16 +65,16 @@ class Upstream:
             said = self._start_once()
             if said and "listening" in said[-1]:
                 return
-            self.close()
+            self._stop()
         raise AssertionError(
             f"the upstream provider did not start (in {START_SECONDS} s, {START_ATTEMPTS} tries):\n" + "".join(said)
         )
 
     def _start_once(self) -> list[str]:
         """Starts the process; what it said until "listening", its exit ("") or the deadline."""
-        env = {"PATH": os.environ.get("PATH", ""), "UPSTREAM_CONFIG": json.dumps(self.config), "NODE_ENV": "test"}
+        env = {"PATH": os.environ.get("PATH", ""), "NODE_ENV": "test"}
         self.process = subprocess.Popen(
-            ["node", str(self.package / "provider.mjs")],
+            ["node", str(self.package / "provider.mjs"), str(self.config_path)],
             cwd=self.package,
             env=env,
             stdout=subprocess.PIPE,
@@ -98,10 +103,14 @@ class Upstream:
 
     def restart(self) -> None:
         """The same issuer on the same port, with a new signing key: the old one is gone from its JWKS."""
-        self.close()
+        self._stop()
         self._start()
 
     def close(self) -> None:
+        self._stop()
+        shutil.rmtree(self.config_path.parent, ignore_errors=True)
+
+    def _stop(self) -> None:
         self.process.terminate()
         try:
             self.process.wait(timeout=5)

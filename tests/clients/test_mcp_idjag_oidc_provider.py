@@ -1,8 +1,8 @@
 # ruff: noqa: F811 - the fixtures imported from other modules are named as arguments
 """ID-JAG from an identity provider nobody here wrote: panva's `oidc-provider` (npm, run by
 tests/browser/upstream_provider.py) is the organization's provider, with an RFC 8693 token exchange
-registered on it (tests/browser/upstream/provider.mjs) that turns an ID token it issued into an
-Identity Assertion JWT Authorization Grant signed with its own key.
+registered on it (the example examples/idjag_provider/provider.mjs) that turns an ID token it
+issued into an Identity Assertion JWT Authorization Grant signed with its own key.
 
 The employee signs in at the provider through its authorization code flow (its login form, PKCE,
 the agent's client authenticated there) and the agent gets a real ID token; the agent trades it at

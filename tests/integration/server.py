@@ -121,13 +121,15 @@ def _wait_until_listening(process: subprocess.Popen, log_path: Path, deadline: f
     raise RuntimeError("gunicorn did not start listening in time")
 
 
-def wait_until_answering(url: str, deadline: float, process: subprocess.Popen | None = None) -> None:
+def wait_until_answering(
+    url: str, deadline: float, process: subprocess.Popen | None = None, path: str = "/v2/me"
+) -> None:
     """Poll an endpoint that needs no database until Django answers (any HTTP status)."""
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
             raise RuntimeError(f"gunicorn exited with status {process.returncode}")
         try:
-            requests.get(url + "/v2/me", timeout=2)
+            requests.get(url + path, timeout=2)
             return
         except requests.RequestException:
             time.sleep(0.05)
@@ -169,6 +171,9 @@ def running_server(
     port: int = 0,
     access_log: bool = False,
     extra_args: tuple[str, ...] = (),
+    control_socket: bool = False,
+    preload: bool = True,
+    probe: str = "/v2/me",
 ) -> Iterator[LiveServer]:
     """gunicorn with `workers` sync workers on 127.0.0.1, stopped (process group) on exit.
 
@@ -176,6 +181,11 @@ def running_server(
     exactly that environment instead of this project's production settings. `port` binds a known
     port (0: any free one); `access_log` writes a line per request to the log (to count them);
     `extra_args` go to gunicorn as they are (e.g. `-c config/gunicorn.py`, the production settings).
+    `control_socket`: gunicorn's control socket on (where the configuration puts it); off by default,
+    since gunicorn's own default path is one per user, shared by every server a test run starts.
+    `preload=False` loads the application in each worker, as docs/deploying.md's command does; `probe`
+    is the path polled until the server answers (`/healthz` from loopback is not counted by the
+    metrics, so that a server can be scraped having served nothing).
     """
     with tempfile.NamedTemporaryFile(prefix="gunicorn-", suffix=".log", delete=False) as log_file:
         log_path = Path(log_file.name)
@@ -191,13 +201,13 @@ def running_server(
         "--bind",
         f"127.0.0.1:{port}",
         # Workers load the app in the master and fork: a worker killed by a test is back at once.
-        "--preload",
+        *(["--preload"] if preload else []),
         "--timeout",
         str(timeout),
         # Workers stop at once on SIGINT; gunicorn 27's master still waits this long before it exits.
         "--graceful-timeout",
         "1",
-        "--no-control-socket",
+        *([] if control_socket else ["--no-control-socket"]),
         "--log-level",
         "info",
         *(["--access-logfile", "-"] if access_log else []),
@@ -217,7 +227,7 @@ def running_server(
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT
         url = _wait_until_listening(process, log_path, deadline)
-        wait_until_answering(url, deadline, process)
+        wait_until_answering(url, deadline, process, probe)
         yield LiveServer(url=url, process=process, log_path=log_path)
     except BaseException:
         stop(process)

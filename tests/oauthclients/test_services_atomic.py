@@ -217,6 +217,11 @@ def _client_registration_update(reviewer, **_):
     )
 
 
+def _client_registration_token_issue(reviewer, **_):
+    client = _registered_approved(reviewer)  # the new token's digest, the audit row
+    return lambda: services.client_registration_token_issue(client=_fresh(client), actor=reviewer)
+
+
 def _client_registration_delete(reviewer, browser, api, **_):
     client = _registered_approved(reviewer)
     return lambda: services.client_registration_delete(client=_fresh(client))
@@ -241,6 +246,7 @@ SERVICES: dict[str, Callable] = {
     "unused_registrations_remove": _unused_registrations_remove,
     "client_registration_update": _client_registration_update,
     "client_registration_delete": _client_registration_delete,
+    "client_registration_token_issue": _client_registration_token_issue,
 }
 
 

@@ -214,6 +214,13 @@ def test_production_settings_require_https_by_default():
     assert "plumbing.securityheaders.ContentSecurityPolicyMiddleware" in built["MIDDLEWARE"]
 
 
+def test_hsts_can_be_shorter_or_off_with_https_still_required():
+    assert settings_built_with(DJANGO_SECRET_KEY="x" * 50, DJANGO_HSTS_SECONDS="3600")["SECURE_HSTS_SECONDS"] == 3600
+    off = settings_built_with(DJANGO_SECRET_KEY="x" * 50, DJANGO_HSTS_SECONDS="0")
+    assert off["SECURE_HSTS_SECONDS"] == 0
+    assert off["SESSION_COOKIE_SECURE"] is off["CSRF_COOKIE_SECURE"] is off["SECURE_SSL_REDIRECT"] is True
+
+
 def test_plain_http_on_loopback_has_no_hsts_and_no_secure_cookies():
     built = settings_built_with(DJANGO_SECRET_KEY="x" * 50, DJANGO_REQUIRE_HTTPS="0")
 

@@ -12,6 +12,7 @@ import sys
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.utils.translation import gettext
 
 from accounts.models import AssertionPolicy, IdentityProvider
 from accounts.services import (
@@ -39,6 +40,16 @@ def _shown(provider: IdentityProvider) -> dict:
             for policy in AssertionPolicy.objects.filter(provider=provider).select_related("client")
         },
     }
+
+
+def _default_issuer_warning() -> str:
+    # `make run PORT=…` sets OAUTH_ISSUER for its server; a command run beside it without that setting
+    # prints the settings' default issuer, and a provider told that redirect URI breaks the sign-in.
+    return gettext(
+        "OAUTH_ISSUER is not set: the redirect_uri above is under the default issuer, %(issuer)s. If the "
+        "server runs elsewhere (make run PORT=…), register the redirect URI it uses: run the command as "
+        'make manage PORT=… ARGS="identityprovider list", or with OAUTH_ISSUER set as the server has it.'
+    ) % {"issuer": settings.OAUTH_ISSUER}
 
 
 class Command(BaseCommand):
@@ -100,6 +111,8 @@ class Command(BaseCommand):
             )
             result = _shown(provider)
         self.stdout.write(json.dumps(result, indent=2))
+        if action in ("add", "list") and settings.DEBUG and not settings.OAUTH_ISSUER_FROM_ENVIRONMENT:
+            self.stderr.write(_default_issuer_warning())
 
     def _assertions(self, action: str, options) -> dict:
         try:

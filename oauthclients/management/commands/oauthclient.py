@@ -57,6 +57,10 @@ def client_json(client: OAuthClient) -> dict:
         "website_url": client.website_url,
         "purpose": client.purpose,
         "id_token_signed_response_alg": client.id_token_signed_response_alg,
+        # manual, dcr (RFC 7591) or cimd; a dcr client without a token cannot manage its registration
+        # (RFC 7592) until issue-registration-token gives it one.
+        "registration_source": client.registration_source,
+        "registration_token_issued": bool(client.registration_token_digest),
         "secrets": [
             {
                 "id": secret.pk,
@@ -235,6 +239,16 @@ class Command(BaseCommand):
             'Prints {"updated": N}.',
         )
 
+        registration_token = commands.add_parser(
+            "issue-registration-token",
+            help="Give a client that registered itself (RFC 7591) a new registration access token (RFC 7592).",
+            description="For a client that registered itself before registration access tokens existed (it has "
+            "none, and cannot read, update or delete its registration), or that lost its token: any earlier one "
+            'stops working. Prints {"client_id", "registration_client_uri", "registration_access_token", '
+            '"replaced"}; the token is shown only this once (it is stored as a digest). Audited.',
+        )
+        registration_token.add_argument("client_id")
+
         exchange_targets = commands.add_parser(
             "set-exchange-targets",
             help="The resource servers a resource server may exchange users' tokens toward (RFC 8693); none: none.",
@@ -380,6 +394,15 @@ class Command(BaseCommand):
                 client=self._client(client_id), token_format=token_format, actor=actor
             )
         )
+
+    def do_issue_registration_token(self, *, actor, client_id, **_):
+        issued = services.client_registration_token_issue(client=self._client(client_id), actor=actor)
+        return {
+            "client_id": client_id,
+            "registration_client_uri": issued.client.registration_client_uri,
+            "registration_access_token": issued.registration_token,
+            "replaced": issued.replaced,
+        }
 
     def do_set_exchange_targets(self, *, actor, client_id, resource_uris, **_):
         client = client_exchange_targets_set(client=self._client(client_id), resource_uris=resource_uris, actor=actor)

@@ -1,34 +1,56 @@
-// panva's oidc-provider as an organization's identity provider, for the upstream sign-in tests
-// (tests/browser/test_upstream_provider.py) and the ID-JAG tests
-// (tests/clients/test_mcp_idjag_oidc_provider.py); tests/browser/upstream_provider.py starts it.
+// An organization's identity provider that issues ID-JAGs (Identity Assertion JWT Authorization
+// Grants, IETF draft-ietf-oauth-identity-assertion-authz-grant; MCP's Enterprise-Managed
+// Authorization): panva's oidc-provider, with an RFC 8693 token exchange registered on it the way its
+// docs say ("Custom Grant Types", provider.registerGrantType). An agent's client trades an ID token
+// this provider issued it for an ID-JAG naming an authorization server the organization trusts,
+// which that server (this project: docs/agents.md, "Organizations in charge") trades for an access
+// token with no consent page. Stock oidc-provider cannot issue one; Okta calls the feature Cross App
+// Access.
 //
-// UPSTREAM_CONFIG (JSON): {port, clients: [{client_id, client_secret, redirect_uris[, grant_types]}],
-// accounts: {login: {email, email_verified, amr[, userinfo_sub]}}[, id_jag_policy: FILE]}. Binds 127.0.0.1:port,
-// issuer http://localhost:port. The login page is ours (a form: who you are; no password, this is a
-// test double), so that the sign-in can report the `amr` a real provider would (RFC 8176). Consent
-// is implied (loadExistingGrant), as an organization's provider does for its own apps. Each start
-// makes a new RS256 signing key (its kid the RFC 7638 thumbprint): a restart is a key rotation.
-// PKCE (S256) is required of every client, as RFC 9700 §2.1.1 recommends. An account with
-// `userinfo_sub` is a misbehaving provider's: its userinfo names that subject, its ID token the
-// login (OpenID Connect Core §5.3.2 says a relying party must then not use the userinfo).
-// Prints "listening" once it accepts connections.
+//   npm ci && node provider.mjs config.example.json     (docs/agents.md, "The organization's provider")
 //
-// With id_jag_policy, the token endpoint also issues Identity Assertion JWT Authorization Grants
-// (ID-JAG; IETF draft-ietf-oauth-identity-assertion-authz-grant, MCP's Enterprise-Managed
-// Authorization) by RFC 8693 token exchange, registered the way oidc-provider's docs say
-// ("Custom Grant Types", provider.registerGrantType). The policy file, read at each request, is
-// what the organization's administrators configured: {AUDIENCE: {clients: {CLIENT_ID_HERE:
-// CLIENT_ID_THERE}, scopes: [SCOPE, ...]}}, AUDIENCE being the issuer of an authorization server
-// the organization trusts, CLIENT_ID_THERE the agent's client at that server.
-import { generateKeyPairSync, randomUUID } from "node:crypto";
+// The configuration, a JSON file named on the command line:
+//   name            what its pages say (default "Acme SSO")
+//   port            where it listens, on `host` (default 127.0.0.1)
+//   issuer          default http://localhost:PORT; what every token says in `iss`, and what this
+//                   server's `identityprovider add --issuer` must be exactly
+//   clients         [{client_id, client_secret, redirect_uris[, grant_types]}]: the organization's
+//                   apps. An agent that may get ID-JAGs lists the token exchange grant
+//                   (urn:ietf:params:oauth:grant-type:token-exchange) in its grant_types.
+//   accounts        {login: {email, email_verified, amr[, userinfo_sub]}}: the people. An account
+//                   with `userinfo_sub` is a misbehaving provider's, for the tests: its userinfo names
+//                   that subject, its ID token the login (OpenID Connect Core §5.3.2 says a relying
+//                   party must then not use the userinfo). DEMO ONLY: the login page
+//                   asks who you are and checks no password; a real provider signs people in against
+//                   its directory (replace findAccount and the /interaction pages).
+//   id_jag_policy   a JSON file (relative to the configuration's folder), read again at each
+//                   exchange, so that the organization's administrators change it while it runs:
+//                   {AUDIENCE: {clients: {CLIENT_ID_HERE: CLIENT_ID_THERE}, scopes: [SCOPE, ...]}},
+//                   AUDIENCE the issuer of an authorization server the organization trusts,
+//                   CLIENT_ID_THERE the agent's client at that server, scopes the most it may get.
+//                   Without it, no ID-JAG is issued (a provider for people's sign-in only).
+//
+// Consent at the provider is implied (loadExistingGrant), as an organization's provider does for its
+// own apps. Each start makes a new RS256 signing key (its kid the RFC 7638 thumbprint): a restart is
+// a key rotation; a provider that must keep its keys loads them instead. It prints "listening" once
+// it accepts connections. The tests run it as the upstream provider (tests/browser/upstream_provider.py).
+import { generateKeyPairSync, randomBytes, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import http from "node:http";
+import { dirname, resolve } from "node:path";
 import { calculateJwkThumbprint, SignJWT } from "jose";
 import Provider, { errors } from "oidc-provider";
 
-const config = JSON.parse(process.env.UPSTREAM_CONFIG);
-const issuer = `http://localhost:${config.port}`;
+const configPath = process.argv[2];
+if (!configPath) {
+  console.error("usage: node provider.mjs CONFIG.json (see config.example.json)");
+  process.exit(2);
+}
+const config = JSON.parse(readFileSync(configPath, "utf8"));
+const issuer = config.issuer ?? `http://localhost:${config.port}`;
 const accounts = config.accounts;
+const name = config.name ?? "Acme SSO";
+const policyPath = config.id_jag_policy ? resolve(dirname(configPath), config.id_jag_policy) : null;
 
 const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
 const signingKey = { ...privateKey.export({ format: "jwk" }), alg: "RS256", use: "sig" };
@@ -70,7 +92,9 @@ const provider = new Provider(issuer, {
   },
   interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
   features: { devInteractions: { enabled: false } },
-  cookies: { keys: ["upstream-test-cookie-key"] },
+  // Sessions last as long as the process (a new key each start).
+  cookies: { keys: [randomBytes(32).toString("base64url")] },
+  // PKCE (S256) is required of every client, as RFC 9700 §2.1.1 recommends.
   pkce: { required: () => true },
 });
 
@@ -123,7 +147,7 @@ async function idJagExchange(ctx) {
 
   let policy;
   try {
-    policy = JSON.parse(readFileSync(config.id_jag_policy, "utf8"))[params.audience];
+    policy = JSON.parse(readFileSync(policyPath, "utf8"))[params.audience];
   } catch {
     policy = undefined;
   }
@@ -163,7 +187,7 @@ async function idJagExchange(ctx) {
   };
 }
 
-if (config.id_jag_policy) {
+if (policyPath) {
   provider.registerGrantType(TOKEN_EXCHANGE, idJagExchange, [
     "audience",
     "resource",
@@ -174,9 +198,11 @@ if (config.id_jag_policy) {
   ]);
 }
 
+const escaped = (text) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
 function page(res, status, body) {
   res.writeHead(status, { "Content-Type": "text/html; charset=utf-8" });
-  res.end(`<!doctype html><html lang="en"><title>Acme SSO</title><main>${body}</main></html>`);
+  res.end(`<!doctype html><html lang="en"><title>${escaped(name)}</title><main>${body}</main></html>`);
 }
 
 async function readForm(req) {
@@ -195,14 +221,14 @@ const server = http.createServer(async (req, res) => {
       return page(
         res,
         200,
-        `<h1>Acme SSO</h1><p>Prompt: ${details.prompt.name}</p>
+        `<h1>${escaped(name)}</h1><p>Prompt: ${details.prompt.name}</p>
         <form method="post" action="/interaction/${match[1]}/login">
-        <label for="login">Acme username</label><input id="login" name="login" autocomplete="username">
-        <button type="submit">Sign in to Acme</button></form>`,
+        <label for="login">Username</label><input id="login" name="login" autocomplete="username">
+        <button type="submit">Sign in</button></form>`,
       );
     }
     const login = (await readForm(req)).get("login");
-    if (!accounts[login]) return page(res, 400, "<h1>Unknown Acme user</h1>");
+    if (!accounts[login]) return page(res, 400, "<h1>Unknown user</h1>");
     await provider.interactionFinished(
       req,
       res,
@@ -210,7 +236,7 @@ const server = http.createServer(async (req, res) => {
       { mergeWithLastSubmission: false },
     );
   } catch (error) {
-    page(res, 500, `<h1>Upstream error</h1><pre>${String(error).replace(/</g, "&lt;")}</pre>`);
+    page(res, 500, `<h1>Upstream error</h1><pre>${escaped(error)}</pre>`);
   }
 });
-server.listen(config.port, "127.0.0.1", () => console.log("listening"));
+server.listen(config.port, config.host ?? "127.0.0.1", () => console.log("listening"));
