@@ -26,7 +26,8 @@ ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::
 # Off lets the server run over plain HTTP on loopback (tests, benchmark, `make run`).
 REQUIRE_HTTPS = env_bool("DJANGO_REQUIRE_HTTPS", not DEBUG)
 
-OAUTH_ISSUER = (env_str("OAUTH_ISSUER") or "http://127.0.0.1:8000").rstrip("/")
+# localhost, as `make run` serves: an IP address cannot be a WebAuthn relying party (passkeys).
+OAUTH_ISSUER = (env_str("OAUTH_ISSUER") or "http://localhost:8000").rstrip("/")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
