@@ -195,8 +195,10 @@ MFA_FORMS = {"activate_totp": "accounts.forms.ActivateTOTPForm"}
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes", "webauthn"]
 MFA_PASSKEY_LOGIN_ENABLED = True
 MFA_TOTP_ISSUER = env_str("MFA_TOTP_ISSUER", "")  # the name authenticator apps show; default the issuer's host
-# Browsers allow WebAuthn over plain http on localhost only: development and tests.
-MFA_WEBAUTHN_ALLOW_INSECURE_ORIGIN = OAUTH_ISSUER.startswith(("http://localhost", "http://127.0.0.1"))
+# Off: it would let allauth accept a passkey ceremony from any origin. Every ceremony accepts exactly
+# OAUTH_ISSUER's origin (accounts.passkeys), http://localhost:PORT included (browsers allow WebAuthn
+# over plain http on localhost only: development and tests).
+MFA_WEBAUTHN_ALLOW_INSECURE_ORIGIN = False
 # Administrators must have a second factor (accounts.middleware.StaffSecondFactorMiddleware); on by
 # default with debug off, and `check --deploy` warns when it is off.
 OAUTH_STAFF_MFA_REQUIRED = env_bool("OAUTH_STAFF_MFA_REQUIRED", not DEBUG)

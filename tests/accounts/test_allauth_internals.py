@@ -5,7 +5,9 @@ does for Django's and DOT's): an upgrade that moves or changes one turns this fi
 - suspending a POST until the user re-authenticates (accounts.middleware._suspend);
 - recording a second factor used (accounts.services.session_factor_set_up_record);
 - marking the code typed at an authenticator app's activation used (accounts.forms.ActivateTOTPForm);
-- ending a user's sessions (accounts.views.SignOutEverywhereView).
+- ending a user's sessions (accounts.views.SignOutEverywhereView);
+- the relying party server every passkey ceremony asks for (accounts.passkeys.passkey_server);
+- the authenticator app's used-code store (accounts.selectors.totp_code_already_used).
 """
 
 import inspect
@@ -79,3 +81,33 @@ def test_a_code_marked_used_for_a_user_is_refused_by_their_authenticator_app(end
     app = TOTP.activate(end_user, secret)
     assert app.validate_code(code) is False
     assert app.validate_code(other) is True
+
+
+def test_every_passkey_ceremony_takes_its_server_from_get_server_which_ours_replaces():
+    """accounts.apps puts accounts.passkeys.passkey_server (the issuer's origin, exactly) in place of
+    allauth's module function get_server: every ceremony must call it by that name, and no other
+    place build a relying party server of its own."""
+    from allauth.mfa.webauthn.internal import auth
+
+    from accounts.passkeys import passkey_server
+
+    assert auth.get_server is passkey_server
+    ceremonies = (
+        auth.begin_registration,
+        auth.complete_registration,
+        auth.begin_authentication,
+        auth.complete_authentication,
+    )
+    assert all("server = get_server()" in inspect.getsource(ceremony) for ceremony in ceremonies)
+    source = inspect.getsource(auth)
+    assert source.count("Fido2Server(") == 1 and source.count("= get_server()") == len(ceremonies)
+
+
+def test_the_used_code_store_is_keyed_by_user_and_code(end_user):
+    """accounts.selectors.totp_code_already_used reads allauth's used-code key and check."""
+    from allauth.mfa.models import Authenticator
+    from allauth.mfa.totp.internal import auth as totp
+
+    assert parameters(totp.validate_totp_code) == ["secret", "code"]
+    key = totp.TOTP(Authenticator(user=end_user, type=Authenticator.Type.TOTP))._get_used_cache_key("123 456")
+    assert key == f"allauth.mfa.totp.used?user={end_user.pk}&code=123456"
