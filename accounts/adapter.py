@@ -5,8 +5,10 @@ from urllib.parse import urlsplit
 from allauth.account.adapter import DefaultAccountAdapter
 from allauth.core import context
 from allauth.mfa.adapter import DefaultMFAAdapter
+from allauth.mfa.models import Authenticator
 from django.conf import settings
 
+from accounts.passkeys import passkey_default_name
 from accounts.selectors import (
     UPSTREAM_MFA_AMR,
     landing_url_for,
@@ -94,6 +96,17 @@ class MFAAdapter(DefaultMFAAdapter):
 
     def get_totp_issuer(self) -> str:
         return settings.MFA_TOTP_ISSUER or urlsplit(settings.OAUTH_ISSUER).hostname
+
+    def generate_authenticator_name(self, user, type) -> str:
+        # allauth's "Master key", "Backup key": a passkey is named after the device it is added on.
+        if type != Authenticator.Type.WEBAUTHN:
+            return super().generate_authenticator_name(user, type)
+        request = context.request
+        taken = {
+            authenticator.wrap().name
+            for authenticator in Authenticator.objects.filter(user_id=user.pk, type=Authenticator.Type.WEBAUTHN)
+        }
+        return passkey_default_name(user_agent=request.headers.get("User-Agent", "") if request else "", taken=taken)
 
     def get_public_key_credential_rp_entity(self) -> dict[str, str]:
         # WebAuthn's relying party is OAUTH_ISSUER's host, whatever Host header a request carried.

@@ -1,11 +1,12 @@
 """allauth's forms, extended (ACCOUNT_FORMS, MFA_FORMS): the login form (username or email,
 ACCOUNT_LOGIN_METHODS), accepting the old field name; the authenticator app's activation, whose
-code is then used up."""
+code is then used up; a new passkey, a sign-in passkey unless unticked."""
 
 from allauth.account.forms import LoginForm as AllauthLoginForm
 from allauth.mfa.models import Authenticator
 from allauth.mfa.totp.forms import ActivateTOTPForm as AllauthActivateTOTPForm
 from allauth.mfa.totp.internal.auth import TOTP
+from allauth.mfa.webauthn.forms import AddWebAuthnForm as AllauthAddWebAuthnForm
 from django import forms
 from django.http import QueryDict
 
@@ -63,3 +64,13 @@ class ActivateTOTPForm(AllauthActivateTOTPForm):
         code = super().clean_code()
         TOTP(Authenticator(user=self.user, type=Authenticator.Type.TOTP))._mark_code_used(code)
         return code
+
+
+class AddPasskeyForm(AllauthAddWebAuthnForm):
+    """A passkey signs in on its own unless unticked ("passkey" means that to people; allauth's
+    form leaves it a second factor by default). Its default name is the device's
+    (accounts.adapter.MFAAdapter.generate_authenticator_name)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("initial", {}).setdefault("passwordless", True)
+        super().__init__(*args, **kwargs)

@@ -190,8 +190,9 @@ ACCOUNT_RATE_LIMITS = {"login": False, "login_failed": False}
 # for passwordless sign-in. Secrets are sealed with the signing keys' key-encryption key
 # (accounts.adapter.MFAAdapter); the WebAuthn relying party is OAUTH_ISSUER's host.
 MFA_ADAPTER = "accounts.adapter.MFAAdapter"
-# The code typed to activate an authenticator app is used up, as a sign-in's is (accounts.forms).
-MFA_FORMS = {"activate_totp": "accounts.forms.ActivateTOTPForm"}
+# The code typed to activate an authenticator app is used up, as a sign-in's is; a new passkey
+# signs in on its own unless unticked (accounts.forms).
+MFA_FORMS = {"activate_totp": "accounts.forms.ActivateTOTPForm", "add_webauthn": "accounts.forms.AddPasskeyForm"}
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes", "webauthn"]
 MFA_PASSKEY_LOGIN_ENABLED = True
 MFA_TOTP_ISSUER = env_str("MFA_TOTP_ISSUER", "")  # the name authenticator apps show; default the issuer's host
