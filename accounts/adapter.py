@@ -4,6 +4,7 @@ from urllib.parse import urlsplit
 
 import qrcode
 from allauth.account.adapter import DefaultAccountAdapter
+from allauth.account.internal.flows.login import record_authentication
 from allauth.core import context
 from allauth.mfa.adapter import DefaultMFAAdapter
 from allauth.mfa.models import Authenticator
@@ -46,6 +47,15 @@ class AccountAdapter(DefaultAccountAdapter):
 
                 return render(request, "accounts/enforced_provider.html", {"provider": provider}, status=403)
         return super().pre_login(request, user, **kwargs)
+
+    def post_login(self, request, user, **kwargs):
+        # A sign-up is a sign-in with the password just chosen: allauth records none for it, and
+        # the new account was then asked to confirm its password seconds later (setting up a second
+        # factor) and its ID tokens carried no `amr`. An upstream sign-up records its own.
+        sociallogin = (kwargs.get("signal_kwargs") or {}).get("sociallogin")
+        if kwargs.get("signup") and sociallogin is None and user.has_usable_password():
+            record_authentication(request, user, method="password", signup=True)
+        return super().post_login(request, user, **kwargs)
 
     def is_reauthentication_required(self, *, app: str, **kwargs) -> bool:
         # allauth's own sensitive views (adding or removing a second factor) follow our rule: a
