@@ -190,9 +190,14 @@ ACCOUNT_RATE_LIMITS = {"login": False, "login_failed": False}
 # for passwordless sign-in. Secrets are sealed with the signing keys' key-encryption key
 # (accounts.adapter.MFAAdapter); the WebAuthn relying party is OAUTH_ISSUER's host.
 MFA_ADAPTER = "accounts.adapter.MFAAdapter"
-# The code typed to activate an authenticator app is used up, as a sign-in's is; a new passkey
-# signs in on its own unless unticked (accounts.forms).
-MFA_FORMS = {"activate_totp": "accounts.forms.ActivateTOTPForm", "add_webauthn": "accounts.forms.AddPasskeyForm"}
+# The code typed to activate an authenticator app is used up, as a sign-in's is; typed again, the
+# second step says it was used; a new passkey signs in on its own unless unticked (accounts.forms).
+MFA_FORMS = {
+    "activate_totp": "accounts.forms.ActivateTOTPForm",
+    "authenticate": "accounts.forms.AuthenticateForm",
+    "reauthenticate": "accounts.forms.ReauthenticateForm",
+    "add_webauthn": "accounts.forms.AddPasskeyForm",
+}
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes", "webauthn"]
 MFA_PASSKEY_LOGIN_ENABLED = True
 MFA_TOTP_ISSUER = env_str("MFA_TOTP_ISSUER", "")  # the name authenticator apps show; default the issuer's host
