@@ -15,6 +15,7 @@ goes through it; the private function is pinned in tests/accounts/test_allauth_i
 
 from urllib.parse import urlsplit
 
+from allauth.mfa.adapter import get_adapter
 from django.conf import settings
 from django.utils.translation import gettext
 from fido2.server import Fido2Server
@@ -46,8 +47,6 @@ def passkey_origin_allowed(origin: str) -> bool:
 
 def passkey_server() -> Fido2Server:
     """allauth's relying party server, with our origin rule (replaces its get_server; see above)."""
-    from allauth.mfa.adapter import get_adapter
-
     rp = PublicKeyCredentialRpEntity(**get_adapter().get_public_key_credential_rp_entity())
     return Fido2Server(rp, verify_origin=passkey_origin_allowed)
 

@@ -105,6 +105,8 @@ def login_is_recent(*, request) -> bool:
 def totp_code_already_used(*, user, code: str) -> bool:
     """Whether `code` is right for `user`'s authenticator app now but was used within its period
     (allauth's used-code store, RFC 6238 §5.2): to say so rather than "Incorrect code"."""
+    # Deferred as this module's other allauth reads (authenticator_list_for_user): models, not at
+    # import time of the URLconf.
     from allauth.mfa.models import Authenticator
     from allauth.mfa.totp.internal.auth import TOTP, validate_totp_code
     from allauth.mfa.utils import decrypt
