@@ -1,14 +1,17 @@
-# The two commands: `make run` (demo server on http://127.0.0.1:8000, or PORT=…) and `make test` (whole suite).
+# The two commands: `make run` (demo server on http://localhost:8000, or PORT=…) and `make test` (whole suite).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-HOST ?= 127.0.0.1
+# localhost, not 127.0.0.1: an IP address cannot be a WebAuthn relying party, so passkeys work only
+# on a host name (and browsers allow them over plain http on localhost alone). demo_server listens
+# on both 127.0.0.1 and ::1 for it, whichever `localhost` resolves to first.
+HOST ?= localhost
 PORT ?= 8000
 # The server's public base URL (issuer, metadata, `iss`, emails, seed_demo's URLs) follows HOST and
 # PORT unless OAUTH_ISSUER is set: `make run PORT=8123` is consistent on :8123. A wildcard bind
-# address is not a URL a browser can use, so it becomes the loopback address.
-ISSUER_HOST = $(if $(filter 0.0.0.0,$(HOST)),127.0.0.1,$(if $(filter ::,$(HOST)),[::1],$(HOST)))
+# address is not a URL a browser can use, so it becomes localhost.
+ISSUER_HOST = $(if $(filter 0.0.0.0 [::],$(HOST)),localhost,$(HOST))
 OAUTH_ISSUER ?= http://$(ISSUER_HOST):$(PORT)
 
 .PHONY: run manage test install migrate clean

@@ -4,11 +4,16 @@ refused mail never a 500: accounts.emails) and sealed MFA secrets."""
 
 from urllib.parse import urlsplit
 
+import qrcode
 from allauth.account.adapter import DefaultAccountAdapter
+from allauth.account.internal.flows.login import record_authentication
 from allauth.core import context as allauth_context
 from allauth.mfa.adapter import DefaultMFAAdapter
+from allauth.mfa.models import Authenticator
 from django.conf import settings
 from django.shortcuts import render
+from django.utils.html import format_html
+from django.utils.translation import gettext
 
 from accounts.audit import account_audit_record
 from accounts.emails import (
@@ -20,6 +25,7 @@ from accounts.emails import (
     verification_failure_message_add,
 )
 from accounts.models import AccountAuditAction
+from accounts.passkeys import passkey_default_name
 from accounts.selectors import (
     UPSTREAM_MFA_AMR,
     enforcing_provider_for_user,
@@ -97,6 +103,15 @@ class AccountAdapter(DefaultAccountAdapter):
             return
         super().add_message(request, level, message_template, message_context, extra_tags, message)
 
+    def post_login(self, request, user, **kwargs):
+        # A sign-up is a sign-in with the password just chosen: allauth records none for it, and
+        # the new account was then asked to confirm its password seconds later (setting up a second
+        # factor) and its ID tokens carried no `amr`. An upstream sign-up records its own.
+        sociallogin = (kwargs.get("signal_kwargs") or {}).get("sociallogin")
+        if kwargs.get("signup") and sociallogin is None and user.has_usable_password():
+            record_authentication(request, user, method="password", signup=True)
+        return super().post_login(request, user, **kwargs)
+
     def is_reauthentication_required(self, *, app: str, **kwargs) -> bool:
         # allauth's own sensitive views (adding or removing a second factor) follow our rule: a
         # sign-in within the timeout, with the second factor when the user has one.
@@ -161,6 +176,35 @@ class MFAAdapter(DefaultMFAAdapter):
 
     def get_totp_issuer(self) -> str:
         return settings.MFA_TOTP_ISSUER or urlsplit(settings.OAUTH_ISSUER).hostname
+
+    def build_totp_svg(self, url: str) -> str:
+        # Drawn into the page itself (mfa/totp/activate_form.html): allauth's is an <img> of a
+        # data: URI, which the site's Content-Security-Policy (default-src 'self') blocks. The
+        # markup holds numbers and a translated label only, so it is safe to put in the page.
+        code = qrcode.QRCode(border=4)
+        code.add_data(url)
+        code.make(fit=True)
+        matrix = code.get_matrix()  # quiet zone included
+        modules = "".join(f"M{x},{y}h1v1h-1z" for y, row in enumerate(matrix) for x, dark in enumerate(row) if dark)
+        return format_html(
+            '<svg class="totp-qr" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {size} {size}" width="220"'
+            ' height="220" role="img" aria-label="{label}" shape-rendering="crispEdges">'
+            '<rect width="{size}" height="{size}" fill="#fff"/><path d="{modules}" fill="#000"/></svg>',
+            size=len(matrix),
+            label=gettext("QR code for your authenticator app"),
+            modules=modules,
+        )
+
+    def generate_authenticator_name(self, user, type) -> str:
+        # allauth's "Master key", "Backup key": a passkey is named after the device it is added on.
+        if type != Authenticator.Type.WEBAUTHN:
+            return super().generate_authenticator_name(user, type)
+        request = allauth_context.request
+        taken = {
+            authenticator.wrap().name
+            for authenticator in Authenticator.objects.filter(user_id=user.pk, type=Authenticator.Type.WEBAUTHN)
+        }
+        return passkey_default_name(user_agent=request.headers.get("User-Agent", "") if request else "", taken=taken)
 
     def get_public_key_credential_rp_entity(self) -> dict[str, str]:
         # WebAuthn's relying party is OAUTH_ISSUER's host, whatever Host header a request carried.

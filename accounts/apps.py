@@ -12,11 +12,18 @@ class AccountsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from allauth.mfa.webauthn.internal import auth as webauthn_auth
+
         from accounts import (
             admin_assertions,  # noqa: F401 - the ID-JAG policies' admin page
             admin_audit,  # noqa: F401 - users, groups, addresses, factors and links: admin changes audited
             signals,  # noqa: F401 - second-factor changes on the audit trail
         )
+        from accounts.passkeys import passkey_server
+
+        # Every passkey ceremony accepts exactly OAUTH_ISSUER's origin (accounts.passkeys): allauth
+        # has no hook for the origin check, only this module function its ceremonies call.
+        webauthn_auth.get_server = passkey_server
 
 
 class AllauthAccountConfig(AccountConfig):

@@ -1,17 +1,26 @@
 """allauth's forms, extended (ACCOUNT_FORMS, MFA_FORMS): the login form (username or email,
 ACCOUNT_LOGIN_METHODS), accepting the old field name; the sign-up form, refusing an enforced
-domain's address; the authenticator app's activation, whose code is then used up."""
+domain's address; the authenticator app's activation, whose code is then used up; a code typed
+twice, said so; a new passkey, a sign-in passkey unless unticked."""
 
 from allauth.account.forms import LoginForm as AllauthLoginForm
 from allauth.account.forms import SignupForm as AllauthSignupForm
+from allauth.mfa import app_settings as mfa_settings
+from allauth.mfa.base.forms import AuthenticateForm as AllauthAuthenticateForm
+from allauth.mfa.base.forms import ReauthenticateForm as AllauthReauthenticateForm
 from allauth.mfa.models import Authenticator
 from allauth.mfa.totp.forms import ActivateTOTPForm as AllauthActivateTOTPForm
 from allauth.mfa.totp.internal.auth import TOTP
+from allauth.mfa.webauthn.forms import AddWebAuthnForm as AllauthAddWebAuthnForm
 from django import forms
 from django.http import QueryDict
 from django.utils.translation import gettext
 
-from accounts.selectors import enforcing_provider_for_email, provider_refusing_direct_login
+from accounts.selectors import (
+    enforcing_provider_for_email,
+    provider_refusing_direct_login,
+    totp_code_already_used,
+)
 
 
 class LoginForm(AllauthLoginForm):
@@ -82,3 +91,43 @@ class ActivateTOTPForm(AllauthActivateTOTPForm):
         code = super().clean_code()
         TOTP(Authenticator(user=self.user, type=Authenticator.Type.TOTP))._mark_code_used(code)
         return code
+
+
+class _SaysAUsedCodeWasUsed:
+    """allauth answers "Incorrect code." to the right code typed a second time within its period
+    (the one typed at set-up, then at the next sign-in: RFC 6238 §5.2 refuses it). Say what
+    happened and what to do instead. It is still a refused attempt (counted as allauth counts)."""
+
+    def clean_code(self) -> str:
+        try:
+            return super().clean_code()
+        except forms.ValidationError as refused:
+            code = self.cleaned_data.get("code") or ""
+            if refused.code == "incorrect_code" and totp_code_already_used(user=self.user, code=code):
+                raise forms.ValidationError(
+                    gettext(
+                        "This code was already used. Wait for your authenticator app to show the next "
+                        "one (a new code every %(seconds)s seconds), then enter that."
+                    )
+                    % {"seconds": mfa_settings.TOTP_PERIOD},
+                    code="code_already_used",
+                ) from refused
+            raise
+
+
+class AuthenticateForm(_SaysAUsedCodeWasUsed, AllauthAuthenticateForm):
+    """The second step of a sign-in (MFA_FORMS["authenticate"])."""
+
+
+class ReauthenticateForm(_SaysAUsedCodeWasUsed, AllauthReauthenticateForm):
+    """A confirmation with the authenticator app (MFA_FORMS["reauthenticate"])."""
+
+
+class AddPasskeyForm(AllauthAddWebAuthnForm):
+    """A passkey signs in on its own unless unticked ("passkey" means that to people; allauth's
+    form leaves it a second factor by default). Its default name is the device's
+    (accounts.adapter.MFAAdapter.generate_authenticator_name)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("initial", {}).setdefault("passwordless", True)
+        super().__init__(*args, **kwargs)

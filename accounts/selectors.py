@@ -153,6 +153,24 @@ def login_is_recent(*, request) -> bool:
     return bool(amr)
 
 
+def totp_code_already_used(*, user, code: str) -> bool:
+    """Whether `code` is right for `user`'s authenticator app now but was used within its period
+    (allauth's used-code store, RFC 6238 §5.2): to say so rather than "Incorrect code"."""
+    # Deferred as this module's other allauth reads (authenticator_list_for_user): models, not at
+    # import time of the URLconf.
+    from allauth.mfa.models import Authenticator
+    from allauth.mfa.totp.internal.auth import TOTP, validate_totp_code
+    from allauth.mfa.utils import decrypt
+    from django.core.cache import cache
+
+    authenticator = Authenticator.objects.filter(user_id=user.pk, type=Authenticator.Type.TOTP).first()
+    if authenticator is None or not code:
+        return False
+    if not validate_totp_code(decrypt(authenticator.data["secret"]), code):
+        return False
+    return cache.get(TOTP(authenticator)._get_used_cache_key(code)) is not None
+
+
 def upstream_reauthentication_url(*, user, provider=None) -> str | None:
     """The login URL of `provider` (default: the identity provider `user` is linked to), asking it to
     sign them in again."""

@@ -26,7 +26,8 @@ ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::
 # Off lets the server run over plain HTTP on loopback (tests, benchmark, `make run`).
 REQUIRE_HTTPS = env_bool("DJANGO_REQUIRE_HTTPS", not DEBUG)
 
-OAUTH_ISSUER = (env_str("OAUTH_ISSUER") or "http://127.0.0.1:8000").rstrip("/")
+# localhost, as `make run` serves: an IP address cannot be a WebAuthn relying party (passkeys).
+OAUTH_ISSUER = (env_str("OAUTH_ISSUER") or "http://localhost:8000").rstrip("/")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -195,13 +196,21 @@ ACCOUNT_RATE_LIMITS = {"login": False, "login_failed": False, "reauthenticate": 
 # for passwordless sign-in. Secrets are sealed with the signing keys' key-encryption key
 # (accounts.adapter.MFAAdapter); the WebAuthn relying party is OAUTH_ISSUER's host.
 MFA_ADAPTER = "accounts.adapter.MFAAdapter"
-# The code typed to activate an authenticator app is used up, as a sign-in's is (accounts.forms).
-MFA_FORMS = {"activate_totp": "accounts.forms.ActivateTOTPForm"}
+# The code typed to activate an authenticator app is used up, as a sign-in's is; typed again, the
+# second step says it was used; a new passkey signs in on its own unless unticked (accounts.forms).
+MFA_FORMS = {
+    "activate_totp": "accounts.forms.ActivateTOTPForm",
+    "authenticate": "accounts.forms.AuthenticateForm",
+    "reauthenticate": "accounts.forms.ReauthenticateForm",
+    "add_webauthn": "accounts.forms.AddPasskeyForm",
+}
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes", "webauthn"]
 MFA_PASSKEY_LOGIN_ENABLED = True
 MFA_TOTP_ISSUER = env_str("MFA_TOTP_ISSUER", "")  # the name authenticator apps show; default the issuer's host
-# Browsers allow WebAuthn over plain http on localhost only: development and tests.
-MFA_WEBAUTHN_ALLOW_INSECURE_ORIGIN = OAUTH_ISSUER.startswith(("http://localhost", "http://127.0.0.1"))
+# Off: it would let allauth accept a passkey ceremony from any origin. Every ceremony accepts exactly
+# OAUTH_ISSUER's origin (accounts.passkeys), http://localhost:PORT included (browsers allow WebAuthn
+# over plain http on localhost only: development and tests).
+MFA_WEBAUTHN_ALLOW_INSECURE_ORIGIN = False
 # Administrators must have a second factor (accounts.middleware.StaffSecondFactorMiddleware); on by
 # default with debug off, and `check --deploy` warns when it is off.
 OAUTH_STAFF_MFA_REQUIRED = env_bool("OAUTH_STAFF_MFA_REQUIRED", not DEBUG)

@@ -17,7 +17,7 @@ GUIDE_ISSUER = "https://auth.example.com"
 GUIDE_REDIRECT_URI = "https://app.example.com/callback"
 GUIDE_INTRO = (
     "It uses `https://auth.example.com` for the server (`OAUTH_ISSUER`); against a local\n"
-    "`make run`, that is `http://127.0.0.1:8000`."
+    "`make run`, that is `http://localhost:8000`."
 )
 
 

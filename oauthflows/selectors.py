@@ -18,6 +18,7 @@ from oauthclients.models import (
     ClientOrigin,
     ClientStatus,
     Consent,
+    Grant,
     OAuthClient,
     RefreshToken,
 )
@@ -53,16 +54,26 @@ def _live_refresh_tokens(user):
     ).exclude(application__status=ClientStatus.REJECTED)
 
 
+def _pending_codes(user):
+    # Access granted (Allow) whose code the app has not redeemed yet: shown at once, so that the
+    # page the user opens right after Allow names the app (revoking it uses the code up:
+    # oauthclients.grants.grants_end).
+    return Grant.objects.filter(user=user, used_at__isnull=True, expires__gt=timezone.now()).exclude(
+        application__status=ClientStatus.REJECTED
+    )
+
+
 def connected_app_list_for_user(*, user) -> list[ConnectedApp]:
-    """Every app holding live tokens for this user, newest authorization first."""
+    """Every app holding live tokens for this user, or a code not yet redeemed, newest authorization first."""
     live = _live_refresh_tokens(user)
     asserted = _asserted_access(user)
-    client_ids = set(live.values_list("application_id", flat=True)) | set(asserted)
+    pending = list(_pending_codes(user).values_list("application_id", "scope"))
+    client_ids = set(live.values_list("application_id", flat=True)) | set(asserted) | {pk for pk, _ in pending}
     if not client_ids:
         return []
     scopes_by_client: dict[int, set[str]] = {pk: set(scopes) for pk, (_issuers, scopes) in asserted.items()}
     unrestricted: set[int] = set()
-    for client_id, scope in live.values_list("application_id", "access_token__scope"):
+    for client_id, scope in [*live.values_list("application_id", "access_token__scope"), *pending]:
         if not scope:
             unrestricted.add(client_id)
         scopes_by_client.setdefault(client_id, set()).update(scope.split())

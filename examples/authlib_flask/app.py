@@ -1,7 +1,7 @@
 """A complete web app signing users in with Authlib (docs/integrating.md §6): a confidential client.
 
     pip install flask authlib requests
-    SCHEDULING_ISSUER=http://127.0.0.1:8000 CLIENT_ID=… CLIENT_SECRET=… \\
+    SCHEDULING_ISSUER=http://localhost:8000 CLIENT_ID=… CLIENT_SECRET=… \\
       REDIRECT_URI=http://127.0.0.1:5000/callback flask --app examples.authlib_flask.app run
 
 Register the client (confidential) with that redirect URI and the scope PROFILE_READ. The routes:

@@ -16,7 +16,7 @@ only by the environment:
   than the authorization server's OAUTH_SIGNING_KEY_PUBLISH_AHEAD, so a rotated-in key is known here
   before it signs)
 
-- `OAUTH_INTROSPECTION_URL` (default http://127.0.0.1:8000/v2/auth/oauth2/introspect, `make run`'s)
+- `OAUTH_INTROSPECTION_URL` (default http://localhost:8000/v2/auth/oauth2/introspect, `make run`'s)
 - `OAUTH_RESOURCE_SERVER_ID`, `OAUTH_RESOURCE_SERVER_SECRET` (from
   `manage.py oauthclient create --resource-server` on the authorization server; required for
   introspection, optional in JWT mode)
@@ -62,7 +62,7 @@ DEBUG = _env_bool("DJANGO_DEBUG", False)
 SECRET_KEY = _env("DJANGO_SECRET_KEY") or secrets.token_urlsafe(50)
 ALLOWED_HOSTS = [host.strip() for host in _env("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]").split(",")]
 
-OAUTH_INTROSPECTION_URL = _env("OAUTH_INTROSPECTION_URL", "http://127.0.0.1:8000/v2/auth/oauth2/introspect")
+OAUTH_INTROSPECTION_URL = _env("OAUTH_INTROSPECTION_URL", "http://localhost:8000/v2/auth/oauth2/introspect")
 OAUTH_RESOURCE_SERVER_ID = _env("OAUTH_RESOURCE_SERVER_ID")
 OAUTH_RESOURCE_SERVER_SECRET = _env("OAUTH_RESOURCE_SERVER_SECRET")
 OAUTH_INTROSPECTION_CACHE_SECONDS = _env_int("OAUTH_INTROSPECTION_CACHE_SECONDS", 0)

@@ -3,7 +3,7 @@ service"), read from the environment.
 
 - `OAUTH_RESOURCE_SERVER_ID`, `OAUTH_RESOURCE_SERVER_SECRET` (required): a resource server made with
   `manage.py oauthclient create --resource-server --resource-uri http://127.0.0.1:PORT/mcp`;
-- `OAUTH_ISSUER` (default http://127.0.0.1:8000, `make run`'s): the authorization server; the
+- `OAUTH_ISSUER` (default http://localhost:8000, `make run`'s): the authorization server; the
   introspection and token endpoints follow it (`OAUTH_INTROSPECTION_URL` overrides the first),
   `OAUTH_INTROSPECTION_CACHE_SECONDS` (default 0), `OAUTH_INTROSPECTION_TIMEOUT` (default 5);
 - `OAUTH_BOOKINGS_URL` (default http://127.0.0.1:8001/v2/bookings, examples/bookings_service's) and
@@ -51,7 +51,7 @@ OAUTH_TOKEN_VERIFIER = "scopes.introspection.IntrospectionVerifier"
 # introspection URL left at port 8000 made every call a 503). An explicit introspection URL alone
 # still names the issuer by its origin, as before.
 _introspection = _env("OAUTH_INTROSPECTION_URL")
-_origin = urlsplit(_introspection or "http://127.0.0.1:8000")
+_origin = urlsplit(_introspection or "http://localhost:8000")
 OAUTH_ISSUER = _env("OAUTH_ISSUER", f"{_origin.scheme}://{_origin.netloc}").rstrip("/")
 OAUTH_INTROSPECTION_URL = _introspection or OAUTH_ISSUER + "/v2/auth/oauth2/introspect"
 OAUTH_TOKEN_URL = OAUTH_ISSUER + "/v2/auth/oauth2/token"

@@ -2,7 +2,7 @@
 // Browser-Based Apps), then calling GET /v2/me. Configure the three constants, or pass them in the
 // page's query: ?issuer=…&client_id=… (the redirect URI is this page's own address).
 const params = new URLSearchParams(location.search);
-const ISSUER = params.get("issuer") || sessionStorage.getItem("issuer") || "http://127.0.0.1:8000";
+const ISSUER = params.get("issuer") || sessionStorage.getItem("issuer") || "http://localhost:8000";
 const CLIENT_ID = params.get("client_id") || sessionStorage.getItem("client_id");
 const REDIRECT_URI = location.origin + location.pathname;
 const SCOPE = "PROFILE_READ";

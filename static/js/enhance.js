@@ -18,6 +18,24 @@
       );
     });
   });
+  // A passkey ceremony the browser stopped (allauth's webauthn.js announces it as "allauth.error"):
+  // said on the page, in the live region of every page's messages, with the browser's own error
+  // and what it usually means (the words are the page's: mfa/webauthn/snippets/scripts.html).
+  document.addEventListener("allauth.error", function (event) {
+    var detail = event.detail || {};
+    var words = document.getElementById("passkey-error-words");
+    var region = document.querySelector(".messages");
+    if (!words || !region || (detail.tags || []).indexOf("webauthn") < 0) return;
+    var error = detail.exception || {};
+    var name = String(error.name || "Error");
+    var line = document.createElement("p");
+    line.className = "message error passkey-error";
+    var said = name + (error.message ? ": " + error.message : "");
+    var hint = words.getAttribute("data-" + name.toLowerCase());
+    line.textContent = words.getAttribute("data-prefix") + " " + (hint ? hint + " " : "") + "(" + said + ")";
+    region.querySelectorAll(".passkey-error").forEach(function (old) { old.remove(); });
+    region.appendChild(line);
+  });
   // Select every scope of one resource in the scope picker.
   document.querySelectorAll(".scope-resource").forEach(function (group) {
     var button = group.querySelector(".select-resource");

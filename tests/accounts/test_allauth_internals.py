@@ -9,7 +9,9 @@ does for Django's and DOT's): an upgrade that moves or changes one turns this fi
 - the upstream sign-in's PKCE verifier kept in allauth's state, where accounts.upstream derives the
   nonce from it and accounts.socialadapter checks it; a provider class's `package` naming its URLs;
 - the email verification stage accounts.adapter.AccountAdapter.get_login_stages replaces
-  (accounts.stages), and the Login's `email_verification` it narrows.
+  (accounts.stages), and the Login's `email_verification` it narrows;
+- the relying party server every passkey ceremony asks for (accounts.passkeys.passkey_server);
+- the authenticator app's used-code store (accounts.selectors.totp_code_already_used).
 """
 
 import inspect
@@ -163,3 +165,33 @@ def test_a_second_factors_code_check_counts_nothing_of_allauths_own(rf, end_user
         mfa_flows.check_rate_limit(end_user)
     assert any("login_failed" in key for key in store._cache)
     store.clear()
+
+
+def test_every_passkey_ceremony_takes_its_server_from_get_server_which_ours_replaces():
+    """accounts.apps puts accounts.passkeys.passkey_server (the issuer's origin, exactly) in place of
+    allauth's module function get_server: every ceremony must call it by that name, and no other
+    place build a relying party server of its own."""
+    from allauth.mfa.webauthn.internal import auth
+
+    from accounts.passkeys import passkey_server
+
+    assert auth.get_server is passkey_server
+    ceremonies = (
+        auth.begin_registration,
+        auth.complete_registration,
+        auth.begin_authentication,
+        auth.complete_authentication,
+    )
+    assert all("server = get_server()" in inspect.getsource(ceremony) for ceremony in ceremonies)
+    source = inspect.getsource(auth)
+    assert source.count("Fido2Server(") == 1 and source.count("= get_server()") == len(ceremonies)
+
+
+def test_the_used_code_store_is_keyed_by_user_and_code(end_user):
+    """accounts.selectors.totp_code_already_used reads allauth's used-code key and check."""
+    from allauth.mfa.models import Authenticator
+    from allauth.mfa.totp.internal import auth as totp
+
+    assert parameters(totp.validate_totp_code) == ["secret", "code"]
+    key = totp.TOTP(Authenticator(user=end_user, type=Authenticator.Type.TOTP))._get_used_cache_key("123 456")
+    assert key == f"allauth.mfa.totp.used?user={end_user.pk}&code=123456"

@@ -210,3 +210,34 @@ def test_the_code_typed_at_set_up_does_not_pass_a_new_logins_second_step(end_use
     assert refused.status_code == 200 and refused.context["form"].errors
     assert "_auth_user_id" not in browser.session
     assert second_step(browser, fresh).status_code == 302 and "_auth_user_id" in browser.session
+
+
+# --- and says so: the code was used, wait for the next (not "Incorrect code") -----------------------
+
+USED = "This code was already used. Wait for your authenticator app to show the next one"
+
+
+def code_errors(response) -> list[str]:
+    return response.context["form"].errors.get("code", [])
+
+
+def test_the_code_typed_at_set_up_is_said_to_be_used_at_the_next_sign_in(end_user, activated_with_a_code):
+    _browser, code, fresh = activated_with_a_code
+    browser, _ = log_in("enduser")
+    refused = second_step(browser, code)
+    (error,) = code_errors(refused)
+    assert error.startswith(USED) and "every 30 seconds" in error
+    assert "Incorrect code" not in refused.content.decode() and USED in refused.content.decode()
+    # A wrong code is still just incorrect: the message tells nothing about codes never used.
+    wrong = f"{(int(fresh) + 1) % 1_000_000:06d}"
+    assert code_errors(second_step(browser, wrong)) == ["Incorrect code."]
+    assert second_step(browser, fresh).status_code == 302 and "_auth_user_id" in browser.session
+
+
+def test_a_confirmation_says_the_same(end_user, activated_with_a_code):
+    browser, code, _fresh = activated_with_a_code
+    client = make_client(end_user, approve=True).client
+    _age_the_sign_in(browser, 3600)
+    again = browser.post("/accounts/2fa/reauthenticate/", {"code": code, "next": secret_path(client)})
+    (error,) = code_errors(again)
+    assert error.startswith(USED)

@@ -33,7 +33,6 @@ def cast(people, live_server, settings):
 
     cache.clear()  # allauth's limit on verification mails (one per address per 3 min) starts over
     settings.OAUTH_ISSUER = live_server.url
-    settings.MFA_WEBAUTHN_ALLOW_INSECURE_ORIGIN = True
     user = people["enduser"]
     secret = generate_totp_secret()
     TOTP.activate(user, secret)

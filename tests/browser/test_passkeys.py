@@ -10,7 +10,11 @@ signatures, the challenge and the relying party's hash.
 - a passkey registered for passwordless sign-in, then used alone from the login page;
 - a staff account sent to set up a second factor before the admin, enrolling a passkey on a
   390 px wide page (its recovery codes next, the admin then open: the registration proved it),
-  every page axe-clean, and confirming with it.
+  every page axe-clean, and confirming with it;
+- a ceremony the browser stops is said on the page, with the browser's error (the page opened at
+  127.0.0.1, an IP address, which cannot be a relying party: `make run`'s old address).
+
+The passkey on the address `make run` prints, through `make run` itself: test_make_run_passkey.py.
 """
 
 from urllib.parse import urlsplit
@@ -54,7 +58,6 @@ def localhost_issuer(live_server, settings):
     # the issuer is the live server's http://localhost:PORT, as a developer's would be.
     settings.OAUTH_ISSUER = live_server.url
     assert urlsplit(live_server.url).hostname == "localhost"
-    settings.MFA_WEBAUTHN_ALLOW_INSECURE_ORIGIN = True
     return live_server.url
 
 
@@ -62,8 +65,10 @@ def add_passkey(page, base: str, name: str, *, passwordless: bool) -> None:
     page.goto(base + "/accounts/2fa/webauthn/add/")
     assert urlsplit(page.url).path == "/accounts/2fa/webauthn/add/", page.url
     page.fill("#id_name", name)
-    if passwordless:
-        page.check("#id_passwordless")
+    # A sign-in passkey unless unticked (accounts.forms.AddPasskeyForm).
+    assert page.is_checked("#id_passwordless")
+    if not passwordless:
+        page.uncheck("#id_passwordless")
     with page.expect_navigation():
         page.click("#mfa_webauthn_add")
 
@@ -121,16 +126,45 @@ def test_passkey_as_second_factor_then_passwordless(people, localhost_issuer, ch
 
 
 def test_without_a_passkey_the_passkey_login_signs_nobody_in(people, localhost_issuer, chromium):
-    # The failure side: an authenticator with no credential for this site cannot sign anyone in.
+    # The failure side: an authenticator with no credential for this site cannot sign anyone in,
+    # and the page says the browser stopped (not a button that seems to do nothing).
     base = localhost_issuer
     page = new_page(chromium)
     virtual_authenticator(page)
     page.goto(base + "/accounts/login/")
     page.click("#passkey_login")
-    page.wait_for_timeout(1500)
+    said = page.locator(".messages .passkey-error")
+    said.wait_for()
+    assert "NotAllowedError" in said.inner_text() and "no passkey for this site" in said.inner_text()
     assert urlsplit(page.url).path == "/accounts/login/"
     page.goto(base + "/settings/apps/")
     assert urlsplit(page.url).path == "/accounts/login/"
+
+
+def test_on_an_ip_address_the_page_says_why_no_passkey_is_added(people, localhost_issuer, chromium):
+    # make run's old address: the issuer is localhost, the page is opened at 127.0.0.1. Chromium
+    # refuses the ceremony (an IP address is no relying party); the page says so, with its error.
+    at_ip = localhost_issuer.replace("//localhost:", "//127.0.0.1:")
+    page = new_page(chromium)
+    cdp, authenticator = virtual_authenticator(page)
+    page.goto(at_ip + "/accounts/login/")
+    log_in(page, "enduser")
+    page.goto(at_ip + "/accounts/2fa/webauthn/add/")
+    assert urlsplit(page.url).path == "/accounts/2fa/webauthn/add/", page.url
+    page.click("#mfa_webauthn_add")
+    said = page.locator(".messages .passkey-error")
+    said.wait_for()
+    text = said.inner_text()
+    assert "SecurityError" in text and "never on an IP address" in text, text
+    assert page.locator(".messages").get_attribute("role") == "status"  # announced
+    assert urlsplit(page.url).path == "/accounts/2fa/webauthn/add/"
+    assert credentials(cdp, authenticator) == []
+    # The same page at the issuer's own address adds it.
+    page.goto(localhost_issuer + "/accounts/login/")
+    log_in(page, "enduser")
+    add_passkey(page, localhost_issuer, "Laptop", passwordless=True)
+    assert urlsplit(page.url).path == "/accounts/2fa/recovery-codes/", page.url
+    assert len(credentials(cdp, authenticator)) == 1
 
 
 def test_staff_enrolls_a_passkey_on_a_phone_width_page(people, localhost_issuer, chromium, screenshots, settings):

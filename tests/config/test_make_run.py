@@ -1,4 +1,5 @@
-"""`make run PORT=…` serves one consistent server: every command it runs sees the same issuer."""
+"""`make run PORT=…` serves one consistent server: every command it runs sees the same issuer, on
+localhost by default (an IP address cannot be a WebAuthn relying party: passkeys need a host name)."""
 
 import os
 import shutil
@@ -40,10 +41,11 @@ def make_run(tmp_path, *args, env=None) -> list[str]:
 @pytest.mark.parametrize(
     "args, issuer, bind",
     [
-        ([], "http://127.0.0.1:8000", "127.0.0.1:8000"),
-        (["PORT=8123"], "http://127.0.0.1:8123", "127.0.0.1:8123"),
-        (["HOST=0.0.0.0", "PORT=8124"], "http://127.0.0.1:8124", "0.0.0.0:8124"),
-        (["HOST=localhost", "PORT=9000"], "http://localhost:9000", "localhost:9000"),
+        ([], "http://localhost:8000", "localhost:8000"),
+        (["PORT=8123"], "http://localhost:8123", "localhost:8123"),
+        (["HOST=0.0.0.0", "PORT=8124"], "http://localhost:8124", "0.0.0.0:8124"),
+        (["HOST=[::]", "PORT=8125"], "http://localhost:8125", "[::]:8125"),
+        (["HOST=127.0.0.1", "PORT=9000"], "http://127.0.0.1:9000", "127.0.0.1:9000"),
     ],
 )
 def test_every_step_of_make_run_uses_the_issuer_of_its_port(tmp_path, args, issuer, bind):

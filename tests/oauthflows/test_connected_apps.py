@@ -151,3 +151,44 @@ def test_the_revoke_message_names_the_app_as_users_were_shown_it_not_an_unreview
     response = browser.post(f"{APPS}{client.client_id}/revoke/", follow=True)
     shown = [str(message) for message in response.context["messages"]]
     assert shown == [f"{approved_name} no longer has access to your account."]
+
+
+# --- right after Allow, before the app redeems its code ---------------------------------------------
+
+
+def test_the_app_shows_as_soon_as_access_is_granted(browser, api, confidential):
+    client, secret = confidential
+    code = get_code(browser, client, scope="PROFILE_READ BOOKING_READ")  # Allow: a code, no token yet
+    html = browser.get(APPS).content.decode()
+    assert "No application has access" not in html
+    for text in (client.name, "View your profile", "List your bookings", "Authorized", "Revoke access"):
+        assert text in html, text
+    assert "Never" in html  # not used yet
+    # Then the app redeems the code: still listed, now used.
+    assert_tokens(exchange(api, client, code, secret=secret), "PROFILE_READ BOOKING_READ")
+    html = browser.get(APPS).content.decode()
+    assert client.name in html and "Never" not in html
+
+
+def test_revoking_before_the_code_is_redeemed_leaves_the_app_nothing(browser, api, confidential):
+    client, secret = confidential
+    code = get_code(browser, client)
+    assert browser.post(f"{APPS}{client.client_id}/revoke/").status_code == 303
+    assert_token_error(exchange(api, client, code, secret=secret), "invalid_grant")
+    html = browser.get(APPS).content.decode()
+    assert f"{client.client_id}/revoke/" not in html and "No application has access" in html
+
+
+def test_an_expired_code_or_a_rejected_app_is_not_listed(browser, confidential, reviewer):
+    from django.utils import timezone
+
+    from oauthclients import services
+
+    client, _secret = confidential
+    get_code(browser, client)
+    Grant.objects.filter(application=client).update(expires=timezone.now())
+    assert "No application has access" in browser.get(APPS).content.decode()
+    get_code(browser, client)
+    assert client.name in browser.get(APPS).content.decode()
+    services.client_reject(client=client, actor=reviewer, reason="Not what it said it was.")
+    assert "No application has access" in browser.get(APPS).content.decode()
