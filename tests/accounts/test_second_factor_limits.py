@@ -19,6 +19,7 @@ from django.core import mail
 from django.core.cache import caches
 from django.test import Client
 
+from tests.accounts.helpers import issuer_origin
 from tests.factories import PASSWORD, make_user
 
 LOGIN, SECOND_STEP = "/accounts/login/", "/accounts/2fa/authenticate/"
@@ -250,7 +251,7 @@ def test_a_right_re_authentication_is_given_back(db, settings):
 
 # --- what stays open: a passkey, a password reset ----------------------------------------------------
 
-RP_ID, ORIGIN = "testserver", "https://testserver"
+RP_ID = "testserver"  # OAUTH_ISSUER's host in the test settings; the origin is its origin (accounts.passkeys)
 
 
 class Passkey:
@@ -283,7 +284,9 @@ class Passkey:
                 "type": "public-key",
                 "response": {
                     "clientDataJSON": websafe_encode(
-                        CollectedClientData.create(type="webauthn.create", challenge=os.urandom(32), origin=ORIGIN)
+                        CollectedClientData.create(
+                            type="webauthn.create", challenge=os.urandom(32), origin=issuer_origin()
+                        )
                     ),
                     "attestationObject": websafe_encode(AttestationObject.create("none", data, {})),
                 },
@@ -300,7 +303,7 @@ class Passkey:
 
         self.counter += 1
         challenge = browser.session[STATE_SESSION_KEY]["challenge"]
-        client_data = CollectedClientData.create(type="webauthn.get", challenge=challenge, origin=ORIGIN)
+        client_data = CollectedClientData.create(type="webauthn.get", challenge=challenge, origin=issuer_origin())
         flags = AuthenticatorData.FLAG.UP | AuthenticatorData.FLAG.UV
         data = AuthenticatorData.create(hashlib.sha256(RP_ID.encode()).digest(), flags, self.counter)
         key = ec.generate_private_key(ec.SECP256R1()) if forged else self.key

@@ -142,7 +142,7 @@ def test_production_never_loads_the_fault_injection(tmp_path):
     # Even with a token in its environment, a production worker serves Django's own handler.
     assert worker["wsgi"] == "django.core.handlers.wsgi.WSGIHandler"
     assert worker["kill_switch"] is False
-    assert worker["hooks"] == ["child_exit", "on_starting", "when_ready"]
+    assert worker["hooks"] == ["child_exit", "on_starting", "post_fork", "when_ready"]
     assert worker["loaded_from_tests"] == []
     assert worker["settings_from_tests"] == []
 
@@ -151,7 +151,7 @@ def test_the_fleet_configuration_installs_it_and_refuses_without_a_token(tmp_pat
     # The same probe sees the fault injection where the fleet test installs it: it can fail.
     worker = _worker("tests/integration/gunicorn_faults.py", tmp_path, **{faults.TOKEN_VARIABLE: TOKEN})
     assert worker["kill_switch"] is True
-    assert worker["hooks"] == ["child_exit", "on_starting", "post_worker_init", "when_ready"]
+    assert worker["hooks"] == ["child_exit", "on_starting", "post_fork", "post_worker_init", "when_ready"]
     assert "tests.integration.faults" in worker["loaded_from_tests"]
 
     without = _worker("tests/integration/gunicorn_faults.py", tmp_path)
