@@ -11,6 +11,7 @@ from django.views.decorators.cache import never_cache
 from django.views.generic import TemplateView, View
 
 from accounts.audit import account_audit_record
+from accounts.emails import verification_outcome_failed
 from accounts.models import AccountAuditAction
 from accounts.selectors import (
     EnforcedStep,
@@ -134,6 +135,16 @@ class PasswordResetFromKeyDoneView(allauth_views.PasswordResetFromKeyDoneView):
         next_url = self.request.session.pop(RESET_NEXT_SESSION_KEY, "")
         context["next"] = next_url if _authorization_query(next_url) else ""
         context["asking_client"] = asking_client_for(context["next"])
+        return context
+
+
+class EmailVerificationSentView(allauth_views.EmailVerificationSentView):
+    """allauth's "verification sent" page, which says "we have sent an email" only when it went
+    (accounts.emails): a refused mail is said so, with the way to have it sent again."""
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["mail_failed"] = verification_outcome_failed(self.request)
         return context
 
 
