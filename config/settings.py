@@ -195,8 +195,17 @@ ACCOUNT_RATE_LIMITS = {"login": False, "login_failed": False, "reauthenticate": 
 # for passwordless sign-in. Secrets are sealed with the signing keys' key-encryption key
 # (accounts.adapter.MFAAdapter); the WebAuthn relying party is OAUTH_ISSUER's host.
 MFA_ADAPTER = "accounts.adapter.MFAAdapter"
-# The code typed to activate an authenticator app is used up, as a sign-in's is (accounts.forms).
-MFA_FORMS = {"activate_totp": "accounts.forms.ActivateTOTPForm"}
+# allauth's forms, ours (accounts.forms): the code typed to activate an authenticator app is used
+# up, as a sign-in's is; a passkey credential fido2 cannot read is a form error at every door,
+# never a 500.
+MFA_FORMS = {
+    "activate_totp": "accounts.forms.ActivateTOTPForm",
+    "authenticate_webauthn": "accounts.forms.AuthenticateWebAuthnForm",
+    "login_webauthn": "accounts.forms.LoginWebAuthnForm",
+    "reauthenticate_webauthn": "accounts.forms.ReauthenticateWebAuthnForm",
+    "add_webauthn": "accounts.forms.AddWebAuthnForm",
+    "signup_webauthn": "accounts.forms.SignupWebAuthnForm",
+}
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes", "webauthn"]
 MFA_PASSKEY_LOGIN_ENABLED = True
 MFA_TOTP_ISSUER = env_str("MFA_TOTP_ISSUER", "")  # the name authenticator apps show; default the issuer's host
