@@ -18,6 +18,7 @@ from accounts.selectors import (
     authenticator_list_for_user,
     enforced_step_refusal,
     enforcing_provider_for_email,
+    identity_provider_list_unavailable,
 )
 from accounts.socialadapter import upstream_login_redirect
 from oauthclients.selectors import client_get
@@ -72,6 +73,8 @@ class LoginView(allauth_views.LoginView):
         context = super().get_context_data(**kwargs)
         context["next"] = context.get("redirect_field_value") or ""  # the request to come back to
         context["asking_client"] = asking_client_for(context["next"])
+        # Providers configured but not offered (their client secret does not open): said, not hidden.
+        context["unavailable_providers"] = identity_provider_list_unavailable()
         return context
 
 
