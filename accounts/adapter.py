@@ -23,6 +23,7 @@ from accounts.emails import (
     mail_send,
     mail_subject,
     verification_failure_message_add,
+    verification_outcome_remember,
 )
 from accounts.models import AccountAuditAction
 from accounts.passkeys import passkey_default_name
@@ -111,6 +112,13 @@ class AccountAdapter(DefaultAccountAdapter):
         if kwargs.get("signup") and sociallogin is None and user.has_usable_password():
             record_authentication(request, user, method="password", signup=True)
         return super().post_login(request, user, **kwargs)
+
+    def respond_email_verification_sent(self, request, user):
+        # The page after a sign-up or a sign-in still to prove its address says whether the mail
+        # went (accounts.views.EmailVerificationSentView); user is None for a sign-up naming an
+        # address with an account, answered alike (enumeration prevention).
+        verification_outcome_remember(request)
+        return super().respond_email_verification_sent(request, user)
 
     def is_reauthentication_required(self, *, app: str, **kwargs) -> bool:
         # allauth's own sensitive views (adding or removing a second factor) follow our rule: a

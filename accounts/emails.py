@@ -10,8 +10,11 @@ names (`current_site`: the greeting, the footer, the subject's prefix), is rebui
 A mail that cannot be sent (a server down, `EMAIL_USE_TLS=1` against one without STARTTLS, a
 refused recipient) never turns the page into a 500 with the account half made: the account, the
 address and the request stand, the failure is logged, and where the page would have said "sent"
-it says that the mail could not be sent and where to send it again (docs/accounts.md). A password
-reset's page stays the same either way: it says nothing about which addresses have accounts.
+it says that the mail could not be sent and how to have it sent again (docs/accounts.md): from
+Email addresses when signed in; by signing in when not (a self sign-up signs in only once it has
+proved its address, accounts.stages, and until then each sign-in sends a new confirmation, at
+most one every few minutes). A password reset's page stays the same either way: it says nothing
+about which addresses have accounts.
 """
 
 import logging
@@ -32,6 +35,18 @@ log = logging.getLogger(__name__)
 # after every verification mail: at sign-up, on "Re-send verification", on adding an address.
 VERIFICATION_SENT_MESSAGE = "account/messages/email_confirmation_sent.txt"
 _FAILED_ATTRIBUTE = "_accounts_mail_failed_to"
+# The mails allauth sends under its limit of one verification mail per address every few minutes
+# (account/internal/flows/email_verification.py, send_verification_email_to_address): the
+# confirmation itself, and in its place, to keep sign-up from telling addresses apart, "an account
+# already exists" or "no account with this address".
+_UNDER_VERIFICATION_LIMIT = (
+    "account/email/email_confirmation",
+    "account/email/account_already_exists",
+    "account/email/unknown_account",
+)
+# Whether the last verification mail of a signed-out sign-up or sign-in failed: the "verification
+# sent" page (accounts.views.EmailVerificationSentView) is the next request, after a redirect.
+VERIFICATION_FAILED_SESSION_KEY = "accounts_verification_mail_failed"
 
 
 @dataclass(frozen=True)
@@ -82,7 +97,7 @@ def mail_send(message, *, request, template_prefix: str, email: str) -> bool:
             failed = getattr(request, _FAILED_ATTRIBUTE, None) or set()
             failed.add(email.lower())
             setattr(request, _FAILED_ATTRIBUTE, failed)
-            if "email_confirmation" in template_prefix:
+            if template_prefix.startswith(_UNDER_VERIFICATION_LIMIT):
                 # Nothing was sent: the next "send it again" must not wait out allauth's limit of
                 # one verification mail per address every few minutes.
                 ratelimit.clear(request, action="confirm_email", key=email.lower())
@@ -97,14 +112,23 @@ def mail_failed(*, request, email: str | None) -> bool:
 
 def verification_failure_message_add(*, request, email: str) -> None:
     """In place of "Confirmation email sent": it was not, the account and the address are kept, and
-    the way to send it again (the Email addresses page; through sign-in when signed out)."""
-    messages.warning(
-        request,
-        format_html(
-            '{} <a href="{}">{}</a>',
-            gettext("The confirmation email to %(email)s could not be sent. Your account and the address are saved.")
-            % {"email": email},
-            reverse("account_email"),
-            gettext("Send it again from Email addresses."),
-        ),
-    )
+    the way to send it again (the Email addresses page; signing in when signed out)."""
+    failed = gettext("The confirmation email to %(email)s could not be sent. Your account and the address are saved.")
+    if getattr(request, "user", None) is not None and request.user.is_authenticated:
+        link, words = reverse("account_email"), gettext("Send it again from Email addresses.")
+    else:
+        # A sign-up (or a sign-in of an account still to prove its address): nobody is signed in,
+        # and the Email addresses page would only ask to sign in. Signing in sends it again.
+        link, words = reverse("account_login"), gettext("Sign in to have it sent again.")
+    messages.warning(request, format_html('{} <a href="{}">{}</a>', failed % {"email": email}, link, words))
+
+
+def verification_outcome_remember(request) -> None:
+    """Before the redirect to the "verification sent" page: whether this request's mail failed,
+    for that page to say so (accounts.views.EmailVerificationSentView)."""
+    request.session[VERIFICATION_FAILED_SESSION_KEY] = bool(getattr(request, _FAILED_ATTRIBUTE, None))
+
+
+def verification_outcome_failed(request) -> bool:
+    """Whether the last verification mail this browser's sign-up or sign-in asked for failed."""
+    return bool(request.session.get(VERIFICATION_FAILED_SESSION_KEY))

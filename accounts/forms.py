@@ -1,17 +1,22 @@
 """allauth's forms, extended (ACCOUNT_FORMS, MFA_FORMS): the login form (username or email,
 ACCOUNT_LOGIN_METHODS), accepting the old field name; the sign-up form, refusing an enforced
 domain's address; the authenticator app's activation, whose code is then used up; a code typed
-twice, said so; a new passkey, a sign-in passkey unless unticked."""
+twice, said so; the passkey forms, refusing a credential that is not one as a wrong one; a new
+passkey, a sign-in passkey unless unticked."""
+
+import json
+import struct
 
 from allauth.account.forms import LoginForm as AllauthLoginForm
 from allauth.account.forms import SignupForm as AllauthSignupForm
 from allauth.mfa import app_settings as mfa_settings
+from allauth.mfa.adapter import get_adapter as get_mfa_adapter
 from allauth.mfa.base.forms import AuthenticateForm as AllauthAuthenticateForm
 from allauth.mfa.base.forms import ReauthenticateForm as AllauthReauthenticateForm
 from allauth.mfa.models import Authenticator
 from allauth.mfa.totp.forms import ActivateTOTPForm as AllauthActivateTOTPForm
 from allauth.mfa.totp.internal.auth import TOTP
-from allauth.mfa.webauthn.forms import AddWebAuthnForm as AllauthAddWebAuthnForm
+from allauth.mfa.webauthn import forms as webauthn_forms
 from django import forms
 from django.http import QueryDict
 from django.utils.translation import gettext
@@ -21,6 +26,7 @@ from accounts.selectors import (
     provider_refusing_direct_login,
     totp_code_already_used,
 )
+from plumbing.requestparams import unicode_scalars_only
 
 
 class LoginForm(AllauthLoginForm):
@@ -123,11 +129,100 @@ class ReauthenticateForm(_SaysAUsedCodeWasUsed, AllauthReauthenticateForm):
     """A confirmation with the authenticator app (MFA_FORMS["reauthenticate"])."""
 
 
-class AddPasskeyForm(AllauthAddWebAuthnForm):
-    """A passkey signs in on its own unless unticked ("passkey" means that to people; allauth's
-    form leaves it a second factor by default). Its default name is the device's
-    (accounts.adapter.MFAAdapter.generate_authenticator_name)."""
+# --- passkeys: a credential that is not one is refused, never a 500 --------------------------------
+
+
+class CredentialField(forms.JSONField):
+    """allauth's hidden `credential` field, for JSON a browser's WebAuthn API writes: a lone UTF-16
+    surrogate (a "\\ud800" escape, valid JSON) is refused before fido2 reads it or the database
+    stores it (PostgreSQL refuses it), and the posted value shown again on the form's page is
+    ASCII (a raw surrogate cannot be encoded into the page)."""
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        if not unicode_scalars_only(value):
+            raise get_mfa_adapter().validation_error("incorrect_code")
+        return value
+
+    def prepare_value(self, value):
+        if isinstance(value, forms.fields.InvalidJSONInput):
+            return value
+        return json.dumps(value, cls=self.encoder)  # ensure_ascii: escapes, never a raw surrogate
+
+
+# What fido2 raises reading a credential the browser did not make: a missing member ("rawId": a
+# KeyError), a member of the wrong type, base64 or CBOR that does not decode, a structure cut short.
+# allauth catches some of these (TypeError, ValueError in places), not all, and the doors are open
+# without a sign-in (the passkey login). Only the reading and checking of the posted credential is
+# wrapped: the database and our own code fail as themselves.
+_MALFORMED_CREDENTIAL = (
+    KeyError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    IndexError,
+    OverflowError,
+    RecursionError,
+    NotImplementedError,
+    struct.error,
+)
+
+
+def _credential_checked(check):
+    """`check()` (allauth's reading and checking of the posted credential), with a credential fido2
+    cannot read refused as allauth refuses a wrong one: a form error, the page or redirect it gives."""
+    try:
+        return check()
+    except _MALFORMED_CREDENTIAL as error:
+        raise get_mfa_adapter().validation_error("incorrect_code") from error
+
+
+class AuthenticateWebAuthnForm(webauthn_forms.AuthenticateWebAuthnForm):
+    """A passkey at the second step of a sign-in (MFA_FORMS "authenticate_webauthn")."""
+
+    credential = CredentialField(required=True, widget=forms.HiddenInput)
+
+    def clean_credential(self):
+        return _credential_checked(super().clean_credential)
+
+
+class LoginWebAuthnForm(webauthn_forms.LoginWebAuthnForm):
+    """A passkey sign-in, without a password (MFA_FORMS "login_webauthn")."""
+
+    credential = CredentialField(required=True, widget=forms.HiddenInput)
+
+    def clean_credential(self):
+        return _credential_checked(super().clean_credential)
+
+
+class ReauthenticateWebAuthnForm(webauthn_forms.ReauthenticateWebAuthnForm):
+    """A passkey confirming it is still the person (MFA_FORMS "reauthenticate_webauthn")."""
+
+    credential = CredentialField(required=True, widget=forms.HiddenInput)
+
+    def clean_credential(self):
+        return _credential_checked(super().clean_credential)
+
+
+class AddWebAuthnForm(webauthn_forms.AddWebAuthnForm):
+    """A new passkey's registration (MFA_FORMS "add_webauthn"). It signs in on its own unless unticked
+    ("passkey" means that to people; allauth's form leaves it a second factor by default); its default
+    name is the device's (accounts.adapter.MFAAdapter.generate_authenticator_name)."""
+
+    credential = CredentialField(required=True, widget=forms.HiddenInput)
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("initial", {}).setdefault("passwordless", True)
         super().__init__(*args, **kwargs)
+
+    def clean(self):
+        return _credential_checked(super().clean)
+
+
+class SignupWebAuthnForm(webauthn_forms.SignupWebAuthnForm):
+    """A sign-up by passkey (MFA_FORMS "signup_webauthn"; its page is off unless MFA_PASSKEY_SIGNUP_ENABLED)."""
+
+    credential = CredentialField(required=True, widget=forms.HiddenInput)
+
+    def clean(self):
+        return _credential_checked(super().clean)

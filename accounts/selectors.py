@@ -1,11 +1,18 @@
-"""Reads about accounts: where a signed-in user lands, how a session signed in, and which accounts
-an organization's provider is the only way in for."""
+"""Reads about accounts: where a signed-in user lands, how a session signed in, which accounts
+an organization's provider is the only way in for, and which providers can be offered."""
+
+import hashlib
+import logging
 
 from django.db import models
 from django.urls import reverse
 
 from accounts.identity import email_domain
+from accounts.models import IdentityProvider
 from oauthclients.selectors import client_exists_for_owner
+from signing.keys import SealedSecretUnusable, secret_open
+
+log = logging.getLogger(__name__)
 
 
 def landing_url_for(user) -> str:
@@ -308,3 +315,48 @@ def enforced_step_refusal(*, user, step: EnforcedStep, email: str = ""):
     if step == EnforcedStep.MAKE_PRIMARY:
         return None if at_domain else provider
     return provider  # SET_PASSWORD, UNLINK
+
+
+# --- identity providers whose client secret does not open ----------------------------------------
+
+# (slug, digest of the sealed value) already logged by this process: a misconfiguration is logged
+# once, not at every login page.
+_unopenable_logged: set[tuple[str, str]] = set()
+
+
+def identity_provider_secret(*, provider: IdentityProvider) -> str | None:
+    """`provider`'s client secret, opened (only in memory, to use it); None when it does not open
+    (OAUTH_SIGNING_KEY_ENCRYPTION_KEY unset, or not the value it was sealed under): the provider is
+    then not offered, and the login page renders without it. Logged once per process and sealed
+    value, naming the provider and the setting, never any part of the secret."""
+    try:
+        return secret_open(provider.client_secret_sealed)
+    except SealedSecretUnusable as exc:
+        seen = (provider.slug, hashlib.sha256(provider.client_secret_sealed.encode()).hexdigest())
+        if seen not in _unopenable_logged:
+            _unopenable_logged.add(seen)
+            log.error(
+                "Identity provider %s is not offered at sign-in: its client secret does not open. %s",
+                provider.slug,
+                exc,
+            )
+        return None
+
+
+def identity_provider_list_unavailable() -> list[IdentityProvider]:
+    """Providers configured but not offered (their client secret does not open), for the login page to say so."""
+    return [
+        provider for provider in IdentityProvider.objects.all() if identity_provider_secret(provider=provider) is None
+    ]
+
+
+def identity_provider_secret_problems() -> list[str]:
+    """One sentence for each provider whose client secret does not open, naming it and the setting:
+    `check --deploy --database default` (accounts.E001) and /readyz ask this."""
+    problems = []
+    for provider in IdentityProvider.objects.order_by("slug"):
+        try:
+            secret_open(provider.client_secret_sealed)
+        except SealedSecretUnusable as exc:
+            problems.append(f"identity provider {provider.slug}: {exc}")
+    return problems

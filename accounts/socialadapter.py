@@ -12,6 +12,7 @@ grants staff status.
 import requests
 from allauth.core.exceptions import ImmediateHttpResponse
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
+from allauth.socialaccount.models import SocialApp
 from allauth.socialaccount.providers.base.constants import AuthProcess
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
@@ -25,20 +26,23 @@ from accounts.identity import (
     upstream_person,
 )
 from accounts.models import AccountAuditAction, IdentityProvider
-from accounts.selectors import EnforcedStep, enforced_step_refusal
+from accounts.selectors import EnforcedStep, enforced_step_refusal, identity_provider_secret
 from accounts.upstream import upstream_nonce_matches
-from signing.keys import secret_open
 
 
 def _social_app(provider: IdentityProvider):
-    from allauth.socialaccount.models import SocialApp
-
+    """allauth's app for `provider`; None when its client secret does not open (a misconfiguration,
+    logged once: accounts.selectors.identity_provider_secret), so that the provider is not offered
+    and the login page still renders for everyone else."""
+    secret = identity_provider_secret(provider=provider)
+    if secret is None:
+        return None
     return SocialApp(
         provider="openid_connect",
         provider_id=provider.slug,
         name=provider.name,
         client_id=provider.client_id,
-        secret=secret_open(provider.client_secret_sealed),
+        secret=secret,
         settings={
             "server_url": provider.issuer,
             "token_auth_method": "client_secret_basic",
@@ -62,7 +66,7 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
             providers = providers.filter(slug=provider)
         if client_id:
             providers = providers.filter(client_id=client_id)
-        return [_social_app(record) for record in providers]
+        return [app for app in map(_social_app, providers) if app is not None]
 
     def is_open_for_signup(self, request, sociallogin) -> bool:
         # Just-in-time accounts for every configured provider, whatever OAUTH_SIGNUP says.
@@ -129,7 +133,12 @@ def upstream_login_redirect(request, *, provider: IdentityProvider, login_hint: 
     """Start a sign-in at `provider` from this (CSRF-checked) request, coming back to its `next`."""
     from allauth.socialaccount.adapter import get_adapter
 
-    client = get_adapter().get_provider(request, provider.slug)
+    try:
+        client = get_adapter().get_provider(request, provider.slug)
+    except SocialApp.DoesNotExist:
+        # Not offered: its client secret does not open (logged; `check --deploy` and /readyz say so).
+        context = {"provider": provider, "misconfigured": True}
+        return render(request, "accounts/upstream_unavailable.html", context, status=503)
     try:
         return _redirect(request, client, login_hint=login_hint, auth_params=auth_params)
     except (requests.RequestException, KeyError, ValueError):

@@ -1,6 +1,7 @@
 from django.urls import path, re_path
 
 from accounts.views import (
+    EmailVerificationSentView,
     EmailView,
     PasswordChangeView,
     PasswordResetFromKeyDoneView,
@@ -24,6 +25,8 @@ urlpatterns = [
         PasswordResetFromKeyView.as_view(),
         name="account_reset_password_from_key",
     ),
+    # allauth's "verification sent" page, saying whether the mail went (accounts.emails).
+    path("confirm-email/", EmailVerificationSentView.as_view(), name="account_email_verification_sent"),
     path("email/", EmailView.as_view(), name="account_email"),
     path("password/change/", PasswordChangeView.as_view(), name="account_change_password"),
     path("password/set/", PasswordSetView.as_view(), name="account_set_password"),

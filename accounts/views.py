@@ -11,12 +11,14 @@ from django.views.decorators.cache import never_cache
 from django.views.generic import TemplateView, View
 
 from accounts.audit import account_audit_record
+from accounts.emails import verification_outcome_failed
 from accounts.models import AccountAuditAction
 from accounts.selectors import (
     EnforcedStep,
     authenticator_list_for_user,
     enforced_step_refusal,
     enforcing_provider_for_email,
+    identity_provider_list_unavailable,
 )
 from accounts.socialadapter import upstream_login_redirect
 from oauthclients.selectors import client_get
@@ -71,6 +73,8 @@ class LoginView(allauth_views.LoginView):
         context = super().get_context_data(**kwargs)
         context["next"] = context.get("redirect_field_value") or ""  # the request to come back to
         context["asking_client"] = asking_client_for(context["next"])
+        # Providers configured but not offered (their client secret does not open): said, not hidden.
+        context["unavailable_providers"] = identity_provider_list_unavailable()
         return context
 
 
@@ -134,6 +138,16 @@ class PasswordResetFromKeyDoneView(allauth_views.PasswordResetFromKeyDoneView):
         next_url = self.request.session.pop(RESET_NEXT_SESSION_KEY, "")
         context["next"] = next_url if _authorization_query(next_url) else ""
         context["asking_client"] = asking_client_for(context["next"])
+        return context
+
+
+class EmailVerificationSentView(allauth_views.EmailVerificationSentView):
+    """allauth's "verification sent" page, which says "we have sent an email" only when it went
+    (accounts.emails): a refused mail is said so, with the way to have it sent again."""
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["mail_failed"] = verification_outcome_failed(self.request)
         return context
 
 

@@ -194,6 +194,32 @@ def _jwt_signing_key_ready() -> list:
     ]
 
 
+@register(Tags.security, deploy=True)
+def identity_provider_secrets_open(app_configs=None, databases=None, **kwargs) -> list[Error]:
+    """An identity provider whose client secret does not open with OAUTH_SIGNING_KEY_ENCRYPTION_KEY is
+    not offered at sign-in (the login page renders without it): its people cannot sign in. A
+    database question: `check --deploy --database default`."""
+    from django.db import DatabaseError
+
+    from accounts.selectors import identity_provider_secret_problems
+
+    if not databases or "default" not in databases:
+        return []
+    try:
+        problems = identity_provider_secret_problems()
+    except DatabaseError:
+        return []  # the database's own checks report it
+    return [
+        Error(
+            f"{problem} Nobody can sign in through it.",
+            hint="Set OAUTH_SIGNING_KEY_ENCRYPTION_KEY to the value the secret was sealed under, or enter the "
+            "provider's client secret again on its admin page (Identity providers).",
+            id="accounts.E001",
+        )
+        for problem in problems
+    ]
+
+
 @register(Tags.database, deploy=True)
 def status_triggers_ready(app_configs=None, databases=None, **kwargs) -> list[Error]:
     """The database sets JWT access tokens' status bits (signing.statuslist's triggers): a

@@ -196,13 +196,19 @@ ACCOUNT_RATE_LIMITS = {"login": False, "login_failed": False, "reauthenticate": 
 # for passwordless sign-in. Secrets are sealed with the signing keys' key-encryption key
 # (accounts.adapter.MFAAdapter); the WebAuthn relying party is OAUTH_ISSUER's host.
 MFA_ADAPTER = "accounts.adapter.MFAAdapter"
-# The code typed to activate an authenticator app is used up, as a sign-in's is; typed again, the
-# second step says it was used; a new passkey signs in on its own unless unticked (accounts.forms).
+# allauth's forms, ours (accounts.forms): the code typed to activate an authenticator app is used
+# up, as a sign-in's is; typed again, the second step says it was used; a passkey credential fido2
+# cannot read is a form error at every door, never a 500; a new passkey signs in on its own unless
+# unticked.
 MFA_FORMS = {
     "activate_totp": "accounts.forms.ActivateTOTPForm",
     "authenticate": "accounts.forms.AuthenticateForm",
     "reauthenticate": "accounts.forms.ReauthenticateForm",
-    "add_webauthn": "accounts.forms.AddPasskeyForm",
+    "authenticate_webauthn": "accounts.forms.AuthenticateWebAuthnForm",
+    "login_webauthn": "accounts.forms.LoginWebAuthnForm",
+    "reauthenticate_webauthn": "accounts.forms.ReauthenticateWebAuthnForm",
+    "add_webauthn": "accounts.forms.AddWebAuthnForm",
+    "signup_webauthn": "accounts.forms.SignupWebAuthnForm",
 }
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes", "webauthn"]
 MFA_PASSKEY_LOGIN_ENABLED = True

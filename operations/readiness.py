@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.cache import caches
 from django.db import DatabaseError, connection
 
+from accounts.selectors import identity_provider_secret_problems
 from operations.drain import draining
 from signing.keys import signing_keys_problems
 
@@ -25,6 +26,7 @@ KEYS_CHECK_TTL = 60
 
 _migrations_applied = False
 _keys_checked_at: float | None = None
+_providers_checked_at: float | None = None
 
 
 def _database() -> str | None:
@@ -85,6 +87,27 @@ def _signing_keys() -> str | None:
     return None
 
 
+def _identity_providers() -> str | None:
+    """Every identity provider's client secret opens (each is offered at sign-in); a passing answer
+    is believed as long as the signing keys' (the same key-encryption key opens both)."""
+    global _providers_checked_at
+    if _providers_checked_at is not None and time.monotonic() - _providers_checked_at < KEYS_CHECK_TTL:
+        return None
+    try:
+        problems = identity_provider_secret_problems()  # the one check `check --deploy` runs too (accounts.E001)
+    except DatabaseError as exc:
+        return f"unknown ({type(exc).__name__})"
+    if problems:
+        return "; ".join(problems)
+    _providers_checked_at = time.monotonic()
+    return None
+
+
+# Reported, without taking the process out of the pool: a provider whose secret does not open is
+# not offered at sign-in, and everything else (passwords, passkeys, the token endpoint) still serves.
+REPORTED_ONLY = frozenset({"identity_providers"})
+
+
 def readiness() -> tuple[bool, dict[str, str]]:
     """(ready, {check: "ok" or its problem}). The database first: without it the rest cannot be asked."""
     checks: dict[str, str] = {}
@@ -95,12 +118,14 @@ def readiness() -> tuple[bool, dict[str, str]]:
     if database is None:
         checks["migrations"] = _migrations() or "ok"
         checks["signing_keys"] = _signing_keys() or "ok"
+        checks["identity_providers"] = _identity_providers() or "ok"
     checks["cache"] = _caches() or "ok"
-    return all(value == "ok" for value in checks.values()), checks
+    return all(value == "ok" for name, value in checks.items() if name not in REPORTED_ONLY), checks
 
 
 def readiness_forget() -> None:
     """Tests: ask everything again."""
-    global _migrations_applied, _keys_checked_at
+    global _migrations_applied, _keys_checked_at, _providers_checked_at
     _migrations_applied = False
     _keys_checked_at = None
+    _providers_checked_at = None

@@ -48,6 +48,12 @@ class SigningKeyUnusable(ImproperlyConfigured):
     `check --deploy --database default` reports it before the process serves (config.E005)."""
 
 
+class SealedSecretUnusable(ImproperlyConfigured):
+    """A `secret_seal`ed value does not open: OAUTH_SIGNING_KEY_ENCRYPTION_KEY is unset or is not the
+    one it was sealed under (or the stored value is not a sealed one). The deployment's fault, as
+    for SigningKeyUnusable; the message names the setting, never the secret."""
+
+
 def _encryption_key() -> jwk.JWK:
     """The key-encryption key: SHA-256 of OAUTH_SIGNING_KEY_ENCRYPTION_KEY (at least 32 characters)."""
     secret = getattr(settings, "OAUTH_SIGNING_KEY_ENCRYPTION_KEY", "") or ""
@@ -260,7 +266,17 @@ def secret_seal(plaintext: str) -> str:
 
 
 def secret_open(sealed: str) -> str:
-    """The plaintext of a `secret_seal`ed value (only in memory, to use it)."""
+    """The plaintext of a `secret_seal`ed value (only in memory, to use it). SealedSecretUnusable
+    when the encryption key is missing or does not open it."""
+    try:
+        encryption_key = _encryption_key()
+    except ImproperlyConfigured as exc:
+        raise SealedSecretUnusable(str(exc)) from None
     envelope = jwe.JWE()
-    envelope.deserialize(sealed, key=_encryption_key())
+    try:
+        envelope.deserialize(sealed, key=encryption_key)
+    except (jwe.InvalidJWEData, ValueError):
+        raise SealedSecretUnusable(
+            "OAUTH_SIGNING_KEY_ENCRYPTION_KEY does not open the sealed secret: it is not the value it was sealed under."
+        ) from None
     return envelope.payload.decode("utf-8")

@@ -1,5 +1,5 @@
 """The "Add a passkey" page: a new passkey is named after the device it is added on (not allauth's
-"Master key") and signs in on its own unless unticked (accounts.forms.AddPasskeyForm)."""
+"Master key") and signs in on its own unless unticked (accounts.forms.AddWebAuthnForm)."""
 
 import json
 import re

@@ -22,6 +22,7 @@ from django.core import mail
 from django.core.cache import cache
 from django.test import Client, RequestFactory
 
+from accounts.models import SelfSignup
 from tests.accounts.smtp_sink import smtp_sink
 from tests.factories import PASSWORD, make_client
 from tests.security.credentials import digests_on_page
@@ -141,6 +142,10 @@ def warnings_of(response) -> list[str]:
     return [str(message) for message in get_messages(response.wsgi_request)]
 
 
+def confirmation_path(message) -> str:
+    return re.search(r"https?://[^/\s]+(/accounts/confirm-email/\S+/)", message.get_payload()).group(1)
+
+
 def test_a_sign_up_whose_mail_is_refused_makes_the_account_whole_and_says_so(
     db, settings, refusing_mail_server, caplog
 ):
@@ -148,20 +153,64 @@ def test_a_sign_up_whose_mail_is_refused_makes_the_account_whole_and_says_so(
     browser = Client()
     answer = browser.post("/accounts/signup/", SIGN_UP)
     # Before: a 500, and an account left behind the error.
-    assert answer.status_code == 302
+    assert (answer.status_code, answer["Location"]) == (302, "/accounts/confirm-email/")
     user = get_user_model().objects.get(username="newbie")
-    assert browser.session["_auth_user_id"] == str(user.pk)  # signed in, as after any sign-up
+    assert SelfSignup.objects.filter(user=user).exists()
     assert EmailAddress.objects.filter(user=user, email="newbie@example.com", verified=False, primary=True).exists()
+    assert "_auth_user_id" not in browser.session  # a self sign-up signs in once it has proved its address
     said = " ".join(warnings_of(answer))
-    assert "could not be sent" in said and 'href="/accounts/email/"' in said and "sent to" not in said
+    assert "newbie@example.com could not be sent" in said and "sent to" not in said
+    assert 'href="/accounts/login/">Sign in to have it sent again' in said  # not Email addresses: nobody is signed in
     assert refusing_mail_server == []
     assert "STARTTLS" in caplog.text and "/confirm-email/" not in caplog.text  # logged without its link
-    # The way to send it again: the Email addresses page, once the mail server is fixed.
+    # The page says it was not sent, and how to have it sent again; never that it was sent.
+    page = browser.get(answer["Location"]).content.decode()
+    assert "We could not send you the email" in page and 'href="/accounts/login/"' in page
+    assert "We have sent" not in page
+    # Once the mail server is fixed, signing in sends it (the refused mail spent none of allauth's
+    # limit of one per address every few minutes), and the page says it went.
     settings.EMAIL_USE_TLS = False
-    again = browser.post("/accounts/email/", {"action_send": "", "email": "newbie@example.com"})
-    assert again.status_code == 302
-    assert [message["To"] for message in refusing_mail_server] == ["newbie@example.com"]
-    assert "Confirmation email sent to newbie@example.com." in warnings_of(again)
+    signed_in = browser.post("/accounts/login/", {"login": "newbie", "password": NEW_PASSWORD})
+    assert (signed_in.status_code, signed_in["Location"]) == (302, "/accounts/confirm-email/")
+    assert "_auth_user_id" not in browser.session
+    (sent,) = refusing_mail_server
+    assert sent["To"] == "newbie@example.com"
+    assert warnings_of(signed_in) == ["Confirmation email sent to newbie@example.com."]
+    page = browser.get("/accounts/confirm-email/").content.decode()
+    assert "We have sent you an email" in page and "We could not send" not in page
+    # A second sign-in at once sends nothing more (allauth's limit), and the page still says the truth.
+    browser.post("/accounts/login/", {"login": "newbie", "password": NEW_PASSWORD})
+    assert len(refusing_mail_server) == 1
+    assert "We have sent you an email" in browser.get("/accounts/confirm-email/").content.decode()
+    # The account is whole: the link proves the address, and the password then signs in.
+    Client().post(confirmation_path(sent))
+    proved = Client()
+    done = proved.post("/accounts/login/", {"login": "newbie", "password": NEW_PASSWORD})
+    assert done.status_code == 302 and proved.session["_auth_user_id"] == str(user.pk)
+
+
+def test_a_refused_mail_at_a_sign_up_naming_a_taken_address_gets_the_same_pages(
+    db, settings, refusing_mail_server, end_user
+):
+    # Enumeration prevention holds when the mail fails: the owner's "someone tried to sign up" mail
+    # and a newcomer's confirmation fail alike, and the answers differ only by the address.
+    settings.OAUTH_SIGNUP = "open"
+    answers = []
+    for username, email in (("someone", "enduser@example.com"), ("newbie", "newbie@example.com")):
+        browser = Client()
+        answer = browser.post("/accounts/signup/", {**SIGN_UP, "username": username, "email": email})
+        page = browser.get(answer["Location"]).content.decode()
+        answers.append(
+            (answer.status_code, answer["Location"], [said.replace(email, "ADDRESS") for said in warnings_of(answer)])
+        )
+        assert "We could not send you the email" in page
+    assert answers[0] == answers[1]
+    assert refusing_mail_server == [] and not get_user_model().objects.filter(username="someone").exists()
+    # Neither failure spent allauth's one mail per address every few minutes: once the server is
+    # fixed, the owner's mail goes at once too.
+    settings.EMAIL_USE_TLS = False
+    Client().post("/accounts/signup/", {**SIGN_UP, "username": "someone", "email": "enduser@example.com"})
+    assert [message["To"] for message in refusing_mail_server] == ["enduser@example.com"]
 
 
 def test_resending_or_adding_an_address_with_a_refusing_server_says_so(end_user, refusing_mail_server):

@@ -331,11 +331,19 @@ def test_an_upstream_only_account_signs_in_at_its_provider_again_before_changing
     assert person.browser.get("/accounts/2fa/totp/activate/").status_code == 200
 
 
-@pytest.mark.parametrize(("authenticated_ago", "recent"), [(10, True), (3600, False), (None, True)])
-def test_a_sign_in_is_as_recent_as_the_providers_authentication(db, authenticated_ago, recent):
+@pytest.mark.parametrize(
+    ("authenticated_ago", "linked", "recent"),
+    [(10, True, True), (3600, True, False), (None, True, True), (10, False, False), (None, False, False)],
+)
+def test_a_sign_in_is_as_recent_as_the_providers_authentication(db, authenticated_ago, linked, recent):
     # The provider may sign the person in from a session of its own, long before (OpenID Connect
-    # Core §2, auth_time): that sign-in is not a recent one here, however recent its arrival.
+    # Core §2, auth_time): that sign-in is not a recent one here, however recent its arrival. And
+    # an upstream sign-in counts only while the account still has that link (accounts.selectors):
+    # once an administrator unlinks the provider, the session's record of it proves nothing.
     user = make_user("employee")
+    if linked:
+        SocialAccount.objects.create(user=user, provider="acme-sso", uid="employee")
+    SocialAccount.objects.create(user=user, provider="acme-sso", uid="someone-else")  # not the one signed in with
     browser = Client()
     browser.force_login(user)
     session = browser.session

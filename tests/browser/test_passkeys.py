@@ -65,7 +65,7 @@ def add_passkey(page, base: str, name: str, *, passwordless: bool) -> None:
     page.goto(base + "/accounts/2fa/webauthn/add/")
     assert urlsplit(page.url).path == "/accounts/2fa/webauthn/add/", page.url
     page.fill("#id_name", name)
-    # A sign-in passkey unless unticked (accounts.forms.AddPasskeyForm).
+    # A sign-in passkey unless unticked (accounts.forms.AddWebAuthnForm).
     assert page.is_checked("#id_passwordless")
     if not passwordless:
         page.uncheck("#id_passwordless")

@@ -41,7 +41,13 @@ def test_readyz_answers_ready_with_each_check(production_like):
     assert response.status_code == 200, response.content
     assert response.json() == {
         "status": "ready",
-        "checks": {"database": "ok", "migrations": "ok", "signing_keys": "ok", "cache": "ok"},
+        "checks": {
+            "database": "ok",
+            "migrations": "ok",
+            "signing_keys": "ok",
+            "identity_providers": "ok",
+            "cache": "ok",
+        },
     }
     assert response["Cache-Control"] == "no-store"
 

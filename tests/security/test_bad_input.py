@@ -3,14 +3,26 @@ the oversized kind is refused before any work: no database query, so no lookup a
 
 Endpoints: the token endpoint (RFC 6749 §5.2 JSON), the authorization endpoint and its
 allow/deny POSTs (an error page, or an error redirect once the redirect URI is verified), and
-GET/PATCH /v2/me (the API's error JSON).
+GET/PATCH /v2/me (the API's error JSON); a passkey credential that is not one, at every door that
+takes one (the form error allauth gives a wrong passkey).
 """
 
+import json
+
 import pytest
+from allauth.core import context as allauth_context
+from allauth.mfa.models import Authenticator
+from allauth.mfa.webauthn.internal.auth import begin_registration
+from allauth.utils import get_form_class
+from django.contrib.messages import get_messages
+from django.contrib.sessions.backends.db import SessionStore
+from django.core.cache import caches
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from accounts.forms import SignupWebAuthnForm
+from tests.accounts.test_second_factor_limits import Passkey, at_second_step, signed_in_with_the_code, with_totp
 from tests.factories import make_client
 from tests.oauthflows.helpers import AUTHORIZE, ME, TOKEN, authorize_url, basic, query_of
 from tests.security.shapes import assert_api_error, assert_error_page, assert_token_error
@@ -324,3 +336,112 @@ def test_me_ignores_a_token_in_the_query_string(http, token):
     assert_api_error(http.get(f"{ME}?access_token={token}"), status=401, code="unauthorized")
     response = http.get(f"{ME}?access_token=nonsense", HTTP_AUTHORIZATION=f"Bearer {token}")
     assert response.status_code == 200
+
+
+# --- passkeys: a credential that is not one --------------------------------------------------------
+# fido2 raised KeyError 'rawId' (and ValueError, binascii.Error for the registration) where allauth
+# catches only some errors: a 500, without a sign-in at the passkey login (accounts.forms).
+
+MALFORMED_CREDENTIALS = [
+    {"id": "x"},
+    {"id": "x", "rawId": "x"},
+    {"id": "x", "rawId": "x", "type": "public-key", "response": {}},
+    {"id": "x", "rawId": "x", "type": "public-key", "response": {"clientDataJSON": "x", "authenticatorData": "x"}},
+    {
+        "id": "AAAA",
+        "rawId": "AAAA",
+        "type": "public-key",
+        "response": {"clientDataJSON": "e30", "attestationObject": "oA"},
+    },
+    {"id": "AAAA", "rawId": "AAAA", "type": "nope", "response": {"userHandle": 5}},
+    {"response": []},
+    [],
+    "x",
+    None,
+]
+MALFORMED_IDS = [
+    "id only",
+    "no type",
+    "empty response",
+    "bad base64",
+    "bad cbor",
+    "wrong types",
+    "list",
+    "[]",
+    "str",
+    "null",
+]
+
+
+@pytest.fixture
+def passkey_holder(db, settings):
+    """A person with an authenticator app and a passkey; no counts left by another test."""
+    settings.RATELIMIT_ENABLED = False
+    caches["default"].clear()
+    user, secret = with_totp("alice")
+    Passkey(user)
+    return user, secret
+
+
+def _no_error(browser) -> Client:
+    browser.raise_request_exception = False
+    return browser
+
+
+def _messages(response) -> list[str]:
+    return [str(message) for message in get_messages(response.wsgi_request)]
+
+
+@pytest.mark.parametrize("credential", MALFORMED_CREDENTIALS, ids=MALFORMED_IDS)
+def test_a_malformed_passkey_at_the_passkey_login_is_refused_without_a_500(passkey_holder, credential):
+    browser = Client(raise_request_exception=False)
+    browser.get("/accounts/2fa/webauthn/login/", HTTP_X_REQUESTED_WITH="XMLHttpRequest")
+    response = browser.post("/accounts/2fa/webauthn/login/", {"credential": json.dumps(credential)})
+    assert (response.status_code, response["Location"]) == (302, "/accounts/login/")
+    assert "_auth_user_id" not in browser.session
+    # allauth's words for a refused passkey; for an empty credential, the field's.
+    assert _messages(response) == ["This field is required." if credential in ([], None) else "Incorrect code."]
+
+
+@pytest.mark.parametrize("credential", MALFORMED_CREDENTIALS, ids=MALFORMED_IDS)
+def test_a_malformed_passkey_at_the_second_step_is_the_page_again_with_an_error(passkey_holder, credential):
+    browser = _no_error(at_second_step("alice"))
+    browser.get("/accounts/2fa/authenticate/")
+    response = browser.post("/accounts/2fa/authenticate/", {"credential": json.dumps(credential)})
+    assert response.status_code == 200 and "_auth_user_id" not in browser.session
+    assert 'id="passkey-errors"' in response.content.decode()
+
+
+@pytest.mark.parametrize("credential", MALFORMED_CREDENTIALS, ids=MALFORMED_IDS)
+def test_a_malformed_passkey_at_re_authentication_is_refused_without_a_500(passkey_holder, credential):
+    _user, secret = passkey_holder
+    browser = _no_error(signed_in_with_the_code("alice", secret))
+    browser.get("/accounts/2fa/webauthn/reauthenticate/")
+    response = browser.post("/accounts/2fa/webauthn/reauthenticate/", {"credential": json.dumps(credential)})
+    # allauth's answer to a refused passkey there: the login page, with the error as a message.
+    assert (response.status_code, response["Location"]) == (302, "/accounts/login/")
+    assert _messages(response)
+
+
+@pytest.mark.parametrize("credential", MALFORMED_CREDENTIALS, ids=MALFORMED_IDS)
+def test_a_malformed_passkey_registration_is_the_form_again_with_an_error(passkey_holder, credential):
+    user, secret = passkey_holder
+    browser = _no_error(signed_in_with_the_code("alice", secret))
+    assert browser.get("/accounts/2fa/webauthn/add/").status_code == 200
+    response = browser.post("/accounts/2fa/webauthn/add/", {"credential": json.dumps(credential), "name": "Phone"})
+    assert response.status_code == 200 and 'class="errorlist"' in response.content.decode()
+    assert Authenticator.objects.filter(user=user, type=Authenticator.Type.WEBAUTHN).count() == 1
+
+
+@pytest.mark.parametrize("credential", MALFORMED_CREDENTIALS, ids=MALFORMED_IDS)
+def test_a_malformed_passkey_at_a_passkey_sign_up_is_a_form_error(passkey_holder, rf, settings, credential):
+    # Its page is off here (MFA_PASSKEY_SIGNUP_ENABLED): the form our settings give it, directly.
+    user, _secret = passkey_holder
+    request = rf.post("/accounts/2fa/webauthn/signup/")
+    request.session, request.user = SessionStore(), user
+    form_class = get_form_class(settings.MFA_FORMS, "signup_webauthn", None)
+    assert form_class is SignupWebAuthnForm
+    with allauth_context.request_context(request):
+        begin_registration(user, True)
+        form = form_class(user=user, data={"credential": json.dumps(credential), "name": "Phone"})
+        assert not form.is_valid() and form.errors

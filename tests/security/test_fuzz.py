@@ -1,4 +1,5 @@
-"""Property-based fuzzing of the token endpoint, the authorization endpoint, /v2/me and registration.
+"""Property-based fuzzing of the token endpoint, the authorization endpoint, /v2/me, registration,
+and every door that takes a passkey credential.
 
 Arbitrary query strings, form, JSON and raw bodies, content types and Authorization headers
 (random schemes, Basic payloads of random bytes, near-valid bearer tokens), mixed with valid
@@ -20,13 +21,17 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 import pyotp
 import pytest
 from allauth.mfa.totp.internal.auth import TOTP
+from django.core.cache import caches
 from django.test import Client
+from fido2 import cbor
+from fido2.utils import websafe_encode
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from accounts.selectors import ACR_ONE_FACTOR, ACR_TWO_FACTORS
 from oauthflows.services import consent_record
-from tests.accounts.helpers import log_in, second_step
+from tests.accounts.helpers import log_in, passkey_registration, second_step
+from tests.accounts.test_second_factor_limits import ORIGIN, Passkey, at_second_step, with_totp
 from tests.factories import make_client, make_user
 from tests.oauthflows.helpers import AUTHORIZE, ME, TOKEN, pkce_pair
 from tests.oauthflows.test_registration import REGISTER
@@ -511,5 +516,136 @@ def test_registration_never_fails_and_answers_rfc7591(world):
         assert response.status_code in (201, 400), response.content[:300]
         if response.status_code == 400:
             assert set(response.json()) == {"error", "error_description"}
+
+    run()
+
+
+# --- passkeys: every door that takes a credential (issue 38's follow-up: {"id": "x"} was a 500) -----
+
+# A member of a credential: base64url of random bytes, of random CBOR, of a client data JSON (the
+# right or another challenge, type and origin), or any JSON value at all.
+b64 = st.binary(max_size=64).map(websafe_encode)
+cbor_values = st.recursive(
+    st.booleans() | st.integers(min_value=-(2**63), max_value=2**64 - 1) | st.binary(max_size=40) | text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.integers(-5, 5) | text, inner, max_size=4),
+    max_leaves=10,
+)
+client_data = st.fixed_dictionaries(
+    {},
+    optional={
+        "type": st.sampled_from(["webauthn.get", "webauthn.create"]) | json_text,
+        "challenge": b64 | json_text,
+        "origin": st.sampled_from([ORIGIN, "https://evil.example"]) | json_text,
+        "crossOrigin": st.booleans() | json_text,
+    },
+)
+member = st.one_of(
+    b64,
+    cbor_values.map(lambda value: websafe_encode(cbor.encode(value))),
+    client_data.map(lambda value: websafe_encode(json.dumps(value).encode())),
+    json_text,
+    st.integers(),
+    st.none(),
+    st.booleans(),
+    st.lists(json_text, max_size=2),
+    st.dictionaries(json_text, json_text, max_size=2),
+)
+RESPONSE_MEMBERS = ["clientDataJSON", "authenticatorData", "signature", "userHandle", "attestationObject", "transports"]
+CREDENTIAL_MEMBERS = ["id", "rawId", "type", "response", "clientExtensionResults", "authenticatorAttachment"]
+shaped_credentials = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": member,
+        "rawId": member,
+        "type": st.just("public-key") | member,
+        "response": st.fixed_dictionaries({}, optional=dict.fromkeys(RESPONSE_MEMBERS, member)) | member,
+        "clientExtensionResults": st.just({}) | member,
+        "authenticatorAttachment": member,
+    },
+)
+DELETED = object()
+
+
+def mutated(data, real: dict) -> dict:
+    """`real` (a device's answer to this page's challenge) with one to three members replaced or gone."""
+    credential = json.loads(json.dumps(real))
+    for _ in range(data.draw(st.integers(1, 3), label="mutations")):
+        path = data.draw(
+            st.sampled_from(
+                [(name,) for name in CREDENTIAL_MEMBERS] + [("response", name) for name in RESPONSE_MEMBERS]
+            ),
+            label="path",
+        )
+        value = data.draw(member | st.just(DELETED), label="value")
+        holder = credential
+        for name in path[:-1]:
+            holder = holder.get(name) if isinstance(holder, dict) else None
+        if isinstance(holder, dict):
+            if value is DELETED:
+                holder.pop(path[-1], None)
+            else:
+                holder[path[-1]] = value
+    return credential
+
+
+@pytest.fixture
+def passkey_doors(db, settings):
+    """A person with an authenticator app and a passkey; no limits, so that every credential
+    reaches its check."""
+    settings.RATELIMIT_ENABLED = False
+    settings.ACCOUNT_RATE_LIMITS = settings.MFA_RATE_LIMITS = False  # allauth's ("webauthn_login": 10/m/ip)
+    caches["default"].clear()
+    user, _secret = with_totp("alice")
+    return Passkey(user)
+
+
+def signed_in_with(passkey) -> Client:
+    """A browser just signed in with the passkey alone (two factors in one, and recent: adding a
+    passkey asks for a recent sign-in)."""
+    browser = Client(raise_request_exception=False)
+    browser.get("/accounts/2fa/webauthn/login/", HTTP_X_REQUESTED_WITH="XMLHttpRequest")
+    assert browser.post("/accounts/2fa/webauthn/login/", {"credential": passkey.answer(browser)}).status_code == 302
+    assert "_auth_user_id" in browser.session
+    return browser
+
+
+PASSKEY_DOORS = {
+    # door: (the page that asks the challenge, where the credential goes, the answers allowed)
+    "passkey login": ("/accounts/2fa/webauthn/login/", "/accounts/2fa/webauthn/login/", {302}),
+    "second step": ("/accounts/2fa/authenticate/", "/accounts/2fa/authenticate/", {200, 302}),
+    "re-authentication": ("/accounts/2fa/webauthn/reauthenticate/", "/accounts/2fa/webauthn/reauthenticate/", {302}),
+    "add a passkey": ("/accounts/2fa/webauthn/add/", "/accounts/2fa/webauthn/add/", {200, 302}),
+}
+
+
+def test_no_credential_at_any_passkey_door_answers_5xx(passkey_doors):
+    passkey = passkey_doors
+
+    @fuzz
+    @given(data=st.data())
+    def run(data):
+        door = data.draw(st.sampled_from(sorted(PASSKEY_DOORS)), label="door")
+        ask, post, allowed = PASSKEY_DOORS[door]
+        if door == "passkey login":
+            browser = Client(raise_request_exception=False)
+            browser.get(ask, HTTP_X_REQUESTED_WITH="XMLHttpRequest")
+        elif door == "second step":
+            browser = at_second_step("alice")
+            browser.raise_request_exception = False
+            browser.get(ask)
+        else:
+            browser = signed_in_with(passkey)
+            browser.get(ask)
+        real = passkey_registration(browser) if door == "add a passkey" else json.loads(passkey.answer(browser))
+        kind = data.draw(st.sampled_from(["a device's answer, mutated", "credential-shaped", "any JSON"]), label="kind")
+        if kind == "credential-shaped":
+            credential = data.draw(shaped_credentials, label="credential")
+        elif kind == "any JSON":
+            credential = data.draw(st.recursive(member, lambda inner: st.lists(inner, max_size=3)), label="credential")
+        else:
+            credential = mutated(data, real)
+        response = browser.post(post, {"credential": json.dumps(credential), "name": "Fuzzed"})
+        assert response.status_code < 500, (door, credential, response.content[:300])
+        assert response.status_code in allowed, (door, response.status_code)
 
     run()

@@ -13,6 +13,7 @@ oauthlib logs codes and tokens at DEBUG; plumbing/logfilters.py redacts them (LO
 import logging
 import secrets
 from io import StringIO
+from types import ModuleType
 from urllib.parse import urlencode
 
 import oauthlib
@@ -217,33 +218,54 @@ PUBLIC_PATH_PARTS = {
 }
 
 
-def _url_patterns(patterns=None, prefix=""):
+RESET_ROUTE = "accounts/^password/reset/key/(?P<uidb36>[0-9A-Za-z]+)-(?P<key>.+)/$"
+
+
+def _url_patterns(patterns=None, prefixes=()):
+    """(route, pattern, its resolvers' patterns from the root) for every URL pattern, shadowed ones
+    included: a route overridden under the same name (accounts/urls.py over allauth's) is two."""
     for pattern in get_resolver().url_patterns if patterns is None else patterns:
         if isinstance(pattern, URLResolver):
-            yield from _url_patterns(pattern.url_patterns, prefix + str(pattern.pattern))
+            yield from _url_patterns(pattern.url_patterns, (*prefixes, pattern.pattern))
         else:
-            yield prefix + str(pattern.pattern), pattern
+            yield "".join(map(str, (*prefixes, pattern.pattern))), pattern, prefixes
 
 
 def _captured(pattern) -> list[str]:
     return [*pattern.pattern.regex.groupindex, *getattr(pattern.pattern, "converters", {})]
 
 
+def _path_of(pattern, prefixes, kwargs) -> str:
+    """The path this very pattern makes of `kwargs`: reverse() by name would give the first pattern
+    of that name, and test an overridden route twice and its override's twin never."""
+    urlconf = [pattern]
+    for prefix in reversed(prefixes):
+        urlconf = [URLResolver(prefix, urlconf)]
+    module = ModuleType("one_pattern")  # reverse() takes a URLconf module (hashable, for its cache)
+    module.urlpatterns = urlconf
+    return reverse(pattern.name, urlconf=module, kwargs=kwargs)
+
+
 def test_every_secret_a_url_path_carries_is_redacted_in_log_lines():
     carrying = []
-    for route, pattern in _url_patterns():
+    for route, pattern, prefixes in _url_patterns():
         secret_parts = [name for name in _captured(pattern) if name not in PUBLIC_PATH_PARTS]
         if not secret_parts:
             continue
-        carrying.append(pattern.name)
+        carrying.append((route, pattern.lookup_str))
         values = {name: secrets.token_hex(16) for name in secret_parts}
-        path = reverse(pattern.name, kwargs=dict.fromkeys(_captured(pattern), "7") | values)
+        path = _path_of(pattern, prefixes, dict.fromkeys(_captured(pattern), "7") | values)
         for line in (path, f"GET {path} status=200", f"Not Found: {path}", f'{{"path": "{path}"}}'):
             cleaned = _cleaned(line)
             assert not any(value in cleaned for value in values.values()), (route, cleaned)
             assert REDACTED in cleaned
-    # Positive control: the two links allauth mails are the routes found (none slipped past the walk).
-    assert sorted(carrying) == ["account_confirm_email", "account_reset_password_from_key"]
+    # Positive control: the two links allauth mails are the routes found (none slipped past the
+    # walk), the reset link's twice: ours (accounts/urls.py) and allauth's, which ours shadows.
+    assert sorted(carrying) == [
+        ("accounts/^confirm-email/(?P<key>[-:\\w]+)/$", "allauth.account.views.ConfirmEmailView"),
+        (RESET_ROUTE, "accounts.views.PasswordResetFromKeyView"),
+        (RESET_ROUTE, "allauth.account.views.PasswordResetFromKeyView"),
+    ]
 
 
 @pytest.mark.parametrize(
