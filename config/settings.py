@@ -176,6 +176,9 @@ ACCOUNT_UNIQUE_EMAIL = True
 # `createsuperuser`, `seed_demo` or an identity provider sign in without a proved address, as
 # before. An ID token says email_verified only for an address the user proved (oauthflows/openid.py).
 ACCOUNT_EMAIL_VERIFICATION = "mandatory"
+# The link followed in the browser that signed up finishes that sign-up as its sign-in (allauth keeps
+# the pending sign-in in that session only): a fresh password sign-in (accounts.adapter.post_login).
+ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = True
 ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = False  # a reset asked for an unknown address mails nobody; the page is the same
 ACCOUNT_SESSION_REMEMBER = True  # sessions last as before (no "remember me" box)
 # prompt=login and max_age send a signed-in user to the login page: it must ask again, not skip.

@@ -30,8 +30,8 @@ from hypothesis import strategies as st
 
 from accounts.selectors import ACR_ONE_FACTOR, ACR_TWO_FACTORS
 from oauthflows.services import consent_record
-from tests.accounts.helpers import log_in, passkey_registration, second_step
-from tests.accounts.test_second_factor_limits import ORIGIN, Passkey, at_second_step, with_totp
+from tests.accounts.helpers import issuer_origin, log_in, passkey_registration, second_step
+from tests.accounts.test_second_factor_limits import Passkey, at_second_step, with_totp
 from tests.factories import make_client, make_user
 from tests.oauthflows.helpers import AUTHORIZE, ME, TOKEN, pkce_pair
 from tests.oauthflows.test_registration import REGISTER
@@ -535,7 +535,7 @@ client_data = st.fixed_dictionaries(
     optional={
         "type": st.sampled_from(["webauthn.get", "webauthn.create"]) | json_text,
         "challenge": b64 | json_text,
-        "origin": st.sampled_from([ORIGIN, "https://evil.example"]) | json_text,
+        "origin": st.sampled_from([issuer_origin(), "https://evil.example"]) | json_text,
         "crossOrigin": st.booleans() | json_text,
     },
 )
