@@ -193,7 +193,9 @@ def passkey_assertion(passkey: dict, challenge: str, *, key=None) -> dict:
     rp_id = passkey["rp_id"]
     flags = AuthenticatorData.FLAG.UP | AuthenticatorData.FLAG.UV
     authenticator_data = AuthenticatorData.create(sha256(rp_id.encode()).digest(), flags, 1)
-    client_data = CollectedClientData.create(type="webauthn.get", challenge=challenge, origin=f"https://{rp_id}")
+    # The browser's page is the issuer's: its origin is the only one a ceremony is accepted from.
+    origin = "{0.scheme}://{0.netloc}".format(urlsplit(FIXTURE["environment"]["OAUTH_ISSUER"]))
+    client_data = CollectedClientData.create(type="webauthn.get", challenge=challenge, origin=origin)
     signature = key.sign(bytes(authenticator_data) + client_data.hash, ec.ECDSA(hashes.SHA256()))
     return {
         "id": passkey["credential_id"],
