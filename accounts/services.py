@@ -1,8 +1,14 @@
-"""Writes about identity providers (add and remove, each audited in its transaction), and about how a
-session signed in (a factor proved while setting it up)."""
+"""Writes about identity providers (add and remove, each audited in its transaction), about how a
+session signed in (a factor proved while setting it up), and the record of each sign-in's session."""
 
+from allauth.account.adapter import get_adapter as get_account_adapter
+from allauth.usersessions.models import UserSession
+from django.conf import settings
+from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
 from django.db import models, transaction
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.module_loading import import_string
 from django.utils.text import slugify
 
 from accounts.audit import account_audit_record
@@ -166,3 +172,46 @@ def session_factor_set_up_record(*, request, user, authenticator) -> bool:
     # as after its confirmation pages (the user was signed in already); it marks the factor used.
     post_authentication(request, authenticator, reauthenticated=True)
     return True
+
+
+def user_session_record(*, request, user) -> UserSession:
+    """Record the session `user` just signed in with (the session list, "Sign out everywhere"), and
+    forget the account's records of sessions that have ended: two statements, however many sessions
+    the account has.
+
+    Replaces allauth.usersessions' receiver of `user_logged_in` (disconnected in accounts.apps),
+    which loads every recorded session of the account at each sign-in, three statements each (does
+    it exist, its data, its user), and then takes three more to record the new one: a person with
+    fifty sessions paid 150 statements per sign-in. Here the sessions that no longer exist or have
+    expired in the session table go in one DELETE, and the new record is one INSERT (ON CONFLICT:
+    allauth's get-or-update of the same key). A session still in the table whose password hash no
+    longer matches (signed out by a password change, or by the hash upgrade at sign-in:
+    docs/configuration.md, "Password hashing") stays recorded until it is next used, which deletes
+    it, or until allauth's session list or "Sign out everywhere" ends it; both check each session
+    in full, as before. With a session engine that keeps no table, allauth's check runs as before.
+    Kept honest by tests/accounts/test_login_statements.py.
+    """
+    store = import_string(settings.SESSION_ENGINE + ".SessionStore")
+    if issubclass(store, DatabaseSessionStore):
+        live = store.get_model_class().objects.filter(expire_date__gt=timezone.now()).values("session_key")
+        ended = UserSession.objects.filter(user_id=user.pk).exclude(session_key__in=live)
+        ended._raw_delete(ended.db)  # no signal or cascade hangs on a UserSession
+    else:
+        UserSession.objects.purge_and_list(user)
+    if not request.session.session_key:
+        request.session.save()
+    user_agent_field = UserSession._meta.get_field("user_agent")
+    record = UserSession(
+        user=user,
+        session_key=request.session.session_key,
+        ip=get_account_adapter().get_client_ip(request),
+        user_agent=request.META.get("HTTP_USER_AGENT", "")[: user_agent_field.max_length],
+        last_seen_at=timezone.now(),
+    )
+    UserSession.objects.bulk_create(
+        [record],
+        update_conflicts=True,
+        unique_fields=["session_key"],
+        update_fields=["user", "ip", "user_agent", "last_seen_at"],
+    )
+    return record

@@ -1,6 +1,10 @@
 """What the bench's parts share (no model imports: stock DOT and locust load this too)."""
 
+import base64
+import hashlib
+import hmac
 import math
+import struct
 
 
 def me_payload(user) -> dict:
@@ -30,6 +34,7 @@ ROUTES = {
         "introspect": "/v2/auth/oauth2/introspect",
         "status_list": "/v2/auth/oauth2/status-lists/",
         "login": "/accounts/login/",  # scenario 9
+        "second_factor": "/accounts/2fa/authenticate/",  # scenario 9t: the sign-in's second step
         # The framework floor (scenario 0): DRF's empty view stands for the project's side.
         "empty": "/floor/empty-drf",
     },
@@ -119,3 +124,19 @@ def request_stats(
         "queries_max": max(queries) if queries else None,
         "round_trips": (sum(round_trips) / len(round_trips)) if round_trips else None,
     }
+
+
+TOTP_PERIOD = 30  # allauth's defaults (MFA_TOTP_PERIOD, MFA_TOTP_DIGITS), which the project keeps
+
+
+def totp_period(at: float) -> int:
+    """The number of the 30 s period `at` (seconds since the epoch) falls in: RFC 6238's T."""
+    return int(at) // TOTP_PERIOD
+
+
+def totp_code(secret: str, period: int) -> str:
+    """An authenticator app's code for a base32 secret and a period (RFC 6238: HMAC-SHA1, 6 digits)."""
+    digest = hmac.new(base64.b32decode(secret, casefold=True), struct.pack(">Q", period), hashlib.sha1).digest()
+    offset = digest[-1] & 0x0F
+    value = struct.unpack(">I", digest[offset : offset + 4])[0] & 0x7FFFFFFF
+    return f"{value % 10**6:06d}"

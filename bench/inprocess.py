@@ -9,6 +9,8 @@ lower than `make bench`'s, and a change's effect in ms per request is what to re
 
     BENCH_KEEP_DATABASES=1 BENCH_KEEP_WORKDIR=1 make bench   # leaves bench_project and its seed file
     python -m bench.inprocess --seed /tmp/bench-…/seed-project.json [--scenarios 1,2,3,5] [--profile 2]
+    python -m bench.inprocess --seed … --scenarios 9 --rounds 2 --block 20   # the login (project only), and
+                                                    # its POST's statements with 1 and 50 live sessions
 
 Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bench_project) and
 DJANGO_SECRET_KEY (the key the seed's sessions were signed with, for scenario 4).
@@ -182,13 +184,40 @@ class Scenarios:
     def empty(self, target):
         self.check(f"0 {target}", *self.client.call("GET", self.ROUTES[target]["empty"]))
 
+    def login(self, target, username=None):
+        """Scenario 9 (the project only: no floor): the login page, then a password login (302)."""
+        cookies = {"Cookie": f"csrftoken={CSRF_SECRET}"}
+        page = self.check(f"9a {target}", *self.client.call("GET", self.ROUTES[target]["login"], headers=cookies))
+        csrf = HIDDEN_CSRF_RE.search(page).group(1).decode()
+        body = {"csrfmiddlewaretoken": csrf, "login": username or self.seed["login_users"][0]}
+        body["password"] = self.seed["login_password"]
+        status, headers, content = self.client.call(
+            "POST", self.ROUTES[target]["login"], body=urlencode(body).encode(), headers=cookies
+        )
+        self.check(f"9 {target}", status, headers, content, expected=302)
+        return int(headers["X-DB-Queries"])
 
-SCENARIO_METHODS = {"0": "empty", "1": "me", "2": "refresh_token", "3": "exchange", "4": "flow", "5": "introspect"}
+    def login_statements(self) -> dict:
+        """The login POST's statements of the seed's accounts with 1 and with 50 live sessions."""
+        return {count: self.login("project", username) for count, username in self.seed["session_probe_users"].items()}
+
+
+SCENARIO_METHODS = {
+    "0": "empty",
+    "1": "me",
+    "2": "refresh_token",
+    "3": "exchange",
+    "4": "flow",
+    "5": "introspect",
+    "9": "login",
+}
+# Scenarios with no floor: the project alone.
+PROJECT_ONLY = frozenset({"9"})
 
 
 def measure(scenarios: Scenarios, scenario: str, *, rounds: int, block: int) -> dict:
     method = getattr(scenarios, SCENARIO_METHODS[scenario])
-    cpu = {"project": 0.0, "floor": 0.0}
+    cpu = {"project": 0.0} if scenario in PROJECT_ONLY else {"project": 0.0, "floor": 0.0}
     for target in cpu:  # warm up: imports, URL resolver, connection
         for _ in range(block):
             method(target)
@@ -233,8 +262,13 @@ def main(argv=None) -> int:
         pstats.Stats(profiler).sort_stats(args.sort).print_stats(args.lines)
         return 0
     for scenario in args.scenarios.split(","):
+        if scenario == "9":
+            print(f"scenario 9: login POST statements by live sessions {scenarios.login_statements()}", flush=True)
         cpu = measure(scenarios, scenario, rounds=args.rounds, block=args.block)
         queries = {target: scenarios.queries.get(f"{scenario} {target}") for target in cpu}
+        if "floor" not in cpu:
+            print(f"scenario {scenario}: project {cpu['project']:.3f} ms  queries {queries}", flush=True)
+            continue
         print(
             f"scenario {scenario}: project {cpu['project']:.3f} ms, floor {cpu['floor']:.3f} ms, "
             f"floor/project {cpu['floor'] / cpu['project']:.2f}  queries {queries}",

@@ -39,7 +39,16 @@ import gevent
 from locust import FastHttpUser, constant, events, task
 from locust.exception import StopUser
 
-from bench.common import EXCHANGE_RESOURCE, ROUTES, code_value, request_stats, token_value
+from bench.common import (
+    EXCHANGE_RESOURCE,
+    ROUTES,
+    TOTP_PERIOD,
+    code_value,
+    request_stats,
+    token_value,
+    totp_code,
+    totp_period,
+)
 
 PLAN = json.loads(os.environ["BENCH_PLAN"])
 PHASE = float(os.environ.get("BENCH_PHASE", "2"))
@@ -53,6 +62,7 @@ for _entry in PLAN:
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 HIDDEN_INPUT_RE = re.compile(r'<input type="hidden" name="([^"]+)"(?: value="([^"]*)")?')
+SESSION_COOKIE_RE = re.compile(r"sessionid=([^;,\s]+)")
 QUERIES_HEADER = "X-DB-Queries"
 ROUND_TRIPS_HEADER = "X-DB-Round-Trips"
 
@@ -124,10 +134,20 @@ def _postgres_backends(databases: set[str]) -> list[int]:
 
 
 class CpuMeter:
-    """CPU (ms) of the servers' workers and of their PostgreSQL backends, charged phase by phase."""
+    """CPU (ms) of the servers' workers and of their PostgreSQL backends, charged phase by phase.
+
+    With BENCH_CPU_BY_SERVER=1 (targets on servers of their own: the trial "Django's default hasher"),
+    each server's workers are charged to their own target, phase or not: a login there takes longer
+    than a phase, and the requests still running at a phase's end would otherwise be charged to
+    the next target's phase. PostgreSQL's backends are charged phase by phase as always."""
+
+    BY_SERVER = os.environ.get("BENCH_CPU_BY_SERVER") == "1"
 
     def __init__(self):
         self.workers = sorted({pid for entry in PLAN for pid in entry.get("pids", [])})
+        self.pids = {entry["label"]: set(entry.get("pids", [])) for entry in PLAN}
+        if self.BY_SERVER and sum(map(len, self.pids.values())) != len(self.workers):
+            raise ValueError("BENCH_CPU_BY_SERVER: the targets share a server")
         self.databases = {entry["database"] for entry in PLAN if entry.get("database")}
         self.app = Counter()  # label -> ms
         self.db = Counter()
@@ -156,7 +176,12 @@ class CpuMeter:
                 break
             current = self.read()
             label = PLAN[phase % len(PLAN)]["label"]
-            self.app[label] += self.used_ms(previous[0], current[0])
+            if self.BY_SERVER:
+                for each, pids in self.pids.items():
+                    mine = {pid: ticks for pid, ticks in current[0].items() if pid in pids}
+                    self.app[each] += self.used_ms(previous[0], mine)
+            else:
+                self.app[label] += self.used_ms(previous[0], current[0])
             self.db[label] += self.used_ms(previous[1], current[1])
             self.seconds[label] += PHASE
             previous, phase = current, phase + 1
@@ -273,6 +298,8 @@ class Target:
         self.routes = ROUTES[entry.get("routes", self.kind)]
         # The seeded codes this target exchanges: bound to the JWT resource server for "jwt".
         self.code_key = self.seed_path + ("#jwt" if self.kind == "jwt" else "")
+        # Scenario 9: the seed's accounts this target signs in (a trial's hasher has its own).
+        self.login_users = self.seed[entry.get("login_users") or "login_users"]
 
     def url(self, route: str) -> str:
         return self.host + self.routes[route]
@@ -385,30 +412,103 @@ class LoginUser(BenchUser):
     @task
     def login(self):
         target = self.target()
-        users = target.seed["login_users"]
+        username = target.login_users[self.number % len(target.login_users)]
+        self.password_login(target, username, "9a login page", "9 login")
+
+    def password_login(self, target: Target, username: str, page_name: str, name: str, second_step: bool = False):
+        """The login page, then its form posted: (the answer's Set-Cookie, the form's CSRF token) after
+        its 302, None after a failure."""
         cookies = {"Cookie": f"csrftoken={self.csrf_secret}"}
         with self.client.get(
-            target.url("login"), headers=cookies, name=target.name("9a login page"), catch_response=True
+            target.url("login"), headers=cookies, name=target.name(page_name), catch_response=True
         ) as page:
             fields = {name: html.unescape(value or "") for name, value in HIDDEN_INPUT_RE.findall(page.text or "")}
             if page.status_code != 200 or "csrfmiddlewaretoken" not in fields:
                 page.failure(f"HTTP {page.status_code}, no login form")
-                return
+                return None
         body = {
             "csrfmiddlewaretoken": fields["csrfmiddlewaretoken"],
-            "login": users[self.number % len(users)],
+            "login": username,
             "password": target.seed["login_password"],
         }
         with self.client.post(
             target.url("login"),
             data=urlencode(body),
             headers={**cookies, **FORM},
-            name=target.name("9 login"),
+            name=target.name(name),
             allow_redirects=False,
             catch_response=True,
         ) as answer:
-            if answer.status_code != 302 or "/accounts/" in answer.headers.get("Location", "/accounts/"):
+            location = answer.headers.get("Location", "/accounts/")
+            # Signed in (anywhere but /accounts/), or sent on to the second step when it has one.
+            expected = location.startswith(target.url("second_factor")[len(target.host) :]) == second_step
+            if answer.status_code != 302 or not expected or (not second_step and "/accounts/" in location):
                 answer.failure(f"HTTP {answer.status_code} to {answer.headers.get('Location')!r}")
+                return None
+            return answer.headers.get("Set-Cookie", ""), fields["csrfmiddlewaretoken"]
+
+
+class TotpAccounts:
+    """The seeded accounts with an authenticator app, handed out in turn: a code is used once
+    (allauth's used-code store), so an account signs in once per 30 s period at most. When the next
+    account in line has signed in during this period already, every account has: wait for the next."""
+
+    def __init__(self):
+        self.accounts = {}  # seed path -> [(username, secret)]
+        self.next = Counter()
+        self.used_in: dict[tuple[str, str], int] = {}
+
+    def take(self, target: Target) -> tuple[str, str]:
+        accounts = self.accounts.setdefault(target.seed_path, target.seed["totp_users"])
+        if not accounts:
+            raise StopUser("no seeded TOTP accounts (bench.seed --totp-users)")
+        while True:
+            username, secret = accounts[self.next[target.seed_path] % len(accounts)]
+            if self.used_in.get((target.seed_path, username)) != totp_period(time.time()):
+                self.next[target.seed_path] += 1
+                return username, secret
+            gevent.sleep(TOTP_PERIOD - time.time() % TOTP_PERIOD + 0.05)
+
+    def code(self, target: Target, username: str, secret: str) -> str:
+        """The account's code now: never one that turns over before the server reads it."""
+        if TOTP_PERIOD - time.time() % TOTP_PERIOD < 0.5:
+            gevent.sleep(TOTP_PERIOD - time.time() % TOTP_PERIOD + 0.05)
+        period = totp_period(time.time())
+        self.used_in[(target.seed_path, username)] = period
+        return totp_code(secret, period)
+
+
+totp_accounts = TotpAccounts()
+
+
+class TotpLoginUser(LoginUser):
+    """Scenario 9t: a sign-in with an authenticator app: the login page, the password (302 to the
+    second step), then the app's current code posted there (302): what a person with a second factor
+    does, the front door's attempt counting and used-code store included."""
+
+    @task
+    def login(self):
+        target = self.target()
+        username, secret = totp_accounts.take(target)
+        answer = self.password_login(target, username, "9ta login page", "9tb password (to the second step)", True)
+        if answer is None:
+            return
+        set_cookie, csrf_token = answer
+        session = SESSION_COOKIE_RE.search(set_cookie)
+        if session is None:
+            raise StopUser("the password step set no session cookie")
+        cookies = {"Cookie": f"sessionid={session.group(1)}; csrftoken={self.csrf_secret}"}
+        body = {"csrfmiddlewaretoken": csrf_token, "code": totp_accounts.code(target, username, secret)}
+        with self.client.post(
+            target.url("second_factor"),
+            data=urlencode(body),
+            headers={**cookies, **FORM},
+            name=target.name("9t code (302)"),
+            allow_redirects=False,
+            catch_response=True,
+        ) as done:
+            if done.status_code != 302 or "/accounts/" in done.headers.get("Location", "/accounts/"):
+                done.failure(f"HTTP {done.status_code} to {done.headers.get('Location')!r}")
 
 
 class RefreshUser(BenchUser):

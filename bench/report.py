@@ -14,7 +14,7 @@ TARGETS = ("project", "floor", "stock")
 SERVICE_TARGETS = ("local", "remote", "remote-cached", "jwt")
 # Scenarios 2 and 3 also issue JWT access tokens (codes bound to a JWT resource server): "jwt".
 JWT_ROWS = ("2", "3")
-CPU_ROWS = ("0", "0d", "1", "1M", "2", "3", "4", "5", "5M", "6", "7", "8")
+CPU_ROWS = ("0", "0d", "1", "1M", "2", "3", "4", "5", "5M", "6", "7", "8", "9", "9t")
 # (row key, label, the run's scenario, request name, at the grown token count?)
 ROWS = [
     ("0", "0. framework floor: empty Django view (project: empty DRF view)", "0", "0 empty", False),
@@ -44,12 +44,21 @@ CORS_ROWS = [
         False,
     ),
 ]
-# Scenario 9: a password login (issue 29): the page, and the form posted (the hasher's cost included).
+# Scenario 9: a password login (issue 29): the page, and the form posted (the hasher's cost included);
+# 9t, a sign-in with an authenticator app: the page, the password, then the app's code (issue 41).
 LOGIN_TARGETS = ("project",)
 LOGIN_ROWS = [
     ("9a", "9a. login page GET", "9", "9a login page", False),
     ("9", "9. password login POST (302)", "9", "9 login", False),
+    ("9t", "9t. TOTP login: the code POST (302)", "9t", "9t code (302)", False),
+    ("9tb", "   9tb. its password POST (302 to the second step)", "9t", "9tb password (to the second step)", False),
 ]
+# Issue 41's bounds on the login: a password login POST sends at most this many statements, as many
+# with 50 live sessions as with 1; its CPU (the page and the POST, worker + PostgreSQL) is at least
+# this many times lower than with Django's default hasher in the same run (bench.run.HASHER_TRIAL).
+LOGIN_STATEMENTS_MAX = 20
+LOGIN_CPU_VS_DEFAULT_HASHER = 4.0
+HASHER_TRIAL_PREFIX = "Django's default hasher"
 FLOW_STEPS = ("4a authorize page", "4b consent (allow)", "4c exchange")
 
 
@@ -258,7 +267,7 @@ def evaluate(summary: dict, grown: int = 1_000_000, jwt: dict | None = None) -> 
     return targets
 
 
-def build(*, runs, meta, config, profiles=None, trials=None, jwt=None) -> dict:
+def build(*, runs, meta, config, profiles=None, trials=None, jwt=None, login=None) -> dict:
     summary = summarize(runs, config)
     return {
         "trials": trials or [],
@@ -266,7 +275,10 @@ def build(*, runs, meta, config, profiles=None, trials=None, jwt=None) -> dict:
         "config": config,
         "summary": summary,
         "jwt": jwt or {},
-        "targets": evaluate(summary, config.get("grown_tokens", 1_000_000), jwt) + floor_trial_targets(trials or []),
+        "login": login or {},
+        "targets": evaluate(summary, config.get("grown_tokens", 1_000_000), jwt)
+        + floor_trial_targets(trials or [])
+        + login_targets(summary, login, trials or []),
         "profiles": profiles or {},
         "runs": runs,
     }
@@ -319,21 +331,89 @@ def render_cors(summary) -> str:
     return "\n".join(lines)
 
 
-def render_login(summary) -> str:
-    """Scenario 9's table: the login page and the password login, on the project."""
+def render_login(summary, results: dict | None = None) -> str:
+    """Scenario 9's table: the login page, the password login and the TOTP login, on the project; the
+    login POST's statements at 1 and 50 live sessions; the trial "Django's default hasher"."""
     lines = [
         "Scenario 9: a password login through the login page (GET), then the form posted with a "
-        "seeded user's username and password (302); the POST includes the password hasher's cost",
+        "seeded user's username and password (302); 9t, a sign-in with an authenticator app (the page, "
+        "the password, then the app's code: each account once per 30 s). The POSTs include the password "
+        "hasher's cost; CPU is per sign-in (9: the page and the POST; 9t: all three), workers plus PostgreSQL",
         "",
-        "| request | req/s | p50 ms | p99 ms | statements |",
-        "|---|---:|---:|---:|---:|",
+        "| request | req/s | p50 ms | p99 ms | statements (mean, max) | CPU ms per sign-in |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for key, label, *_ in LOGIN_ROWS:
         entry = summary.get(key, {}).get("project")
-        cells = [label, _cell(entry, "rps", ".1f"), _cell(entry, "p50_ms", ".1f")]
-        cells += [_cell(entry, "p99_ms", ".1f"), _cell(entry, "queries", ".2f")]
+        cells = [label, _cell(entry, "rps", ".1f"), _cell(entry, "p50_ms", ".1f"), _cell(entry, "p99_ms", ".1f")]
+        cells.append(f"{_cell(entry, 'queries', '.2f')}, {_cell(entry, 'queries_max', 'd')}")
+        app, db = _get(summary, key, "project", "cpu_app_ms"), _get(summary, key, "project", "cpu_db_ms")
+        cells.append(f"{app:.2f} + {db:.2f}" if app is not None and db is not None else "–")
         lines.append("| " + " | ".join(cells) + " |")
+    statements = (results or {}).get("login") or {}
+    if statements:
+        lines += [
+            "",
+            "Password login POST statements by the account's live sessions: "
+            + ", ".join(f"{count}: {value}" for count, value in statements.items()),
+        ]
+    trial = hasher_trial(results or {})
+    if trial and trial["project"]["cpu_ms"]:
+        ours, theirs = trial["project"], trial["trial"]
+        lines += [
+            "",
+            f"{trial['name']}, side by side with the project's Argon2id in one run: {theirs['rps']:.1f} "
+            f"against {ours['rps']:.1f} logins/s, {theirs['cpu_ms']:.1f} against {ours['cpu_ms']:.1f} CPU ms "
+            f"per login ({theirs['cpu_ms'] / ours['cpu_ms']:.1f} x)",
+        ]
     return "\n".join(lines)
+
+
+def hasher_trial(results: dict) -> dict | None:
+    """The trial "Django's default hasher" of a run (bench.run.HASHER_TRIAL), if it was measured."""
+    return next((trial for trial in results.get("trials") or [] if trial["name"].startswith(HASHER_TRIAL_PREFIX)), None)
+
+
+def login_targets(summary: dict, statements: dict | None, trials: list[dict]) -> list[dict]:
+    """Issue 41's bounds on the login: its statements, bounded and equal at 1 and 50 live sessions,
+    and bounded under load; its CPU against Django's default hasher in the same run."""
+    targets = []
+    if statements:
+        one, fifty = statements.get("1"), statements.get("50")
+        targets.append(
+            {
+                "target": "Password login POST statements, 1 and 50 live sessions",
+                "required": f"<= {LOGIN_STATEMENTS_MAX} and equal",
+                "measured": f"{one} and {fifty}",
+                "value": fifty,
+                "met": one is not None and one == fifty and fifty <= LOGIN_STATEMENTS_MAX,
+            }
+        )
+    worst = _get(summary, "9", "project", "queries_max")
+    if worst is not None:
+        targets.append(
+            {
+                "target": "Password login POST statements under load (each user's sessions growing)",
+                "required": f"max <= {LOGIN_STATEMENTS_MAX}",
+                "measured": f"{_get(summary, '9', 'project', 'queries'):.2f} mean, {worst} max",
+                "value": worst,
+                "met": worst <= LOGIN_STATEMENTS_MAX,
+            }
+        )
+    trial = hasher_trial({"trials": trials})
+    if trial:
+        ours, theirs = trial["project"]["cpu_ms"], trial["trial"]["cpu_ms"]
+        value = theirs / ours if ours and theirs else None
+        targets.append(
+            {
+                "target": "Login CPU: Django's default hasher (PBKDF2) vs the project's Argon2id, same run",
+                "required": f">= {LOGIN_CPU_VS_DEFAULT_HASHER:g} x",
+                "measured": f"{value:.2f} x ({theirs:.1f} vs {ours:.1f} CPU ms per login)" if value else "n/a",
+                "value": value,
+                "met": value is not None and value >= LOGIN_CPU_VS_DEFAULT_HASHER,
+            }
+        )
+    return targets
 
 
 def per_core(summary, key, target):
@@ -400,7 +480,7 @@ def render(results: dict) -> str:
             cells = [label, target, _cell(entry, "rps", ".1f"), _cell(entry, "p50_ms", ".1f")]
             lines.append("| " + " | ".join([*cells, _cell(entry, "p99_ms", ".1f"), cpu]) + " |")
     lines += ["", render_cors(summary)]
-    lines += ["", render_login(summary)]
+    lines += ["", render_login(summary, results)]
     lines += jwt_lines(results)
     lines += breakdown_lines(results)
     lines += trial_lines(results)

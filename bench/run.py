@@ -89,6 +89,9 @@ REGISTERED_CLIENTS = int(os.environ.get("BENCH_REGISTERED_CLIENTS", "100000"))
 JWT_CODES = int(os.environ.get("BENCH_JWT_CODES", "40000"))
 # Scenario 10: access tokens bound to the example MCP server, which it exchanges (RFC 8693).
 EXCHANGE_TOKENS = int(os.environ.get("BENCH_EXCHANGE_TOKENS", "1000"))
+# Scenario 9t: accounts with an authenticator app. Each signs in once per 30 s (a code is used once):
+# enough that the load never waits for the next period at a few dozen sign-ins a second.
+TOTP_USERS = int(os.environ.get("BENCH_TOTP_USERS", "1500"))
 # The project serves on a port known before it starts: its issuer URL is in every JWT it signs,
 # and the example service fetches the JWKS and the status lists there.
 ISSUER_PORTS: dict[str, int] = {}
@@ -107,6 +110,7 @@ SCENARIOS = [
     ("7", "StatusListUser", "7 status list"),
     ("8", "CorsUser", "8 cors"),
     ("9", "LoginUser", "9 login"),
+    ("9t", "TotpLoginUser", "9t code (302)"),
     ("10", "TokenExchangeUser", "10 exchange"),
 ]
 # Stock DOT runs the first four (it has no resource servers and no example service).
@@ -118,6 +122,9 @@ MAIN_REQUEST = {scenario: name for scenario, _, name in SCENARIOS}
 # measured side by side with the project as configured, in one locust run per scenario.
 # (name, environment changes, gunicorn options)
 OPERATIONS_TRIAL = "metrics in files, JSON access lines"  # bench.run --operations-only runs it alone
+# Issue 41: the login's CPU with Django's default hasher (PBKDF2, 1,000,000 iterations) against the
+# project's Argon2id, in the same run: always measured with scenario 9 (login_scenario), trials or not.
+HASHER_TRIAL = "Django's default hasher (PBKDF2, 1,000,000 iterations)"
 TRIALS = [
     # The project binds server-side and prepares from the second run (config.settings): the
     # trials are without, and with Django's default threshold of psycopg (5).
@@ -140,12 +147,23 @@ TRIALS = [
         {},
         [("2", "RefreshUser"), ("3", "ExchangeUser"), ("4", "FlowUser")],
     ),
+    # Its server signs in accounts of its own, whose hashes are Django's default (bench.seed): a
+    # server would store the other's hashes again at each sign-in, paying for both hashers.
+    (
+        HASHER_TRIAL,
+        {"DJANGO_SETTINGS_MODULE": "bench.default_hasher_settings"},
+        {"login_users": "default_hasher_login_users"},
+        [("9", "LoginUser")],
+    ),
 ]
 TRIAL_SCENARIOS = [("1", "MeUser"), ("2", "RefreshUser")]
 # Trials whose bound is a ratio to the floor (issue 31: "each token scenario's ratio to its floor within
 # 0.03 of its ratio without them"): their scenarios also measure the floor's views on both servers, so
 # that each side's ratio is project / floor within one server, as the full bench's table reads it.
 FLOOR_TRIALS = frozenset({OPERATIONS_TRIAL})
+# Trials whose servers' workers are each charged to their own target (bench/locustfile.py, CpuMeter):
+# a login with Django's default hasher outlasts a phase.
+BY_SERVER_TRIALS = frozenset({HASHER_TRIAL})
 # A trial's targets and the routes they are served by: the project's, or the floor's (bench.floor).
 TRIAL_ROUTES = {"base": "project", "trial": "project", "base-floor": "floor", "trial-floor": "floor"}
 RUN_TRIALS = os.environ.get("BENCH_TRIALS", "1") == "1"
@@ -201,8 +219,14 @@ def _die_with_parent() -> None:
 
 
 def environment(database: str, secret_key: str) -> dict:
-    """Production settings, debug off, plain HTTP on loopback, the database's settings module."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "OAUTH_", "DATABASE_"))}
+    """Production settings, debug off, plain HTTP on loopback, the database's settings module; on
+    PostgreSQL alone (no REDIS_URL: the rate limits' counts and allauth's security state in its
+    tables), with every rate limit counted as configured (bench settings raise them out of reach)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DJANGO_", "OAUTH_", "DATABASE_", "RATELIMIT_", "REDIS_"))
+    }
     env.update(
         DJANGO_SETTINGS_MODULE="bench.stock_settings" if database == "stock" else "config.settings_bench",
         DATABASE_URL=f"{PG_URL}/{DATABASES[database]}",
@@ -379,8 +403,10 @@ class Server:
         worker_class: str = "sync",
         threads: int = 1,
         port: int = 0,
+        login_users: str | None = None,
     ):
         self.database, self.env, self.log_path = database, env, log_path
+        self.login_users = login_users  # scenario 9: the seed's accounts it signs in (None: login_users)
         self.port = port
         self.app = app
         self.workers, self.worker_class, self.threads = workers or WORKERS, worker_class, threads
@@ -513,7 +539,9 @@ class Bench:
             f"migrating {DATABASES[database]}",
         )
         jwt = (
-            ["--jwt-codes", str(JWT_CODES), "--exchange-tokens", str(EXCHANGE_TOKENS)] if database == "project" else []
+            ["--jwt-codes", str(JWT_CODES), "--exchange-tokens", str(EXCHANGE_TOKENS), "--totp-users", str(TOTP_USERS)]
+            if database == "project"
+            else []
         )
         self.seed(
             database,
@@ -563,11 +591,14 @@ class Bench:
         duration: float = DURATION,
         phase: float = PHASE,
         keep: bool = True,
+        cpu_by_server: bool = False,
     ) -> dict:
         """One locust run of a scenario over the plan's (server, target) pairs, `duration` s each.
 
         With more than one pair, the load moves from one to the next every `phase` seconds, round
         the plan, for the whole run (bench/locustfile.py): they share the machine's conditions.
+        `cpu_by_server`: each server's workers are charged to its own target (CpuMeter), for
+        targets on servers of their own whose requests outlast a phase.
         """
         entries, databases = [], {}
         for server, target in plan:
@@ -582,6 +613,7 @@ class Bench:
                     "seed": seed,
                     "pids": server.worker_pids(),
                     "database": DATABASES[server.database],
+                    "login_users": server.login_users,
                 }
             )
         round_s = phase * len(plan)
@@ -597,6 +629,7 @@ class Bench:
             "BENCH_PHASE": str(phase),
             "BENCH_WARMUP": str(warmup),
             "BENCH_OUT": str(out),
+            "BENCH_CPU_BY_SERVER": "1" if cpu_by_server else "0",
             "BENCH_CODES": json.dumps(
                 {seed: [self.next_code[db], CODES[db]] for seed, db in databases.items()}
                 | {
@@ -699,7 +732,7 @@ def run_trials(bench: Bench, project: Server, workdir: Path, trials=None, suffix
                 if name in FLOOR_TRIALS:
                     targets["project_floor"] = (project, f"base-floor:{number}")
                     targets["trial_floor"] = (trial, f"trial-floor:{number}")
-                bench.measure(list(targets.values()), scenario, user_class)
+                bench.measure(list(targets.values()), scenario, user_class, cpu_by_server=name in BY_SERVER_TRIALS)
                 tokens = bench.tokens("project")
                 entry = {"name": name, "scenario": scenario}
                 for key, (_, target) in targets.items():
@@ -826,9 +859,11 @@ def main() -> int:
         status_lists = status_list_costs(bench)
         bench.measure([(project, "project")], "7", "StatusListUser")
         cors_scenario(bench, project, workdir, servers, prepared=True)
-        bench.measure([(project, "project")], "9", "LoginUser")
+        login = login_scenario(bench, project, workdir)
         exchange = exchange_scenario(bench, project, workdir, servers)
-        trials = run_trials(bench, project, workdir) if RUN_TRIALS else []
+        trials = list(login["trials"])
+        if RUN_TRIALS:
+            trials += run_trials(bench, project, workdir, {name for name, *_ in TRIALS} - {HASHER_TRIAL})
         if RUN_TRIALS:
             trials += operations_rounds(bench, project, workdir, first=1)
         profiles = {}
@@ -851,6 +886,7 @@ def main() -> int:
             profiles=profiles,
             trials=trials,
             jwt={"revocation": revocation, "status_lists": status_lists},
+            login=login["statements"],
             config={
                 "users": USERS,
                 "workers": WORKERS,
@@ -907,6 +943,41 @@ def cors_scenario(bench: Bench, project: Server, workdir: Path, servers: list, *
         bench.measure([(project, "project"), (registered, "registered")], "8", "CorsUser")
     finally:
         registered.stop()
+
+
+def login_statements(bench: Bench, project: Server) -> dict:
+    """The statements of one password login POST of an account with 1 and with 50 live sessions
+    (bench.seed.SESSION_PROBES): each signs in once, through the login page, before the load."""
+    import requests
+
+    seed = json.loads(bench.seeds["project"].read_text())
+    found = {}
+    for count, username in seed["session_probe_users"].items():
+        browser = requests.Session()
+        page = browser.get(project.url + "/accounts/login/", timeout=60)
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+        answer = browser.post(
+            project.url + "/accounts/login/",
+            data={"csrfmiddlewaretoken": token.group(1) if token else "", "login": username}
+            | {"password": seed["login_password"]},
+            allow_redirects=False,
+            timeout=60,
+        )
+        if answer.status_code != 302 or "/accounts/" in answer.headers.get("Location", "/accounts/"):
+            raise BenchError(f"the login of {username} answered {answer.status_code}: {answer.text[:200]}")
+        found[count] = int(answer.headers["X-DB-Queries"])
+    log("login POST statements by live sessions: " + ", ".join(f"{n}: {q}" for n, q in found.items()))
+    return found
+
+
+def login_scenario(bench: Bench, project: Server, workdir: Path) -> dict:
+    """Scenario 9: the login POST's statements at 1 and 50 live sessions; the password login (the
+    page and the form); the TOTP login (the page, the password, the app's code); and the trial
+    "Django's default hasher" against the project's Argon2id in one locust run (HASHER_TRIAL)."""
+    statements = login_statements(bench, project)
+    bench.measure([(project, "project")], "9", "LoginUser")
+    bench.measure([(project, "project")], "9t", "TotpLoginUser")
+    return {"statements": statements, "trials": run_trials(bench, project, workdir, {HASHER_TRIAL})}
 
 
 class McpServer:
@@ -1055,7 +1126,8 @@ def run_alone(
     `scenario(bench, project, workdir, servers)`, stop every server in `servers`, and drop
     `databases` unless BENCH_KEEP_DATABASES=1. The exit status is the scenario's (0, or 1 when it
     saw failed requests), 2 on a BenchError, 130 on Ctrl-C or SIGTERM; the work directory (its
-    gunicorn and locust logs) is removed after a 0 and kept otherwise."""
+    gunicorn and locust logs, the seed files) is removed after a 0 unless BENCH_KEEP_WORKDIR=1, and
+    kept otherwise."""
     global JWT_CODES
     signal.signal(signal.SIGTERM, _raise_on_signal)
     workdir = Path(tempfile.mkdtemp(prefix=prefix))
@@ -1071,11 +1143,15 @@ def run_alone(
         project = Server("project", bench.env("project"), workdir / "gunicorn-project.log").start()
         servers.append(project)
         status = scenario(bench, project, workdir, servers)
-        if status == 0:
+        if status == 0 and os.environ.get("BENCH_KEEP_WORKDIR") != "1":
             shutil.rmtree(workdir, ignore_errors=True)
         return status
     except BenchError as exc:
-        log(f"ERROR: {exc}; logs kept in {workdir}")
+        if any(workdir.iterdir()):
+            log(f"ERROR: {exc}; logs kept in {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+            log(f"ERROR: {exc}")
         return 2
     except KeyboardInterrupt:
         return 130
@@ -1115,12 +1191,15 @@ def cors_only() -> int:
 
 
 def login_only() -> int:
-    """`python -m bench.run --login-only`: scenario 9 alone (the login page and a password login)."""
+    """`python -m bench.run --login-only`: scenario 9 alone (login_scenario), a few minutes."""
 
     def scenario(bench: Bench, project: Server, workdir: Path, servers: list) -> int:
-        bench.measure([(project, "project")], "9", "LoginUser")
+        login = login_scenario(bench, project, workdir)
         summary = report.summarize(bench.runs(), {"tokens": TOKENS, "grown_tokens": GROWN_TOKENS})
-        print(report.render_login(summary))
+        results = {"summary": summary, "trials": login["trials"], "login": login["statements"]}
+        print(report.render_login(summary, results))
+        targets = report.login_targets(summary, login["statements"], login["trials"])
+        print("\n".join(f"{t['target']}: {t['measured']}: {'met' if t['met'] else 'MISSED'}" for t in targets))
         failed = [
             f"{name}: {stats['failures']}"
             for run in bench.runs()
@@ -1169,13 +1248,56 @@ def profile_only() -> int:
     return run_alone("bench-profile-", scenario)
 
 
+# The knobs, all environment variables (docs/performance.md), with their defaults: what `--help` lists.
+KNOBS = (
+    ("BENCH_USERS", 8, "locust users, each in a closed loop"),
+    ("BENCH_WORKERS", 4, "gunicorn sync workers per server"),
+    ("BENCH_WARMUP", 3, "seconds of load before measuring"),
+    ("BENCH_DURATION", 16, "seconds measured per target and scenario"),
+    ("BENCH_PHASE", 2, "seconds per phase when targets take turns"),
+    ("BENCH_TRIALS", 1, "0: no trials (Django's default hasher is measured all the same)"),
+    ("BENCH_OPERATIONS_ROUNDS", 3, "rounds of the trial " + repr(OPERATIONS_TRIAL)),
+    ("BENCH_PROFILE", 0, "1: py-spy profiles of scenarios 1-3 too"),
+    ("BENCH_TOTP_USERS", 1500, "accounts with an authenticator app (scenario 9t)"),
+    ("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432", "the PostgreSQL server of the bench's databases"),
+    ("BENCH_DATABASE_SUFFIX", "''", "appended to each database's name (two benches, one server)"),
+    ("BENCH_KEEP_DATABASES", 0, "1: keep the databases at the end (for bench.inprocess)"),
+    ("BENCH_KEEP_WORKDIR", 0, "1: keep the work directory (seed files, logs)"),
+)
+ONLY = {
+    "--login-only": (login_only, "scenario 9 alone: the login, the TOTP login, Django's default hasher (minutes)"),
+    "--cors-only": (cors_only, "scenario 8 alone (a few minutes)"),
+    "--exchange-only": (exchange_only, "scenario 10 alone (a few minutes)"),
+    "--operations-only": (operations_only, "the trial " + repr(OPERATIONS_TRIAL) + " alone, its rounds"),
+    "--profile-only": (profile_only, "the py-spy profiles of scenarios 1-3 alone (about 3 minutes)"),
+}
+
+
+def parse_arguments(argv: list[str]) -> Callable[[], int]:
+    """What to run: main() (the whole bench, about half an hour) or one `--*-only` part. `--help`
+    prints the options and the environment's knobs and exits; an unknown option is an error (exit 2):
+    neither starts anything."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.run",
+        description="make bench: the project, the floor and stock DOT under the same load, on this "
+        "machine's PostgreSQL (docs/performance.md). Without an option: every scenario and trial, "
+        "about 35 minutes.",
+        epilog="environment (default):\n"
+        + "\n".join(f"  {name:24} {default!s:>10}  {meaning}" for name, default, meaning in KNOBS),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,  # `--login` is no `--login-only`: a typo must not start a half-hour run
+    )
+    group = parser.add_mutually_exclusive_group()
+    for flag, (_run, meaning) in ONLY.items():
+        group.add_argument(flag, action="store_true", help=meaning)
+    args = parser.parse_args(argv)
+    for flag, (run, _meaning) in ONLY.items():
+        if getattr(args, flag.lstrip("-").replace("-", "_")):
+            return run
+    return main
+
+
 if __name__ == "__main__":
-    if "--operations-only" in sys.argv[1:]:
-        sys.exit(operations_only())
-    if "--cors-only" in sys.argv[1:]:
-        sys.exit(cors_only())
-    if "--login-only" in sys.argv[1:]:
-        sys.exit(login_only())
-    if "--exchange-only" in sys.argv[1:]:
-        sys.exit(exchange_only())
-    sys.exit(profile_only() if "--profile-only" in sys.argv[1:] else main())
+    sys.exit(parse_arguments(sys.argv[1:])())

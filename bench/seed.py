@@ -115,7 +115,62 @@ def _login_users(end_users) -> list[str]:
     return [user.username for user in end_users[:LOGIN_USERS]]
 
 
-def seed_project(users: int, tokens: int, codes: int, jwt_codes: int = 0, exchange_tokens: int = 0) -> dict:
+# Scenario 9's other accounts, each with LOGIN_PASSWORD: for the trial "Django's default hasher", its
+# own users whose hashes are Django's default (PBKDF2, 1,000,000 iterations), so that neither server
+# upgrades the other's hashes (bench.run.HASHER_TRIAL); one account with each number of live
+# sessions the statements are measured at (bench.run.login_statements); and the TOTP sign-ins'
+# accounts, each with an authenticator app whose secret the load generator is given: a code is used
+# once, so each account signs in once per 30 s period, and the load generator takes the next one.
+DEFAULT_HASHER_LOGIN_USERS = 8
+SESSION_PROBES = (1, 50)
+
+
+def _seed_login(totp_users: int) -> dict:
+    from allauth.mfa.models import Authenticator
+    from allauth.mfa.totp.internal.auth import generate_totp_secret
+    from allauth.usersessions.models import UserSession
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.hashers import PBKDF2PasswordHasher, make_password
+
+    from accounts.adapter import MFAAdapter
+
+    User = get_user_model()
+    project_hash = make_password(LOGIN_PASSWORD)  # PASSWORD_HASHERS[0]: the project's Argon2id
+    default_hash = make_password(LOGIN_PASSWORD, hasher=PBKDF2PasswordHasher())
+
+    def users(prefix: str, count: int, encoded: str) -> list:
+        return User.objects.bulk_create(
+            User(username=f"{prefix}-{n}", email=f"{prefix}-{n}@example.com", password=encoded) for n in range(count)
+        )
+
+    default_hasher = users("bench-pbkdf2", DEFAULT_HASHER_LOGIN_USERS, default_hash)
+    probes = {}
+    for count in SESSION_PROBES:
+        (user,) = users(f"bench-sessions-{count}", 1, project_hash)
+        UserSession.objects.bulk_create(
+            UserSession(user=user, session_key=key, ip="127.0.0.1", user_agent="bench")
+            for key in _sessions([user] * count)
+        )
+        probes[str(count)] = user.username
+    secrets_by_user = {}
+    totp = users("bench-totp", totp_users, project_hash)
+    adapter = MFAAdapter()
+    authenticators = []
+    for user in totp:
+        secrets_by_user[user.username] = generate_totp_secret()
+        data = {"secret": adapter.encrypt(secrets_by_user[user.username])}
+        authenticators.append(Authenticator(user=user, type=Authenticator.Type.TOTP, data=data))
+    Authenticator.objects.bulk_create(authenticators)
+    return {
+        "default_hasher_login_users": [user.username for user in default_hasher],
+        "session_probe_users": probes,
+        "totp_users": list(secrets_by_user.items()),
+    }
+
+
+def seed_project(
+    users: int, tokens: int, codes: int, jwt_codes: int = 0, exchange_tokens: int = 0, totp_users: int = 0
+) -> dict:
     from oauthclients import services
     from oauthclients.models import AccessToken, Grant
 
@@ -152,6 +207,7 @@ def seed_project(users: int, tokens: int, codes: int, jwt_codes: int = 0, exchan
         "login_users": login_users,
         "login_password": LOGIN_PASSWORD,
     }
+    seed.update(_seed_login(totp_users))
     seed["tokens"] = _seed_tokens(AccessToken, seed, 0, tokens, stored_token="''")
     # Scenario 8: an approved single-page app whose origin reads /v2/me (CORS, oauthflows/cors.py).
     services.client_create(
@@ -426,6 +482,7 @@ def main(argv=None) -> None:
     parser.add_argument("--clients", type=int, default=100_000, help="register: self-registered clients to add")
     parser.add_argument("--jwt-codes", type=int, default=0, help="project: codes bound to the JWT resource server")
     parser.add_argument("--exchange-tokens", type=int, default=0, help="project: tokens bound to the MCP server")
+    parser.add_argument("--totp-users", type=int, default=0, help="project: accounts with an authenticator app")
     args = parser.parse_args(argv)
 
     django.setup()
@@ -434,7 +491,9 @@ def main(argv=None) -> None:
     started = time.monotonic()
     with transaction.atomic():
         if args.what == "project":
-            seed = seed_project(args.users, args.tokens, args.codes, args.jwt_codes, args.exchange_tokens)
+            seed = seed_project(
+                args.users, args.tokens, args.codes, args.jwt_codes, args.exchange_tokens, args.totp_users
+            )
         elif args.what == "stock":
             seed = seed_stock(args.users, args.tokens, args.codes)
         elif args.what == "register":

@@ -2,11 +2,14 @@
 
 import os
 
+from argon2.low_level import Type
 from django.conf import settings
+from django.contrib.auth.hashers import Argon2PasswordHasher, get_hashers
 from django.core.cache import caches
 from django.core.checks import Error, Tags, Warning, register
 from django.db import DatabaseError
 
+from accounts.hashers import MINIMUM_MEMORY_KIB, MINIMUM_TIME_COST
 from oauthclients.algorithms import SIGNING_ALGORITHMS
 
 # Cache backends whose counts live inside one server process.
@@ -70,6 +73,34 @@ def security_state_shared(app_configs=None, databases=None, **kwargs) -> list:
             "state on its own (used authenticator-app codes, allauth's limits).",
             hint="Run `manage.py migrate`: it makes the table.",
             id="config.E007",
+        )
+    ]
+
+
+@register(Tags.security, deploy=True)
+def password_hasher_strong(app_configs=None, **kwargs) -> list[Warning]:
+    """The first of PASSWORD_HASHERS hashes every new password and every one it upgrades at sign-in:
+    Argon2id at or above OWASP's first recommendation (docs/configuration.md, "Password hashing")."""
+    hasher = get_hashers()[0]
+    if isinstance(hasher, Argon2PasswordHasher):
+        params = hasher.params()
+        if (
+            params.type == Type.ID
+            and params.memory_cost >= MINIMUM_MEMORY_KIB
+            and params.time_cost >= MINIMUM_TIME_COST
+        ):
+            return []
+        found = f"Argon2 ({params.type.name.lower()}, m = {params.memory_cost} KiB, t = {params.time_cost})"
+    else:
+        found = f"{type(hasher).__name__} ({hasher.algorithm})"
+    return [
+        Warning(
+            f"The first password hasher is {found}, not Argon2id at m >= {MINIMUM_MEMORY_KIB} KiB "
+            f"and t >= {MINIMUM_TIME_COST}: new passwords, and the old ones upgraded at sign-in, are "
+            "stored with it.",
+            hint="Put accounts.hashers.Argon2idPasswordHasher first in PASSWORD_HASHERS (docs/configuration.md, "
+            "'Password hashing').",
+            id="config.W006",
         )
     ]
 

@@ -11,7 +11,9 @@ does for Django's and DOT's): an upgrade that moves or changes one turns this fi
 - the email verification stage accounts.adapter.AccountAdapter.get_login_stages replaces
   (accounts.stages), and the Login's `email_verification` it narrows;
 - the relying party server every passkey ceremony asks for (accounts.passkeys.passkey_server);
-- the authenticator app's used-code store (accounts.selectors.totp_code_already_used).
+- the authenticator app's used-code store (accounts.selectors.totp_code_already_used);
+- allauth.usersessions' receiver of `user_logged_in`, which accounts.apps disconnects, and its
+  record's fields (accounts.services.user_session_record writes them in one statement).
 """
 
 import inspect
@@ -195,3 +197,18 @@ def test_the_used_code_store_is_keyed_by_user_and_code(end_user):
     assert parameters(totp.validate_totp_code) == ["secret", "code"]
     key = totp.TOTP(Authenticator(user=end_user, type=Authenticator.Type.TOTP))._get_used_cache_key("123 456")
     assert key == f"allauth.mfa.totp.used?user={end_user.pk}&code=123456"
+
+
+def test_allauths_session_receiver_is_replaced_by_ours():
+    from allauth.account.signals import user_logged_in
+    from allauth.usersessions import signals as usersessions_signals
+    from allauth.usersessions.models import UserSession
+
+    from accounts import signals as ours
+
+    receivers = [ref() for _key, ref, *_ in user_logged_in.receivers]
+    assert usersessions_signals.on_user_logged_in not in receivers and ours._session_recorded in receivers
+    assert parameters(UserSession.objects.purge_and_list) == ["user"]
+    assert UserSession._meta.get_field("session_key").unique
+    fields = {field.name for field in UserSession._meta.concrete_fields}
+    assert fields == {"id", "user", "created_at", "ip", "last_seen_at", "session_key", "user_agent", "data"}

@@ -4,6 +4,7 @@ configuration, and the checks it silences are replaced (operations.E001) or do n
 import pytest
 from django.core.checks import run_checks
 
+from config import settings as production_settings
 from signing.keys import signing_key_create
 
 
@@ -20,6 +21,7 @@ def production(settings, monkeypatch):
     settings.CSRF_COOKIE_SECURE = True
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://x"}}
     settings.OAUTH_STAFF_MFA_REQUIRED = True  # docs/accounts.md: on in production (accounts.W001 when off)
+    settings.PASSWORD_HASHERS = production_settings.PASSWORD_HASHERS  # the suite's MD5 would be config.W006
     monkeypatch.delenv("WEB_CONCURRENCY", raising=False)
     signing_key_create(algorithm="ES256")
     signing_key_create(algorithm="RS256")
@@ -51,6 +53,12 @@ def test_the_real_warnings_still_speak(production, settings):
     # Per process, with several workers: the limits multiply (W001) and a used code passes again (W005).
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     assert sorted(_reported()) == ["config.W001", "config.W005"]
+
+
+@pytest.mark.django_db
+def test_a_weaker_password_hasher_is_a_real_warning(production, settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
+    assert _reported() == ["config.W006"]
 
 
 @pytest.mark.django_db

@@ -12,11 +12,12 @@ as before: each token introspects active where it did, each refresh token refres
 unredeemed redeems, each client secret authenticates, the registration access token reads its
 registration, the revoked JWT's status bit is still set, the JWTs verify with the served JWKS (same
 kid), the upstream provider's assertion still names the same person and `deny-assertions` ends its
-tokens, the authenticator app, a recovery code, the passkey and the PBKDF2 passwords sign in, the
-session signed in before the upgrade is still signed in, and the standing consent is still
-honoured. What cannot be seen from the outside (content types of the admin history and of
-permissions, which must follow a model that moved to another app; sealed secrets; links; audit
-rows) is read by tests/upgrade/upgraded_facts.py with this code, right after `migrate`.
+tokens, the authenticator app, a recovery code, the passkey and the PBKDF2 passwords sign in (the
+PBKDF2 hash stored as Argon2id afterwards), the session signed in before the upgrade is still signed
+in until that sign-in, and the standing consent is still honoured. What cannot be seen from the
+outside (content types of the admin history and of permissions, which must follow a model that
+moved to another app; sealed secrets; links; audit rows) is read by tests/upgrade/upgraded_facts.py
+with this code, right after `migrate`.
 
 The environment is the fixture's (the same keys as at generation): an upgrade keeps its keys.
 """
@@ -456,14 +457,76 @@ def test_the_upstream_link_and_secret_hold_and_deny_assertions_ends_its_tokens(u
 # --- people: passwords, second factors, sessions, consent ----------------------------------------------
 
 
-def test_a_pbkdf2_password_from_before_still_signs_in(upgraded):
+def test_a_session_from_before_stays_signed_in_and_the_consent_stands(upgraded):
+    server, demo, session = upgraded.server, CLIENTS["demo"], USERS["enduser"]["session"]
+    browser = requests.Session()
+    browser.cookies.set(session["cookie"], session["value"])
+    page = browser.get(server.url + "/settings/apps/", allow_redirects=False, timeout=TIMEOUT)
+    assert page.status_code == 200 and "Demo Calendar App" in page.text, page.status_code
+    # The standing consent covers what the last Allow granted: a code at once, no consent page.
+    verifier = secrets.token_urlsafe(48)
+    query = {
+        "response_type": "code",
+        "client_id": demo["client_id"],
+        "redirect_uri": demo["redirect_uri"],
+        "scope": FIXTURE["standing_consent"]["scope"],
+        "state": "s",
+        "code_challenge": base64.urlsafe_b64encode(sha256(verifier.encode()).digest()).rstrip(b"=").decode(),
+        "code_challenge_method": "S256",
+    }
+    answer = browser.get(
+        f"{server.url}/auth/oauth2/authorize?{urlencode(query)}", allow_redirects=False, timeout=TIMEOUT
+    )
+    assert answer.status_code == 302 and answer.headers["Location"].startswith(demo["redirect_uri"]), answer.text[:300]
+    code = parse_qs(urlsplit(answer.headers["Location"]).query)["code"][0]
+    data = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": demo["redirect_uri"],
+        "code_verifier": verifier,
+    }
+    assert post_token(server, data, demo).status_code == 200
+    # A scope never granted still asks.
+    wider = browser.get(
+        f"{server.url}/auth/oauth2/authorize?{urlencode({**query, 'scope': 'SCHEDULE_READ'})}",
+        allow_redirects=False,
+        timeout=TIMEOUT,
+    )
+    assert wider.status_code == 200, wider.status_code
+
+
+def stored_password(upgraded: Upgraded, username: str) -> str:
+    with psycopg.connect(upgraded.environment["DATABASE_URL"]) as conn:
+        return conn.execute("SELECT password FROM auth_user WHERE username = %s", [username]).fetchone()[0]
+
+
+def signed_in_with_the_session_from_before(server: LiveServer) -> bool:
+    session = USERS["enduser"]["session"]
+    browser = requests.Session()
+    browser.cookies.set(session["cookie"], session["value"])
+    return browser.get(server.url + "/settings/apps/", allow_redirects=False, timeout=TIMEOUT).status_code == 200
+
+
+def test_a_pbkdf2_password_from_before_still_signs_in_and_is_stored_as_argon2id(upgraded):
+    # After the session test above, which needs the hash from before: the session signed in before
+    # the upgrade lasts until this sign-in stores the password again, which signs it out, as a password
+    # change would (docs/configuration.md, "Password hashing").
     server = upgraded.server
     assert upgraded.facts["password_hashers"]["enduser"] == "pbkdf2_sha256"  # as stored before the upgrade
+    assert stored_password(upgraded, "enduser").startswith("pbkdf2_sha256$")  # migrate did not touch it
+    assert signed_in_with_the_session_from_before(server)
+    _, wrong = sign_in(server, "enduser", USERS["enduser"]["password"] + "x")
+    assert wrong.status_code == 200  # the form again, not signed in
+    assert stored_password(upgraded, "enduser").startswith("pbkdf2_sha256$")  # a wrong password upgrades nothing
     browser, answer = sign_in(server, "enduser", USERS["enduser"]["password"])
     assert answer.status_code == 302 and not answer.headers["Location"].startswith("/accounts/2fa/"), answer.headers
     assert browser.get(server.url + "/settings/apps/", allow_redirects=False, timeout=TIMEOUT).status_code == 200
-    _, wrong = sign_in(server, "enduser", USERS["enduser"]["password"] + "x")
-    assert wrong.status_code == 200  # the form again, not signed in
+    assert stored_password(upgraded, "enduser").startswith("argon2$argon2id$v=19$m=19456,t=2,p=1$")
+    assert not signed_in_with_the_session_from_before(server)
+    again, answer = sign_in(server, "enduser", USERS["enduser"]["password"])  # the new hash signs in
+    assert answer.status_code == 302 and not answer.headers["Location"].startswith("/accounts/2fa/"), answer.headers
+    for each in (again, browser):  # and, the hash stored once, the first session stays signed in
+        assert each.get(server.url + "/settings/apps/", allow_redirects=False, timeout=TIMEOUT).status_code == 200
 
 
 def test_the_authenticator_app_and_a_recovery_code_still_sign_in(upgraded):
@@ -502,44 +565,6 @@ def test_the_passkey_still_signs_in(upgraded):
     assert attempt(key=ec.generate_private_key(ec.SECP256R1())).status_code == 200
     answer = attempt()
     assert answer.status_code == 302 and not answer.headers["Location"].startswith("/accounts/"), answer.headers
-
-
-def test_a_session_from_before_stays_signed_in_and_the_consent_stands(upgraded):
-    server, demo, session = upgraded.server, CLIENTS["demo"], USERS["enduser"]["session"]
-    browser = requests.Session()
-    browser.cookies.set(session["cookie"], session["value"])
-    page = browser.get(server.url + "/settings/apps/", allow_redirects=False, timeout=TIMEOUT)
-    assert page.status_code == 200 and "Demo Calendar App" in page.text, page.status_code
-    # The standing consent covers what the last Allow granted: a code at once, no consent page.
-    verifier = secrets.token_urlsafe(48)
-    query = {
-        "response_type": "code",
-        "client_id": demo["client_id"],
-        "redirect_uri": demo["redirect_uri"],
-        "scope": FIXTURE["standing_consent"]["scope"],
-        "state": "s",
-        "code_challenge": base64.urlsafe_b64encode(sha256(verifier.encode()).digest()).rstrip(b"=").decode(),
-        "code_challenge_method": "S256",
-    }
-    answer = browser.get(
-        f"{server.url}/auth/oauth2/authorize?{urlencode(query)}", allow_redirects=False, timeout=TIMEOUT
-    )
-    assert answer.status_code == 302 and answer.headers["Location"].startswith(demo["redirect_uri"]), answer.text[:300]
-    code = parse_qs(urlsplit(answer.headers["Location"]).query)["code"][0]
-    data = {
-        "grant_type": "authorization_code",
-        "code": code,
-        "redirect_uri": demo["redirect_uri"],
-        "code_verifier": verifier,
-    }
-    assert post_token(server, data, demo).status_code == 200
-    # A scope never granted still asks.
-    wider = browser.get(
-        f"{server.url}/auth/oauth2/authorize?{urlencode({**query, 'scope': 'SCHEDULE_READ'})}",
-        allow_redirects=False,
-        timeout=TIMEOUT,
-    )
-    assert wider.status_code == 200, wider.status_code
 
 
 # --- what follows a model to its app: content types, admin history, permissions; audit rows -------------
