@@ -247,8 +247,6 @@ LANGUAGES = [
 LANGUAGE_CODE = "en"
 # Our catalogues; allauth's, Django's and the admin's come with them, as they ship.
 LOCALE_PATHS = [BASE_DIR / "locale"]
-# Dates in each language's format (Django's), English's as these pages have always shown it.
-FORMAT_MODULE_PATH = ["config.formats"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

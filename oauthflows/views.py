@@ -250,7 +250,7 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
             "resources": resources,
             "resources_list": format_html_join(
                 ", ",
-                "<strong><bdi>{}</bdi></strong>{}",
+                "<strong>{}</strong>{}",  # resource servers: names an administrator gave
                 (
                     (name, format_html(' (<span class="mono">{}</span>)', uri) if name != uri else "")
                     for name, uri in resources
