@@ -106,8 +106,23 @@ def person_language(user) -> str:
     return chosen_language(user) or settings.LANGUAGE_CODE
 
 
+def first_language(request) -> str:
+    """The language from what the request itself says (its ui_locales, its Accept-Language), with
+    no session or database read: for what answers before the view (a rate limit's refusal)."""
+    _belongs, ui_locales = _authorization_ui_locales(request)
+    return (
+        language_from_ui_locales(ui_locales)
+        or language_from_accept_language(request.META.get("HTTP_ACCEPT_LANGUAGE"))
+        or settings.LANGUAGE_CODE
+    )
+
+
 class LanguageMiddleware:
-    """Activates the page's language for the request (pages only), and undoes it afterwards."""
+    """Activates the page's language for the request (pages only), and undoes it afterwards.
+
+    In two steps, so that a request refused before its view (plumbing.ratelimit) reads no session
+    and no user: first_language as the request comes in, then, once the view is known,
+    request_language (the kept ui_locales, the person's choice) if it says otherwise."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -115,17 +130,27 @@ class LanguageMiddleware:
     def __call__(self, request):
         if is_machine_path(request.path_info):
             return self.get_response(request)
-        language = request_language(request)
-        translation.activate(language)
-        request.LANGUAGE_CODE = language
+        _activate(request, first_language(request))
         try:
             response = self.get_response(request)
         finally:
             translation.deactivate()
         patch_vary_headers(response, ("Accept-Language",))
-        response.headers.setdefault("Content-Language", language)
+        response.headers.setdefault("Content-Language", request.LANGUAGE_CODE)
         _end_of_authorization(request, response)
         return response
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        if not is_machine_path(request.path_info):
+            language = request_language(request)
+            if language != request.LANGUAGE_CODE:
+                _activate(request, language)
+        return None
+
+
+def _activate(request, language: str) -> None:
+    translation.activate(language)
+    request.LANGUAGE_CODE = language
 
 
 def _end_of_authorization(request, response) -> None:
