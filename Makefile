@@ -14,7 +14,7 @@ PORT ?= 8000
 ISSUER_HOST = $(if $(filter 0.0.0.0 [::],$(HOST)),localhost,$(HOST))
 OAUTH_ISSUER ?= http://$(ISSUER_HOST):$(PORT)
 
-.PHONY: run manage test install migrate clean
+.PHONY: run manage test install migrate clean messages
 
 # `make run` installs the runtime dependencies only; `make test` adds the test extra (browsers'
 # driver, fuzzers, linters: several hundred MB the demo does not need).
@@ -95,3 +95,12 @@ $(BENCH_STAMP): pyproject.toml $(TEST_STAMP)
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python -m bench.run
+
+# Translations (docs/languages.md): every sentence of ours into each locale/<language>/.../django.po
+# (`makemessages`, which needs GNU gettext: Debian's gettext package), then each .po compiled to
+# the .mo committed beside it. A new language: make messages LANGUAGE=pt_BR, then its line in
+# config/settings.py LANGUAGES once its .po is complete (tests/i18n/test_catalogues.py checks).
+MESSAGES_IGNORE := --ignore='tests/*' --ignore='bench/*' --ignore='examples/*' --ignore='docs/*' --ignore='staticfiles/*' --ignore='locale/*'
+messages: $(STAMP)
+	$(BIN)/python manage.py makemessages $(if $(LANGUAGE),-l $(LANGUAGE),--all) $(MESSAGES_IGNORE) --add-location=file --no-wrap
+	$(BIN)/python manage.py compilemessages --ignore='.venv/*' --ignore='staticfiles/*'

@@ -52,7 +52,7 @@ class LoginForm(AllauthLoginForm):
         if provider is None:
             return cleaned
         raise forms.ValidationError(
-            gettext("Your organization signs you in through %(name)s: use \u201cContinue with %(name)s\u201d.")
+            gettext("Your organization signs you in through %(name)s: use “Continue with %(name)s”.")
             % {"name": provider.name},
             code="enforced_provider",
         )
@@ -70,7 +70,7 @@ class SignupForm(AllauthSignupForm):
         if provider is not None:
             raise forms.ValidationError(
                 gettext(
-                    "Your organization signs you in through %(name)s: use \u201cContinue with %(name)s\u201d "
+                    "Your organization signs you in through %(name)s: use “Continue with %(name)s” "
                     "on the login page instead of signing up."
                 )
                 % {"name": provider.name},

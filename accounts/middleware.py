@@ -9,12 +9,9 @@ login page. None of that concerns the token, revocation, introspection, userinfo
 
 from allauth.account.middleware import AccountMiddleware as _AllauthAccountMiddleware
 
-# Every path under these serves apps and resource servers, never a person with a browser session.
-MACHINE_PATH_PREFIXES = ("/v2/", "/.well-known/", "/static/")
-
-
-def is_machine_path(path: str) -> bool:
-    return path.startswith(MACHINE_PATH_PREFIXES)
+# Which paths serve apps and resource servers, never a person with a browser session: one answer,
+# shared with the page's language (accounts.languages).
+from plumbing.paths import MACHINE_PATH_PREFIXES, is_machine_path  # noqa: F401 - re-exported
 
 
 class AccountMiddleware:
@@ -162,6 +159,7 @@ class StaffSecondFactorMiddleware:
         from django.shortcuts import redirect
         from django.urls import reverse
         from django.utils.http import urlencode
+        from django.utils.translation import gettext
 
         from accounts.selectors import session_has_second_factor, user_has_second_factor
 
@@ -169,7 +167,9 @@ class StaffSecondFactorMiddleware:
             return None
         if user_has_second_factor(user=request.user):
             return _suspend(request, reauthentication_url(request.user))
-        messages.warning(request, "Administrators need a second factor: set up an authenticator app or a passkey.")
+        messages.warning(
+            request, gettext("Administrators need a second factor: set up an authenticator app or a passkey.")
+        )
         return redirect(f"{reverse('mfa_index')}?{urlencode({'next': request.get_full_path()})}")
 
 

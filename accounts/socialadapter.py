@@ -14,7 +14,7 @@ from allauth.core.exceptions import ImmediateHttpResponse
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from allauth.socialaccount.models import SocialApp
 from allauth.socialaccount.providers.base.constants import AuthProcess
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import render
 from django.utils.translation import gettext_lazy
 
@@ -56,7 +56,7 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
     error_messages = {
         **DefaultSocialAccountAdapter.error_messages,
         "enforced_provider": gettext_lazy(
-            "Your organization signs you in through %s: only an administrator can remove this link."
+            "Your organization signs you in through %(name)s: only an administrator can remove this link."
         ),
     }
 
@@ -125,7 +125,10 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
         # administrator unlinks it (docs/accounts.md, "Enforced domains").
         provider = enforced_step_refusal(user=account.user, step=EnforcedStep.UNLINK)
         if provider is not None and account.provider == provider.slug:
-            raise self.validation_error("enforced_provider", provider.name)
+            # allauth's validation_error fills placeholders by position; ours are named (translators).
+            raise ValidationError(
+                self.error_messages["enforced_provider"] % {"name": provider.name}, code="enforced_provider"
+            )
         super().validate_disconnect(account, accounts)
 
 

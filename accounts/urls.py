@@ -1,5 +1,6 @@
 from django.urls import path, re_path
 
+from accounts.languages import LanguageView
 from accounts.views import (
     EmailVerificationSentView,
     EmailView,
@@ -31,5 +32,6 @@ urlpatterns = [
     path("password/change/", PasswordChangeView.as_view(), name="account_change_password"),
     path("password/set/", PasswordSetView.as_view(), name="account_set_password"),
     path("security/", SecurityView.as_view(), name="account_security"),
+    path("language/", LanguageView.as_view(), name="account_language"),
     path("security/sign-out-everywhere/", SignOutEverywhereView.as_view(), name="account_sign_out_everywhere"),
 ]

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.shortcuts import render
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext
 from django.views.decorators.cache import never_cache
 from django.views.generic import TemplateView, View
 
@@ -113,7 +114,7 @@ class SignOutEverywhereView(LoginRequiredMixin, View):
         account_audit_record(
             actor=user, user=user, action=AccountAuditAction.SIGNED_OUT_EVERYWHERE, sessions=len(sessions)
         )
-        messages.success(request, "You are signed out everywhere.")
+        messages.success(request, gettext("You are signed out everywhere."))
         return redirect("account_login")
 
 

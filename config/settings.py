@@ -77,6 +77,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "plumbing.csrf.FetchMetadataCsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # The page's language: ui_locales, the person's choice, Accept-Language; off the machine paths.
+    "accounts.languages.LanguageMiddleware",
     "accounts.middleware.AccountMiddleware",  # allauth's, off the /v2 and metadata paths
     "profiles.middleware.AdminTimeZoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -250,7 +252,18 @@ OAUTH_ISSUER_FROM_ENVIRONMENT = bool(env_str("OAUTH_ISSUER"))
 # nothing on the token path), so that "Sign out everywhere" can end them whatever the session store.
 USERSESSIONS_TRACK_ACTIVITY = False
 
-LANGUAGE_CODE = "en-us"
+# --- Languages (docs/languages.md) ---
+# English, and every language whose catalogue (locale/<code>/LC_MESSAGES/django.po) is complete:
+# tests/i18n/test_catalogues.py checks each one listed here. Adding a language is one line here
+# plus its .po and .mo. Pages and mail follow ui_locales, then the person's choice, then the
+# browser (accounts.languages); the metadata's ui_locales_supported lists exactly these.
+LANGUAGES = [
+    ("en", "English"),
+    ("de", "Deutsch"),
+]
+LANGUAGE_CODE = "en"
+# Our catalogues; allauth's, Django's and the admin's come with them, as they ship.
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

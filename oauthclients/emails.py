@@ -6,9 +6,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist
 from django.core.mail import send_mail
+from django.utils import translation
+from django.utils.translation import gettext
 
 from oauthclients.models import ClientStatus, OAuthClient
+from plumbing.languages import supported_language
 
 log = logging.getLogger(__name__)
 
@@ -30,26 +34,12 @@ def review_email_failures() -> Iterator[list[str]]:
 
 def review_email_send(*, client_pk: int) -> None:
     """Tell the owner their client was approved or rejected (with the reason). Runs after commit."""
-    client = OAuthClient.objects.select_related("user").filter(pk=client_pk).first()
+    client = OAuthClient.objects.select_related("user", "user__profile").filter(pk=client_pk).first()
     if client is None or not client.user.email or client.status == ClientStatus.PENDING:
         return
-    page = settings.OAUTH_ISSUER + client.get_absolute_url()
-    if client.status == ClientStatus.APPROVED:
-        subject = f"Your OAuth client “{client.name}” was approved"
-        body = (
-            f"Hello {client.user.get_username()},\n\n"
-            f"Your OAuth client “{client.name}” (client ID {client.client_id}) has been approved. "
-            "Any user of the scheduling service can now authorize it.\n\n"
-            f"Client settings: {page}\n"
-        )
-    else:
-        subject = f"Your OAuth client “{client.name}” was rejected"
-        body = (
-            f"Hello {client.user.get_username()},\n\n"
-            f"Your OAuth client “{client.name}” (client ID {client.client_id}) was not approved.\n\n"
-            f"Reason given by the reviewer:\n{client.rejection_reason}\n\n"
-            f"You can change the client and submit it again: {page}\n"
-        )
+    # No page asked for this mail: it speaks the owner's own language, else English.
+    with translation.override(_recipient_language(client.user)):
+        subject, body = _review_email(client)
     try:
         send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [client.user.email])
     except Exception:
@@ -59,3 +49,48 @@ def review_email_send(*, client_pk: int) -> None:
         failures = _failures.get()
         if failures is not None:
             failures.append(client.client_id)
+
+
+def _recipient_language(user) -> str:
+    """The language the person chose for our pages and mail (profiles.Profile.interface_language,
+    read through the relation: oauthclients and profiles import nothing of each other), else English."""
+    try:
+        chosen = user.profile.interface_language
+    except ObjectDoesNotExist:
+        chosen = ""
+    return supported_language(chosen) or settings.LANGUAGE_CODE
+
+
+def _review_email(client: OAuthClient) -> tuple[str, str]:
+    """The subject and body telling the owner how the review went, in the active language."""
+    page = settings.OAUTH_ISSUER + client.get_absolute_url()
+    values = {
+        "name": client.name,
+        "username": client.user.get_username(),
+        "client_id": client.client_id,
+        "page": page,
+        "reason": client.rejection_reason,
+    }
+    if client.status == ClientStatus.APPROVED:
+        subject = gettext("Your OAuth client “%(name)s” was approved") % values
+        body = (
+            gettext(
+                "Hello %(username)s,\n\n"
+                "Your OAuth client “%(name)s” (client ID %(client_id)s) has been approved. "
+                "Any user of the scheduling service can now authorize it.\n\n"
+                "Client settings: %(page)s\n"
+            )
+            % values
+        )
+    else:
+        subject = gettext("Your OAuth client “%(name)s” was rejected") % values
+        body = (
+            gettext(
+                "Hello %(username)s,\n\n"
+                "Your OAuth client “%(name)s” (client ID %(client_id)s) was not approved.\n\n"
+                "Reason given by the reviewer:\n%(reason)s\n\n"
+                "You can change the client and submit it again: %(page)s\n"
+            )
+            % values
+        )
+    return subject, body

@@ -2,6 +2,8 @@
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
 
 from oauthclients.exceptions import ApplicationError
 from oauthclients.models import APP_KIND_CHOICES, ClientKind, OAuthClient
@@ -35,60 +37,73 @@ class ClientForm(forms.Form):
     # Name and purpose: not required here (the services report every field at once, and refuse an
     # empty one), but marked and required in the browser.
     name = forms.CharField(
-        required=False, widget=forms.TextInput(attrs={"maxlength": MAX_NAME_LENGTH, "required": True})
+        label=_("Name"),
+        required=False,
+        widget=forms.TextInput(attrs={"maxlength": MAX_NAME_LENGTH, "required": True, "dir": "auto"}),
     )
     purpose = forms.CharField(
+        label=_("Purpose"),
         required=False,
-        widget=forms.Textarea(attrs={"rows": 3, "maxlength": MAX_PURPOSE_LENGTH, "required": True}),
-        help_text="What the application does with the access it asks for. Reviewers read this.",
+        widget=forms.Textarea(attrs={"rows": 3, "maxlength": MAX_PURPOSE_LENGTH, "required": True, "dir": "auto"}),
+        help_text=_("What the application does with the access it asks for. Reviewers read this."),
     )
     website_url = forms.CharField(
-        label="Website",
+        label=_("Website"),
         required=False,
         widget=forms.URLInput(attrs={"placeholder": "https://example.com", "required": True}),
-        help_text="Shown to users on the consent screen.",
+        help_text=_("Shown to users on the consent screen."),
     )
     privacy_policy_url = forms.CharField(
-        label="Privacy policy URL",
+        label=_("Privacy policy URL"),
         required=False,
         widget=forms.URLInput(attrs={"placeholder": "https://example.com/privacy"}),
         help_text="Optional. Linked from the consent screen.",
     )
     terms_url = forms.CharField(
-        label="Terms of service URL",
+        label=_("Terms of service URL"),
         required=False,
         widget=forms.URLInput(attrs={"placeholder": "https://example.com/terms"}),
         help_text="Optional. Linked from the consent screen.",
     )
     logo = forms.FileField(
+        label=_("Logo"),
         required=False,
         widget=forms.FileInput(attrs={"accept": "image/png,image/jpeg,image/gif,image/webp"}),
-        help_text=(
-            f"Optional. PNG, JPEG, GIF or WebP, at most {MAX_LOGO_BYTES // 1024} KB. Shown on the consent "
-            "screen at 64 × 64 pixels; a square image looks best."
+        help_text=format_lazy(
+            _(
+                "Optional. PNG, JPEG, GIF or WebP, at most {kilobytes} KB. Shown on the consent "
+                "screen at 64 × 64 pixels; a square image looks best."
+            ),
+            kilobytes=MAX_LOGO_BYTES // 1024,
         ),
     )
     redirect_uris = forms.CharField(
-        label="Redirect URIs",
+        label=_("Redirect URIs"),
         required=False,
         # Room for the most a valid list can hold. The validator reports every bad line, so an
         # unbounded textarea would turn a 2 MB post into a 15 MB error page.
         max_length=MAX_REDIRECT_URIS * (MAX_URI_LENGTH + 2),
         widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "autocapitalize": "off", "required": True}),
-        help_text=(
-            f"One per line, 1 to {MAX_REDIRECT_URIS}. https only (plain http only for localhost, 127.0.0.1 "
-            "and [::1]); no fragment (#). Matched exactly, except that http://127.0.0.1 and http://[::1] "
-            "match any port. Native apps may use a reverse-domain scheme: com.example.app:/callback."
+        help_text=format_lazy(
+            _(
+                "One per line, 1 to {count}. https only (plain http only for localhost, 127.0.0.1 "
+                "and [::1]); no fragment (#). Matched exactly, except that http://127.0.0.1 and http://[::1] "
+                "match any port. Native apps may use a reverse-domain scheme: com.example.app:/callback."
+            ),
+            count=MAX_REDIRECT_URIS,
         ),
     )
     post_logout_redirect_uris = forms.CharField(
-        label="Post-logout redirect URIs",
+        label=_("Post-logout redirect URIs"),
         required=False,
         max_length=MAX_REDIRECT_URIS * (MAX_URI_LENGTH + 2),
         widget=forms.Textarea(attrs={"rows": 2, "spellcheck": "false", "autocapitalize": "off"}),
-        help_text=(
-            f"Optional, one per line, at most {MAX_REDIRECT_URIS}, the same rules as redirect URIs: where "
-            "OpenID Connect logout (post_logout_redirect_uri) may send users besides your redirect URIs."
+        help_text=format_lazy(
+            _(
+                "Optional, one per line, at most {count}, the same rules as redirect URIs: where "
+                "OpenID Connect logout (post_logout_redirect_uri) may send users besides your redirect URIs."
+            ),
+            count=MAX_REDIRECT_URIS,
         ),
     )
     scopes = _ScopeNamesField(required=False, choices=[(name, name) for name in SCOPE_NAMES])
@@ -137,7 +152,7 @@ class ClientForm(forms.Form):
                             {"kind": kind, "scope": scope, "checked": scope.name in selected}
                             if scope
                             else {"kind": kind, "scope": None, "checked": False}
-                            for kind, scope in (("Read", access.read), ("Write", access.write))
+                            for kind, scope in ((_("Read"), access.read), (_("Write"), access.write))
                         ],
                     }
                     for access in resource.levels
@@ -161,7 +176,9 @@ class ClientForm(forms.Form):
 
 class ClientCreateForm(ClientForm):
     # No legacy option: legacy clients come only from an administrator or the management command.
-    kind = forms.ChoiceField(choices=APP_KIND_CHOICES, widget=forms.RadioSelect, initial=ClientKind.CONFIDENTIAL)
+    kind = forms.ChoiceField(
+        label=_("Kind"), choices=APP_KIND_CHOICES, widget=forms.RadioSelect, initial=ClientKind.CONFIDENTIAL
+    )
 
     field_order = [
         "name",
@@ -180,7 +197,7 @@ class ClientCreateForm(ClientForm):
 class ClientUpdateForm(ClientForm):
     """The kind cannot change after registration; it is shown on the page, not in the form."""
 
-    logo_remove = forms.BooleanField(label="Remove the current logo", required=False)
+    logo_remove = forms.BooleanField(label=_("Remove the current logo"), required=False)
 
     def service_arguments(self) -> dict:
         return {**super().service_arguments(), "logo_remove": self.cleaned_data.get("logo_remove", False)}

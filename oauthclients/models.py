@@ -14,6 +14,7 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 from oauth2_provider.models import (
     AbstractAccessToken,
     AbstractApplication,
@@ -44,12 +45,12 @@ def digest(value: str) -> str:
 
 
 class ClientStatus(models.TextChoices):
-    PENDING = "pending", "Pending review"
-    APPROVED = "approved", "Approved"
-    REJECTED = "rejected", "Rejected"
+    PENDING = "pending", _("Pending review")
+    APPROVED = "approved", _("Approved")
+    REJECTED = "rejected", _("Rejected")
     # Self-registered (RFC 7591 registration or a client ID metadata document): usable by anyone at
     # once, but only within settings.OAUTH_UNVERIFIED_SCOPES, under a warning, until approved.
-    UNVERIFIED = "unverified", "Unverified (self-registered)"
+    UNVERIFIED = "unverified", _("Unverified (self-registered)")
 
 
 # The statuses a user may authorize (and DOT may issue to): approved, or unverified within the
@@ -58,11 +59,11 @@ AUTHORIZABLE_STATUSES = (ClientStatus.APPROVED, ClientStatus.UNVERIFIED)
 
 
 class ClientKind(models.TextChoices):
-    CONFIDENTIAL = AbstractApplication.CLIENT_CONFIDENTIAL, "Confidential (server-side, has a secret)"
-    PUBLIC = AbstractApplication.CLIENT_PUBLIC, "Public (browser or mobile, uses PKCE)"
+    CONFIDENTIAL = AbstractApplication.CLIENT_CONFIDENTIAL, _("Confidential (server-side, has a secret)")
+    PUBLIC = AbstractApplication.CLIENT_PUBLIC, _("Public (browser or mobile, uses PKCE)")
     # An API service that verifies bearer tokens by introspection (RFC 7662); made by administrators
     # only. It has secrets but no grants, redirect URIs, scopes or users of its own.
-    RESOURCE_SERVER = "resource_server", "Resource server (introspects tokens)"
+    RESOURCE_SERVER = "resource_server", _("Resource server (introspects tokens)")
 
 
 # The kinds a developer can register: applications that act for users.

@@ -22,6 +22,8 @@ the redirect host as text, not a link.
 
 from urllib.parse import urlsplit
 
+from django.utils.translation import gettext
+
 from oauthclients.models import ClientStatus, OAuthClient
 from oauthclients.validators import is_private_use_redirect
 
@@ -54,13 +56,12 @@ def redirect_refusal(*, client: OAuthClient, user, uri: str, consent_shown: bool
     if redirect_trusted(client=client, user=user, consent_shown=consent_shown):
         return None
     if client.status == ClientStatus.UNVERIFIED:
-        return (
-            f"“{client.name}” is an unverified application: it registered itself and this service's "
-            f"administrators have not reviewed it, so you are not sent on to its address "
-            f"({redirect_host(uri)}) from here."
-        )
+        return gettext(
+            "“%(name)s” is an unverified application: it registered itself and this service's "
+            "administrators have not reviewed it, so you are not sent on to its address (%(host)s) from here."
+        ) % {"name": client.name, "host": redirect_host(uri)}
     # A pending client's name was never approved: not shown to anyone but its owner.
-    return (
+    return gettext(
         "This application has not been reviewed by this service's administrators, so you are not "
-        f"sent on to its address ({redirect_host(uri)}) from here."
-    )
+        "sent on to its address (%(host)s) from here."
+    ) % {"host": redirect_host(uri)}

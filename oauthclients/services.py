@@ -14,7 +14,7 @@ from django.core.validators import ProhibitNullCharactersValidator, URLValidator
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 
 from oauthclients.audit import audit_record
 from oauthclients.emails import review_email_send
@@ -67,11 +67,15 @@ SECRET_HINT_LENGTH = len(SECRET_PREFIX) + 4
 MAX_NAME_LENGTH = 100
 MAX_PURPOSE_LENGTH = 2000
 MAX_REJECTION_REASON_LENGTH = 2000
-PURPOSE_REQUIRED = "Say what the application does with the access it asks for: reviewers read this."
-LOOKALIKE_URL = (
+PURPOSE_REQUIRED = gettext_lazy("Say what the application does with the access it asks for: reviewers read this.")
+LOOKALIKE_URL = gettext_lazy(
     "This address mixes alphabets in its host name or holds bidirectional control characters, as "
     "look-alike addresses do (раураl.com for paypal.com). Use the plain address of your site."
 )
+# The fields' names in the sentences of _clean_text ("Name is required.").
+NAME_LABEL = gettext_lazy("Name")
+PURPOSE_LABEL = gettext_lazy("Purpose")
+REASON_LABEL = gettext_lazy("The reason")
 
 
 @dataclass(frozen=True)
@@ -119,26 +123,37 @@ def _clean_text(
     value = (value or "").strip()
     if has_bidi_control(value):
         # They reorder what a user reads: "ppA dooG" displayed as "Good App" (SECURITY.md, "Review").
-        raise ValidationError({field: f"{label} cannot contain bidirectional control characters."})
+        raise ValidationError(
+            {field: gettext("%(field)s cannot contain bidirectional control characters.") % {"field": label}}
+        )
     if visible_only and (invisible := invisible_characters(value)):
         # Shown as nothing or a blank, yet counted: "Google\u3164Calendar" reads as a verified app's
         # name while being another string (validators.invisible_characters).
         raise ValidationError(
             {
-                field: f"{label} cannot contain invisible or blank-looking characters ({', '.join(invisible)}): "
-                "they make a name read like another one."
+                field: gettext(
+                    "%(field)s cannot contain invisible or blank-looking characters (%(characters)s): "
+                    "they make a name read like another one."
+                )
+                % {"field": label, "characters": ", ".join(invisible)}
             }
         )
     if single_line and has_line_break_or_control(value):
         # The name goes into email headers (the review mail's subject): CR/LF there would be
         # header injection, and Django refuses such a header at send time, after the review.
-        raise ValidationError({field: f"{label} must be a single line, without control characters."})
+        raise ValidationError(
+            {field: gettext("%(field)s must be a single line, without control characters.") % {"field": label}}
+        )
     if required and not value:
-        raise ValidationError({field: PURPOSE_REQUIRED if field == "purpose" else f"{label} is required."})
+        raise ValidationError(
+            {field: PURPOSE_REQUIRED if field == "purpose" else gettext("%(field)s is required.") % {"field": label}}
+        )
     if len(value) > max_length:
-        raise ValidationError({field: f"{label} can be at most {max_length} characters."})
+        raise ValidationError(
+            {field: gettext("%(field)s can be at most %(max)s characters.") % {"field": label, "max": max_length}}
+        )
     if "\x00" in value:
-        raise ValidationError({field: f"{label} cannot contain NUL characters."})
+        raise ValidationError({field: gettext("%(field)s cannot contain NUL characters.") % {"field": label}})
     return value
 
 
@@ -152,7 +167,7 @@ def _clean_website(website_url, cleaned: dict, errors: dict) -> None:
             raise ValidationError(f"The website URL can be at most {MAX_LINK_URL_LENGTH} characters.")
         cleaned["website_url"] = website_url
     except ValidationError:
-        errors["website_url"] = ["Enter the application's website as an http(s) URL."]
+        errors["website_url"] = [gettext("Enter the application's website as an http(s) URL.")]
     else:
         if has_bidi_control(website_url) or mixed_script_host(website_url):
             errors["website_url"] = [LOOKALIKE_URL]
@@ -196,8 +211,8 @@ def _clean_fields(
         except ValidationError as exc:
             errors["logo"] = exc.messages
     for field, label, value, max_length, required in (
-        ("name", "Name", name, MAX_NAME_LENGTH, True),
-        ("purpose", "Purpose", purpose, MAX_PURPOSE_LENGTH, purpose_required),
+        ("name", NAME_LABEL, name, MAX_NAME_LENGTH, True),
+        ("purpose", PURPOSE_LABEL, purpose, MAX_PURPOSE_LENGTH, purpose_required),
     ):
         try:
             cleaned[field] = _clean_text(
@@ -229,7 +244,7 @@ def _clean_fields(
             errors["post_logout_redirect_uris"] = exc.messages
     if is_legacy:
         if scopes:
-            errors["scopes"] = ["A legacy client has no scopes; select scopes later to migrate it."]
+            errors["scopes"] = [gettext("A legacy client has no scopes; select scopes later to migrate it.")]
         cleaned["scopes"] = []
     else:
         try:
@@ -620,7 +635,13 @@ def resource_server_create(
     With a resource URI, apps may ask for tokens bound to it (RFC 8707 `resource`, docs/agents.md).
     """
     cleaned = _clean_text(
-        name, field="name", label="Name", max_length=MAX_NAME_LENGTH, required=True, single_line=True, visible_only=True
+        name,
+        field="name",
+        label=NAME_LABEL,
+        max_length=MAX_NAME_LENGTH,
+        required=True,
+        single_line=True,
+        visible_only=True,
     )
     problem = _token_format_problem(token_format, resource_uri)
     if problem:
@@ -913,13 +934,13 @@ def client_reject(*, client: OAuthClient, actor, reason: str) -> OAuthClient:
     """pending or approved -> rejected, with a reason. A rejected client's tokens stop working."""
     reason = (reason or "").strip()
     if not reason:
-        raise ValidationError({"reason": "Give the owner a reason for the rejection."})
+        raise ValidationError({"reason": gettext("Give the owner a reason for the rejection.")})
     reason = _clean_text(
-        reason, field="reason", label="The reason", max_length=MAX_REJECTION_REASON_LENGTH, required=False
+        reason, field="reason", label=REASON_LABEL, max_length=MAX_REJECTION_REASON_LENGTH, required=False
     )
     client = _lock(client)
     if client.status == ClientStatus.REJECTED:
-        raise InvalidTransition("This client is already rejected.")
+        raise InvalidTransition(gettext("This client is already rejected."))
     previous = client.status
     # Rejection ends every grant, so neither a resubmitting edit nor a later approval brings old
     # tokens back: users must consent again.
@@ -949,11 +970,12 @@ def client_secret_create(*, client: OAuthClient, actor) -> IssuedSecret:
     """Add a secret while fewer than two are active (spec §3, §5.7 step a)."""
     client = _lock(client)
     if client.client_type == ClientKind.PUBLIC:
-        raise ClientKindError("A public client has no secrets; it authenticates with PKCE.")
+        raise ClientKindError(gettext("A public client has no secrets; it authenticates with PKCE."))
     active = client.secrets.filter(revoked_at__isnull=True).count()
     if active >= MAX_ACTIVE_SECRETS:
         raise SecretLimitReached(
-            f"This client already has {MAX_ACTIVE_SECRETS} active secrets. Revoke one before creating another."
+            gettext("This client already has %(count)s active secrets. Revoke one before creating another.")
+            % {"count": MAX_ACTIVE_SECRETS}
         )
     return _new_secret(client=client, actor=actor)
 
@@ -965,10 +987,10 @@ def client_secret_revoke(*, client: OAuthClient, secret_id: int, actor) -> Clien
     try:
         secret = client.secrets.get(pk=secret_id, revoked_at__isnull=True)
     except (ClientSecret.DoesNotExist, ValueError, TypeError):
-        raise SecretNotFound(f"This client has no active secret with id {secret_id}.") from None
+        raise SecretNotFound(gettext("This client has no active secret with id %(id)s.") % {"id": secret_id}) from None
     if client.secrets.filter(revoked_at__isnull=True).count() <= 1:
         raise LastSecretError(
-            "This is the client's last active secret and cannot be revoked. Create a new secret first."
+            gettext("This is the client's last active secret and cannot be revoked. Create a new secret first.")
         )
     secret.revoked_at = timezone.now()
     secret.save(update_fields=["revoked_at"])
@@ -985,7 +1007,7 @@ def client_delete(*, client: OAuthClient, actor) -> OAuthClient:
     """
     client = _lock(client)
     if client.deleted_at is not None:
-        raise InvalidTransition("This client is already deleted.")
+        raise InvalidTransition(gettext("This client is already deleted."))
     previous = client.status
     ended = _client_retire(client, reason="Deleted by its owner.", now=timezone.now())
     _audit(

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 import icu
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext, gettext_lazy, pgettext_lazy
 
 from scopes.catalog import UnknownScopeError, parse_scopes
 
@@ -67,11 +68,17 @@ def web_origin(uri: str) -> str | None:
 def _validate_private_use_redirect_uri(uri: str) -> str:
     scheme, _, rest = uri.partition(":")
     if "#" in uri:
-        raise ValidationError(f"{uri}: a redirect URI cannot contain a fragment (#).", code="redirect_uri_fragment")
+        raise ValidationError(
+            gettext("%(uri)s: a redirect URI cannot contain a fragment (#).") % {"uri": uri},
+            code="redirect_uri_fragment",
+        )
     if not rest.startswith("/") or "@" in rest or "*" in rest:
         raise ValidationError(
-            f"{uri}: write a native app's redirect URI as {scheme}:/path (RFC 8252 §7.1), without user "
-            "information or wildcards.",
+            gettext(
+                "%(uri)s: write a native app's redirect URI as %(scheme)s:/path (RFC 8252 §7.1), without user "
+                "information or wildcards."
+            )
+            % {"uri": uri, "scheme": scheme},
             code="redirect_uri_invalid",
         )
     return uri
@@ -84,14 +91,21 @@ def validate_redirect_uri(uri: str) -> str:
     (`com.example.app:/callback`, §7.1) or a loopback IP literal (`http://127.0.0.1/cb`, §7.3).
     """
     if not uri or uri != uri.strip() or any(ch.isspace() for ch in uri):
-        raise ValidationError("A redirect URI cannot be empty or contain spaces.", code="redirect_uri_space")
+        raise ValidationError(gettext("A redirect URI cannot be empty or contain spaces."), code="redirect_uri_space")
     if len(uri) > MAX_URI_LENGTH:
-        raise ValidationError(f"A redirect URI can be at most {MAX_URI_LENGTH} characters.", code="redirect_uri_length")
+        raise ValidationError(
+            gettext("A redirect URI can be at most %(max)s characters.") % {"max": MAX_URI_LENGTH},
+            code="redirect_uri_length",
+        )
     if not uri.isascii() or not uri.isprintable():
-        raise ValidationError(f"{uri!r}: use percent-encoding for non-ASCII characters.", code="redirect_uri_ascii")
+        raise ValidationError(
+            gettext("%(uri)s: use percent-encoding for non-ASCII characters.") % {"uri": repr(uri)},
+            code="redirect_uri_ascii",
+        )
     if not URI_CHARACTERS.fullmatch(uri):
         raise ValidationError(
-            f'{uri!r} contains characters a URI cannot hold (such as \\ < > " {{ }}); percent-encode them.',
+            gettext('%(uri)s contains characters a URI cannot hold (such as \\ < > " { }); percent-encode them.')
+            % {"uri": repr(uri)},
             code="redirect_uri_invalid",
         )
     scheme = uri.partition(":")[0]
@@ -100,9 +114,12 @@ def validate_redirect_uri(uri: str) -> str:
             return _validate_private_use_redirect_uri(uri)
         if scheme.lower() not in ("http", "https"):
             raise ValidationError(
-                f"{uri}: a native app's custom URI scheme must be a reverse domain name you control, "
-                f"such as com.example.app:/oauth/callback (RFC 8252 §7.1); “{scheme}” is not one "
-                "(it needs a dot and lowercase letters). Web apps use https.",
+                gettext(
+                    "%(uri)s: a native app's custom URI scheme must be a reverse domain name you control, "
+                    "such as com.example.app:/oauth/callback (RFC 8252 §7.1); “%(scheme)s” is not one "
+                    "(it needs a dot and lowercase letters). Web apps use https."
+                )
+                % {"uri": uri, "scheme": scheme},
                 code="redirect_uri_scheme",
             )
     try:
@@ -110,18 +127,31 @@ def validate_redirect_uri(uri: str) -> str:
         host = parts.hostname
         parts.port  # noqa: B018 - raises ValueError on a malformed port
     except ValueError:
-        raise ValidationError(f"{uri} is not a valid URL.", code="redirect_uri_invalid") from None
+        raise ValidationError(
+            gettext("%(uri)s is not a valid URL.") % {"uri": uri}, code="redirect_uri_invalid"
+        ) from None
     if "#" in uri:
-        raise ValidationError(f"{uri}: a redirect URI cannot contain a fragment (#).", code="redirect_uri_fragment")
+        raise ValidationError(
+            gettext("%(uri)s: a redirect URI cannot contain a fragment (#).") % {"uri": uri},
+            code="redirect_uri_fragment",
+        )
     if parts.scheme not in ("http", "https") or not host or "%" in host:
-        raise ValidationError(f"{uri} must be an absolute http(s) URL with a host.", code="redirect_uri_invalid")
+        raise ValidationError(
+            gettext("%(uri)s must be an absolute http(s) URL with a host.") % {"uri": uri}, code="redirect_uri_invalid"
+        )
     if parts.username is not None or parts.password is not None:
-        raise ValidationError(f"{uri}: a redirect URI cannot contain user information.", code="redirect_uri_userinfo")
+        raise ValidationError(
+            gettext("%(uri)s: a redirect URI cannot contain user information.") % {"uri": uri},
+            code="redirect_uri_userinfo",
+        )
     if "*" in parts.netloc:
-        raise ValidationError(f"{uri}: wildcards are not allowed.", code="redirect_uri_wildcard")
+        raise ValidationError(
+            gettext("%(uri)s: wildcards are not allowed.") % {"uri": uri}, code="redirect_uri_wildcard"
+        )
     if parts.scheme == "http" and host not in LOOPBACK_HOSTS:
         raise ValidationError(
-            f"{uri} must use https (plain http is allowed only for localhost, 127.0.0.1 and [::1]).",
+            gettext("%(uri)s must use https (plain http is allowed only for localhost, 127.0.0.1 and [::1]).")
+            % {"uri": uri},
             code="redirect_uri_https",
         )
     return uri
@@ -132,7 +162,7 @@ def validate_redirect_uris(uris: list[str]) -> list[str]:
     uris = list(dict.fromkeys(uris))
     errors: list[ValidationError] = []
     if not uris:
-        errors.append(ValidationError("Register at least one redirect URI.", code="redirect_uris_empty"))
+        errors.append(ValidationError(gettext("Register at least one redirect URI."), code="redirect_uris_empty"))
     if len(uris) > MAX_REDIRECT_URIS:
         # Report the count alone: validating (and echoing) thousands of lines helps nobody.
         raise ValidationError(
@@ -189,7 +219,7 @@ def validate_scope_names(names: list[str]) -> list[str]:
     except UnknownScopeError as exc:
         raise ValidationError(str(exc), code="scope_unknown") from None
     if not parsed:
-        raise ValidationError("Select at least one scope.", code="scopes_empty")
+        raise ValidationError(gettext("Select at least one scope."), code="scopes_empty")
     return parsed
 
 
@@ -208,7 +238,7 @@ MAX_JPEG_SCANS = 16
 LOGO_DECODE_SECONDS = 1.0
 _FEED_BYTES = 4096
 _JPEG_START_OF_SCAN = b"\xff\xda"
-_FORMAT_ERROR = "The logo must be a PNG, JPEG, GIF or WebP image."
+_FORMAT_ERROR = gettext_lazy("The logo must be a PNG, JPEG, GIF or WebP image.")
 
 
 def _logo_decode(data: bytes, *, deadline: float):
@@ -223,10 +253,14 @@ def _logo_decode(data: bytes, *, deadline: float):
             parser.feed(data[offset : offset + _FEED_BYTES])
             image = parser.image
             if image is not None and image.size[0] * image.size[1] > MAX_LOGO_PIXELS:
-                raise ValidationError("The logo can be at most 2048 × 2048 pixels.", code="logo_too_many_pixels")
+                raise ValidationError(
+                    gettext("The logo can be at most 2048 × 2048 pixels."), code="logo_too_many_pixels"
+                )
             if time.monotonic() > deadline:
                 raise ValidationError(
-                    "This image takes too long to decode. Save it as a PNG or a baseline (not progressive) JPEG.",
+                    gettext(
+                        "This image takes too long to decode. Save it as a PNG or a baseline (not progressive) JPEG."
+                    ),
                     code="logo_too_slow",
                 )
         return parser.close()
@@ -248,9 +282,12 @@ def logo_reencode(data: bytes) -> bytes:
     from PIL import Image, UnidentifiedImageError
 
     if not data:
-        raise ValidationError("The logo file is empty.", code="logo_empty")
+        raise ValidationError(gettext("The logo file is empty."), code="logo_empty")
     if len(data) > MAX_LOGO_BYTES:
-        raise ValidationError(f"The logo can be at most {MAX_LOGO_BYTES // 1024} KB.", code="logo_too_large")
+        raise ValidationError(
+            gettext("The logo can be at most %(kilobytes)s KB.") % {"kilobytes": MAX_LOGO_BYTES // 1024},
+            code="logo_too_large",
+        )
     deadline = time.monotonic() + LOGO_DECODE_SECONDS
     try:
         with Image.open(io.BytesIO(data)) as header:  # reads the header only
@@ -258,12 +295,17 @@ def logo_reencode(data: bytes) -> bytes:
                 raise ValidationError(_FORMAT_ERROR, code="logo_format")
             width, height = header.size
             if width * height > MAX_LOGO_PIXELS:
-                raise ValidationError("The logo can be at most 2048 × 2048 pixels.", code="logo_too_many_pixels")
+                raise ValidationError(
+                    gettext("The logo can be at most 2048 × 2048 pixels."), code="logo_too_many_pixels"
+                )
             # Every start-of-scan marker counts (an embedded thumbnail's too: that only errs on the safe side).
             if header.format == "JPEG" and data.count(_JPEG_START_OF_SCAN) > MAX_JPEG_SCANS:
                 raise ValidationError(
-                    f"This JPEG has more than {MAX_JPEG_SCANS} progressive scans. Save it as a PNG or a "
-                    "baseline (not progressive) JPEG.",
+                    gettext(
+                        "This JPEG has more than %(scans)s progressive scans. Save it as a PNG or a "
+                        "baseline (not progressive) JPEG."
+                    )
+                    % {"scans": MAX_JPEG_SCANS},
                     code="logo_too_many_scans",
                 )
         image = _logo_decode(data, deadline=deadline)
@@ -281,6 +323,17 @@ def logo_reencode(data: bytes) -> bytes:
     return out.getvalue()
 
 
+# The optional links' names inside a sentence ("The privacy policy URL can be at most ...").
+_LINK_NAMES = {
+    "privacy policy": pgettext_lazy("a link's name inside a sentence", "privacy policy"),
+    "terms of service": pgettext_lazy("a link's name inside a sentence", "terms of service"),
+}
+
+
+def _link_name(label: str) -> str:
+    return _LINK_NAMES.get(label, label)
+
+
 def validate_optional_url(value: str, *, label: str) -> str:
     """An optional http(s) link shown to users (privacy policy, terms): empty, or a URL of at most
     MAX_LINK_URL_LENGTH characters."""
@@ -290,15 +343,21 @@ def validate_optional_url(value: str, *, label: str) -> str:
     if not value:
         return ""
     if len(value) > MAX_LINK_URL_LENGTH or "\x00" in value:
-        raise ValidationError(f"The {label} URL can be at most {MAX_LINK_URL_LENGTH} characters.")
+        raise ValidationError(
+            gettext("The %(link)s URL can be at most %(max)s characters.")
+            % {"link": _link_name(label), "max": MAX_LINK_URL_LENGTH}
+        )
     try:
         URLValidator(schemes=["http", "https"])(value)
     except ValidationError:
-        raise ValidationError(f"Enter the {label} as an http(s) URL.") from None
+        raise ValidationError(gettext("Enter the %(link)s as an http(s) URL.") % {"link": _link_name(label)}) from None
     if has_bidi_control(value) or mixed_script_host(value):
         raise ValidationError(
-            f"The {label} address mixes alphabets in its host name or holds bidirectional control "
-            "characters, as look-alike addresses do. Use the plain address."
+            gettext(
+                "The %(link)s address mixes alphabets in its host name or holds bidirectional control "
+                "characters, as look-alike addresses do. Use the plain address."
+            )
+            % {"link": _link_name(label)}
         )
     return value
 

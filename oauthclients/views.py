@@ -15,12 +15,13 @@ from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
+from django.utils.translation import get_language_info, gettext, gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from oauthclients import services
 from oauthclients.exceptions import ApplicationError, SecretNotFound
 from oauthclients.forms import ClientCreateForm, ClientUpdateForm
-from oauthclients.guide import integration_guide_render
+from oauthclients.guide import guide_language, integration_guide_render
 from oauthclients.models import ClientStatus, OAuthClient
 from oauthclients.onetime import secret_handoff_clear, secret_handoff_read, secret_handoff_set
 from oauthclients.selectors import (
@@ -34,7 +35,7 @@ from oauthclients.selectors import (
 )
 from scopes.catalog import group_by_level
 
-DUPLICATE_NAME = (
+DUPLICATE_NAME = gettext_lazy(
     "You already have a client with this name. Give each client its own name, so that you can tell them apart."
 )
 
@@ -93,20 +94,24 @@ def _client_page(
 
 
 def _update_message(*, before: OAuthClient, after: OAuthClient) -> str:
-    parts = ["Saved."]
+    parts = [gettext("Saved.")]
     if before.is_legacy and not after.is_legacy:
-        parts.append("The client is no longer legacy: scopes are enforced for every new authorization request.")
+        parts.append(
+            gettext("The client is no longer legacy: scopes are enforced for every new authorization request.")
+        )
     if after.status == ClientStatus.PENDING and before.status == ClientStatus.APPROVED:
         parts.append(
-            "Your change needs a new review, so the client is pending again: until an administrator "
-            "approves it, only you can use it, for testing."
+            gettext(
+                "Your change needs a new review, so the client is pending again: until an administrator "
+                "approves it, only you can use it, for testing."
+            )
         )
     elif after.status == ClientStatus.PENDING and before.status == ClientStatus.REJECTED:
-        parts.append("The client is resubmitted for review.")
+        parts.append(gettext("The client is resubmitted for review."))
     elif after.status == ClientStatus.APPROVED:
-        parts.append("The client stays approved; it did not need a new review.")
+        parts.append(gettext("The client stays approved; it did not need a new review."))
     else:
-        parts.append("The client is still pending review.")
+        parts.append(gettext("The client is still pending review."))
     return " ".join(parts)
 
 
@@ -132,7 +137,9 @@ def client_create(request):
         except (ValidationError, ApplicationError) as exc:
             form.add_service_errors(exc)
         else:
-            messages.success(request, f"{created.client.name} is registered and pending review.")
+            messages.success(
+                request, gettext("%(name)s is registered and pending review.") % {"name": created.client.name}
+            )
             if created.secret is None:
                 return _see_other(created.client)
             return _see_other_with_secret(request, created.client, created.secret)
@@ -180,7 +187,7 @@ def client_secret_create(request, client_id: str):
         issued = services.client_secret_create(client=client, actor=request.user)
     except ApplicationError as exc:
         return _client_page(request, client, error=exc)
-    messages.success(request, "New secret created. Both active secrets work until you revoke one.")
+    messages.success(request, gettext("New secret created. Both active secrets work until you revoke one."))
     return _see_other_with_secret(request, client, issued)
 
 
@@ -192,7 +199,10 @@ def client_secret_revoke(request, client_id: str, secret_id: int):
         secret = services.client_secret_revoke(client=client, secret_id=secret_id, actor=request.user)
     except ApplicationError as exc:
         return _client_page(request, client, error=exc)
-    messages.success(request, f"Secret {secret.hint}… is revoked. Existing access and refresh tokens stay valid.")
+    messages.success(
+        request,
+        gettext("Secret %(hint)s… is revoked. Existing access and refresh tokens stay valid.") % {"hint": secret.hint},
+    )
     return _see_other(client)
 
 
@@ -207,7 +217,9 @@ def client_delete(request, client_id: str):
         services.client_delete(client=client, actor=request.user)
     except ApplicationError as exc:
         return _client_page(request, client, error=exc)
-    messages.success(request, f"{client.name} is deleted. Every token it held has stopped working.")
+    messages.success(
+        request, gettext("%(name)s is deleted. Every token it held has stopped working.") % {"name": client.name}
+    )
     return HttpResponseRedirect(reverse("developer:client_list"), status=303)
 
 
@@ -226,7 +238,13 @@ def integration_guide(request):
     return render(
         request,
         "developer/integration_guide.html",
-        {"guide": integration_guide_render(client=client), "client": client},
+        {
+            "guide": integration_guide_render(client=client),
+            "client": client,
+            # The guide's own language (English where docs/ has no translation), for lang and dir.
+            "guide_language": guide_language(),
+            "guide_language_bidi": get_language_info(guide_language())["bidi"],
+        },
     )
 
 

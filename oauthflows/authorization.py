@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.http import QueryDict
+from django.utils.translation import gettext
 
 from oauthclients.models import AUTHORIZABLE_STATUSES, ClientKind, ClientStatus, OAuthClient
 from oauthclients.tier import ceiling_refusal
@@ -74,13 +75,15 @@ def redirect_uri_mismatch_hint(sent: str, registered: list[str]) -> str | None:
             continue
         same_rest = (parts.path, parts.query) == (other.path, other.query)
         if parts.scheme == other.scheme and parts.hostname == other.hostname and same_rest and sent_port != other_port:
-            return f"Only the port differs from the registered {candidate}: ports must match exactly."
+            return gettext("Only the port differs from the registered %(uri)s: ports must match exactly.") % {
+                "uri": candidate
+            }
         if parts.scheme != other.scheme and parts.netloc == other.netloc and same_rest:
-            return f"Only the scheme differs from the registered {candidate}."
+            return gettext("Only the scheme differs from the registered %(uri)s.") % {"uri": candidate}
         if (parts.scheme, parts.netloc, parts.query) == (other.scheme, other.netloc, other.query) and (
             parts.path.rstrip("/") == other.path.rstrip("/")
         ):
-            return f"Only a trailing slash differs from the registered {candidate}."
+            return gettext("Only a trailing slash differs from the registered %(uri)s.") % {"uri": candidate}
     return None
 
 
@@ -259,9 +262,13 @@ def authorization_target_validate(*, params: QueryDict) -> OAuthClient:
 def _client(params: QueryDict, user, *, before_login: bool = False) -> OAuthClient:
     client_ids = params.getlist("client_id")
     if not client_ids or not client_ids[0]:
-        raise AuthorizationPageError("Missing client_id", "The authorization request has no client_id parameter.")
+        raise AuthorizationPageError(
+            gettext("Missing client_id"), gettext("The authorization request has no client_id parameter.")
+        )
     if len(client_ids) > 1:
-        raise AuthorizationPageError("Invalid request", "The client_id parameter was sent more than once.")
+        raise AuthorizationPageError(
+            gettext("Invalid request"), gettext("The client_id parameter was sent more than once.")
+        )
     client_id = client_ids[0]
     client = None
     if len(client_id) <= 255 and "\x00" not in client_id:
@@ -276,10 +283,13 @@ def _client(params: QueryDict, user, *, before_login: bool = False) -> OAuthClie
         try:
             client = metadata_document_client(client_id, client)
         except MetadataDocumentError as exc:
-            raise AuthorizationPageError("Client metadata document refused", str(exc)) from None
+            # The document's problem, for its developer: in English, as the metadata's fields are.
+            raise AuthorizationPageError(gettext("Client metadata document refused"), str(exc)) from None
     if client is None or client.is_resource_server:
         # A resource server is no app a user can authorize: the same page as an unknown client.
-        raise AuthorizationPageError("Unknown application", "No application is registered with this client_id.")
+        raise AuthorizationPageError(
+            gettext("Unknown application"), gettext("No application is registered with this client_id.")
+        )
     if client.status in AUTHORIZABLE_STATUSES and client.deleted_at is None:
         # Unverified: anyone may authorize it, within the ceiling (_scopes, oauthclients.tier).
         return client
@@ -291,28 +301,35 @@ def _client(params: QueryDict, user, *, before_login: bool = False) -> OAuthClie
     # Neither page names the client: its name was never approved (SECURITY.md, "Review").
     if client.status == ClientStatus.PENDING:
         raise AuthorizationPageError(
-            "Application not yet approved",
-            "This application is awaiting review by the service's administrators and cannot be used yet; "
-            "until then only its owner can test it.",
+            gettext("Application not yet approved"),
+            gettext(
+                "This application is awaiting review by the service's administrators and cannot be used yet; "
+                "until then only its owner can test it."
+            ),
         )
     raise AuthorizationPageError(
-        "Application not available", "This application has been rejected by the service's administrators."
+        gettext("Application not available"),
+        gettext("This application has been rejected by the service's administrators."),
     )
 
 
 def _redirect_uri(params: QueryDict, client: OAuthClient) -> str:
     uris = params.getlist("redirect_uri")
     if not uris or not uris[0]:
-        raise AuthorizationPageError("Missing redirect_uri", "The authorization request has no redirect_uri parameter.")
+        raise AuthorizationPageError(
+            gettext("Missing redirect_uri"), gettext("The authorization request has no redirect_uri parameter.")
+        )
     if len(uris) > 1:
-        raise AuthorizationPageError("Invalid request", "The redirect_uri parameter was sent more than once.")
+        raise AuthorizationPageError(
+            gettext("Invalid request"), gettext("The redirect_uri parameter was sent more than once.")
+        )
     # SECURITY.md: exact string match against the registered list, nothing looser.
     if not client.redirect_uri_allowed(uris[0]):
         # What a developer needs to debug it; registered redirect URIs are not secret (every
         # authorization request carries one).
         raise AuthorizationPageError(
-            "Redirect URI not registered",
-            "The redirect_uri in this request is not one of the application's registered redirect URIs.",
+            gettext("Redirect URI not registered"),
+            gettext("The redirect_uri in this request is not one of the application's registered redirect URIs."),
             details={
                 "sent": _shown(uris[0]),
                 "registered": client.redirect_uri_list,

@@ -25,6 +25,7 @@ from oauthflows.idjag import JWT_BEARER_GRANT
 from oauthflows.oauth2 import request_attribute_names, request_started_at
 from oauthflows.openapi import introspect_schema, revoke_schema, token_schema
 from plumbing.errors import service_unavailable
+from plumbing.languages import ui_locales_supported
 from plumbing.ratelimit import per_client
 from plumbing.requestparams import (
     CREDENTIAL_PARAMS,
@@ -436,6 +437,8 @@ def server_metadata() -> dict:
         "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
         "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
         "authorization_response_iss_parameter_supported": True,
+        # The languages of the login and consent pages (settings.LANGUAGES, accounts.languages).
+        "ui_locales_supported": ui_locales_supported(),
         "jwks_uri": issuer + settings.OAUTH_JWKS_PATH,
         # OpenID Connect (docs/openid-connect.md), also named here for RFC 8414 clients.
         "userinfo_endpoint": issuer + settings.OAUTH_USERINFO_PATH,

@@ -13,6 +13,8 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.decorators import method_decorator
+from django.utils.html import format_html, format_html_join
+from django.utils.translation import get_language, gettext
 from django.views import View
 from django.views.decorators.cache import never_cache
 from oauth2_provider.exceptions import OAuthToolkitError
@@ -73,7 +75,7 @@ def _withheld(request, *, client: OAuthClient, redirect_uri: str, consent_shown:
     refusal = redirect_refusal(client=client, user=request.user, uri=redirect_uri, consent_shown=consent_shown)
     if refusal is None:
         return None
-    title = "Unverified application" if client.is_unverified else "Application not reviewed"
+    title = gettext("Unverified application") if client.is_unverified else gettext("Application not reviewed")
     details = {"withheld_host": redirect_host(redirect_uri), "reason": reason}
     return _error_page(request, AuthorizationPageError(title, refusal, details=details))
 
@@ -149,17 +151,23 @@ class AuthorizationMixin(LoginRequiredMixin):
         return self.request.method == "POST" and consent_was_shown(self.request)
 
 
-@lru_cache(maxsize=256)
 def consent_scopes_html(scopes: tuple[str, ...], *, part: str = "") -> str:
     """The consent page's list of what the app asks for, by resource: the same HTML for the same
-    scopes (catalog text only, nothing of the user or the request), so rendered once per set.
-    `part` is "new" or "granted" when a step-up shows what it adds apart from what was allowed."""
+    scopes in the same language (catalog text only, nothing of the user or the request), so
+    rendered once per set and language. `part` is "new" or "granted" when a step-up shows what it
+    adds apart from what was allowed."""
+    return _consent_scopes_html(scopes, part, get_language())
+
+
+@lru_cache(maxsize=256)
+def _consent_scopes_html(scopes: tuple[str, ...], part: str, language: str | None) -> str:
+    # Keyed by the language too: one person's language never reaches another person's page.
     resources = group_by_resource(scopes)
     context = {"resources": resources, "higher_risk_count": sum(1 for r in resources if r.higher_risk)}
     if part == "new":
-        context |= {"heading": "It will also be able to:", "heading_id": "access-new-title"}
+        context |= {"heading": gettext("It will also be able to:"), "heading_id": "access-new-title"}
     elif part == "granted":
-        context |= {"heading": "You already allowed it to:", "heading_id": "access-granted-title"}
+        context |= {"heading": gettext("You already allowed it to:"), "heading_id": "access-granted-title"}
         context["higher_risk_count"] = 0  # the "listed first" note belongs to what is new
     return render_to_string("oauth/_consent_scopes.html", context)
 
@@ -226,6 +234,8 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
             )
         query = request.META.get("QUERY_STRING", "")
         this_request = f"{settings.OAUTH_AUTHORIZE_PATH}?{query}" if query else settings.OAUTH_AUTHORIZE_PATH
+        mixed = mixed_script_words(authz.client.name) if authz.client.is_unverified else []
+        resources = resource_names(authz.resources) if authz.resources else []
         context = {
             "authz": authz,
             "client": authz.client,
@@ -233,9 +243,19 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
             "shown": authz.client.owner_preview if authz.client.status == ClientStatus.PENDING else authz.client.shown,
             # A self-registered app named like a verified one is flagged (docs/agents.md).
             "lookalike_of": verified_name_like(authz.client) if authz.client.is_unverified else None,
-            "mixed_script_words": mixed_script_words(authz.client.name) if authz.client.is_unverified else [],
+            "mixed_script_words": mixed,
+            # Quoted as typed, each word in its own direction, for the sentence that names them.
+            "mixed_script_quoted": format_html_join(", ", "“<bdi>{}</bdi>”", ((word,) for word in mixed)),
             # RFC 8707: the services a bound token is for, by name (and URI).
-            "resources": resource_names(authz.resources) if authz.resources else [],
+            "resources": resources,
+            "resources_list": format_html_join(
+                ", ",
+                "<strong>{}</strong>{}",  # resource servers: names an administrator gave
+                (
+                    (name, format_html(' (<span class="mono">{}</span>)', uri) if name != uri else "")
+                    for name, uri in resources
+                ),
+            ),
             # A client ID metadata document's host: who published the name shown above.
             "document_host": urlsplit(authz.client.client_id).netloc
             if authz.client.registration_source == OAuthClient.RegistrationSource.CIMD
@@ -414,5 +434,7 @@ class ConnectedAppRevokeView(LoginRequiredMixin, View):
         app = connected_app_get_for_user(user=request.user, client_id=client_id)
         connected_app_revoke(user=request.user, client=app.client)
         # The name users were shown (the approved one), as on every page, never an unreviewed edit.
-        messages.success(request, f"{app.client.shown.name} no longer has access to your account.")
+        messages.success(
+            request, gettext("%(name)s no longer has access to your account.") % {"name": app.client.shown.name}
+        )
         return HttpResponseRedirect(reverse("oauth:connected_apps"), status=303)

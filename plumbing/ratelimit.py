@@ -62,6 +62,7 @@ from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.template.loader import render_to_string
+from django.utils import translation
 
 from plumbing.clientip import client_address, parse_address
 from plumbing.observe import ratelimit_refused
@@ -703,7 +704,13 @@ class RateLimitMiddleware:
 def _refused(request: HttpRequest, route: Route, limit: Limit, retry_after: int) -> HttpResponse:
     logger.warning("Rate limit %s reached: %s from %s", limit.name, request.path_info, client_address(request))
     ratelimit_refused.send(sender=RateLimitMiddleware, limit=limit.name)
-    response = route.refusal(retry_after)
+    if hasattr(request, "LANGUAGE_CODE"):
+        # A page refused after its view (a failed login) is rendered here, outside the page's
+        # language (accounts.languages undoes it as the response leaves): in it, all the same.
+        with translation.override(request.LANGUAGE_CODE):
+            response = route.refusal(retry_after)
+    else:
+        response = route.refusal(retry_after)
     response["Retry-After"] = str(retry_after)
     response["Cache-Control"] = "no-store"
     return response

@@ -29,6 +29,10 @@ class Profile(models.Model):
     locale = models.CharField(max_length=16, default=DEFAULTS["locale"])
     time_format = models.PositiveSmallIntegerField(choices=TimeFormat.choices, default=DEFAULTS["time_format"])
     week_start = models.CharField(max_length=9, choices=WeekStart.choices, default=DEFAULTS["week_start"])
+    # The language of this server's pages and mail, as the person chose it on their account pages
+    # (accounts.languages); empty until they do. Not `locale`, which apps read and write through
+    # /v2/me: no app changes a person's interface language (docs/languages.md).
+    interface_language = models.CharField(max_length=16, blank=True, default="")
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:

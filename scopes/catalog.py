@@ -1,8 +1,17 @@
-"""The 46 scopes of spec §2.3-2.5, their levels and their consent-screen descriptions."""
+"""The 46 scopes of spec §2.3-2.5, their levels and their consent-screen descriptions.
+
+Descriptions and labels are Django's lazy translations (the consent page shows them in the page's
+language, docs/languages.md); as data (catalog_document: scopes/catalog.json, GET /v2/scopes, the
+OpenAPI schema) they are English, whatever language is active.
+"""
 
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+
+from django.utils import translation
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 
 class ScopeLevel(StrEnum):
@@ -12,9 +21,9 @@ class ScopeLevel(StrEnum):
 
 
 LEVEL_LABELS = {
-    ScopeLevel.PERSONAL: "Personal",
-    ScopeLevel.TEAM: "Team",
-    ScopeLevel.ORGANIZATION: "Organization",
+    ScopeLevel.PERSONAL: pgettext_lazy("scope level", "Personal"),
+    ScopeLevel.TEAM: pgettext_lazy("scope level", "Team"),
+    ScopeLevel.ORGANIZATION: pgettext_lazy("scope level", "Organization"),
 }
 
 
@@ -34,58 +43,62 @@ _P, _T, _O = ScopeLevel.PERSONAL, ScopeLevel.TEAM, ScopeLevel.ORGANIZATION
 
 _CATALOG = [
     # §2.3 Personal
-    Scope("EVENT_TYPE_READ", _P, "List and view your event types and their private links"),
-    Scope("EVENT_TYPE_WRITE", _P, "Create, update and delete your event types and manage their private links"),
+    Scope("EVENT_TYPE_READ", _P, _("List and view your event types and their private links")),
+    Scope("EVENT_TYPE_WRITE", _P, _("Create, update and delete your event types and manage their private links")),
     Scope(
-        "BOOKING_READ", _P, "List your bookings and view their recordings, transcripts, calendar links and references"
+        "BOOKING_READ",
+        _P,
+        _("List your bookings and view their recordings, transcripts, calendar links and references"),
     ),
-    Scope("BOOKING_WRITE", _P, "Add guests to, change the location of, confirm, decline and reassign your bookings"),
-    Scope("SCHEDULE_READ", _P, "List and view your schedules"),
-    Scope("SCHEDULE_WRITE", _P, "Create, update and delete your schedules"),
+    Scope("BOOKING_WRITE", _P, _("Add guests to, change the location of, confirm, decline and reassign your bookings")),
+    Scope("SCHEDULE_READ", _P, _("List and view your schedules")),
+    Scope("SCHEDULE_WRITE", _P, _("Create, update and delete your schedules")),
     Scope(
-        "APPS_READ", _P, "List your connected calendars, check busy times and ICS feeds, verify calendar connections"
+        "APPS_READ", _P, _("List your connected calendars, check busy times and ICS feeds, verify calendar connections")
     ),
-    Scope("APPS_WRITE", _P, "Save ICS feeds, connect calendars, save Apple calendar credentials, disconnect calendars"),
-    Scope("PROFILE_READ", _P, "View your profile"),
-    Scope("PROFILE_WRITE", _P, "Update your profile"),
-    Scope("WEBHOOK_READ", _P, "List and view your webhooks"),
-    Scope("WEBHOOK_WRITE", _P, "Create, update and delete your webhooks"),
-    Scope("VERIFIED_RESOURCES_READ", _P, "List your verified email addresses and phone numbers"),
-    Scope("VERIFIED_RESOURCES_WRITE", _P, "Request verification codes and verify email addresses and phone numbers"),
+    Scope(
+        "APPS_WRITE", _P, _("Save ICS feeds, connect calendars, save Apple calendar credentials, disconnect calendars")
+    ),
+    Scope("PROFILE_READ", _P, _("View your profile")),
+    Scope("PROFILE_WRITE", _P, _("Update your profile")),
+    Scope("WEBHOOK_READ", _P, _("List and view your webhooks")),
+    Scope("WEBHOOK_WRITE", _P, _("Create, update and delete your webhooks")),
+    Scope("VERIFIED_RESOURCES_READ", _P, _("List your verified email addresses and phone numbers")),
+    Scope("VERIFIED_RESOURCES_WRITE", _P, _("Request verification codes and verify email addresses and phone numbers")),
     # §2.4 Team
-    Scope("TEAM_EVENT_TYPE_READ", _T, "View your teams' event types"),
-    Scope("TEAM_EVENT_TYPE_WRITE", _T, "Create, edit and delete your teams' event types"),
-    Scope("TEAM_BOOKING_READ", _T, "View your teams' bookings"),
-    Scope("TEAM_BOOKING_WRITE", _T, "Create, edit and delete your teams' bookings"),
-    Scope("TEAM_SCHEDULE_READ", _T, "View your teams' schedules"),
-    Scope("TEAM_SCHEDULE_WRITE", _T, "Create, edit and delete your teams' schedules"),
-    Scope("TEAM_PROFILE_READ", _T, "View your teams' profiles"),
-    Scope("TEAM_PROFILE_WRITE", _T, "Create, edit and delete teams"),
-    Scope("TEAM_MEMBERSHIP_READ", _T, "View your teams' memberships"),
-    Scope("TEAM_MEMBERSHIP_WRITE", _T, "Create, edit and delete your teams' memberships"),
-    Scope("TEAM_APPS_READ", _T, "View your teams' connected apps"),
-    Scope("TEAM_APPS_WRITE", _T, "Connect and disconnect your teams' apps"),
-    Scope("TEAM_ROUTING_FORM_READ", _T, "View your teams' routing forms"),
-    Scope("TEAM_ROUTING_FORM_WRITE", _T, "Create, edit and delete your teams' routing form responses"),
-    Scope("TEAM_WORKFLOW_READ", _T, "View your teams' workflows"),
-    Scope("TEAM_WORKFLOW_WRITE", _T, "Create, edit and delete your teams' workflows"),
-    Scope("TEAM_VERIFIED_RESOURCES_READ", _T, "View your teams' verified email addresses and phone numbers"),
-    Scope("TEAM_VERIFIED_RESOURCES_WRITE", _T, "Verify email addresses and phone numbers for your teams"),
+    Scope("TEAM_EVENT_TYPE_READ", _T, _("View your teams' event types")),
+    Scope("TEAM_EVENT_TYPE_WRITE", _T, _("Create, edit and delete your teams' event types")),
+    Scope("TEAM_BOOKING_READ", _T, _("View your teams' bookings")),
+    Scope("TEAM_BOOKING_WRITE", _T, _("Create, edit and delete your teams' bookings")),
+    Scope("TEAM_SCHEDULE_READ", _T, _("View your teams' schedules")),
+    Scope("TEAM_SCHEDULE_WRITE", _T, _("Create, edit and delete your teams' schedules")),
+    Scope("TEAM_PROFILE_READ", _T, _("View your teams' profiles")),
+    Scope("TEAM_PROFILE_WRITE", _T, _("Create, edit and delete teams")),
+    Scope("TEAM_MEMBERSHIP_READ", _T, _("View your teams' memberships")),
+    Scope("TEAM_MEMBERSHIP_WRITE", _T, _("Create, edit and delete your teams' memberships")),
+    Scope("TEAM_APPS_READ", _T, _("View your teams' connected apps")),
+    Scope("TEAM_APPS_WRITE", _T, _("Connect and disconnect your teams' apps")),
+    Scope("TEAM_ROUTING_FORM_READ", _T, _("View your teams' routing forms")),
+    Scope("TEAM_ROUTING_FORM_WRITE", _T, _("Create, edit and delete your teams' routing form responses")),
+    Scope("TEAM_WORKFLOW_READ", _T, _("View your teams' workflows")),
+    Scope("TEAM_WORKFLOW_WRITE", _T, _("Create, edit and delete your teams' workflows")),
+    Scope("TEAM_VERIFIED_RESOURCES_READ", _T, _("View your teams' verified email addresses and phone numbers")),
+    Scope("TEAM_VERIFIED_RESOURCES_WRITE", _T, _("Verify email addresses and phone numbers for your teams")),
     # §2.5 Organization
-    Scope("ORG_EVENT_TYPE_READ", _O, "View all event types across your organization"),
-    Scope("ORG_EVENT_TYPE_WRITE", _O, "Create, edit and delete event types across your organization"),
-    Scope("ORG_BOOKING_READ", _O, "View all bookings across your organization"),
-    Scope("ORG_BOOKING_WRITE", _O, "Create, edit and delete bookings across your organization"),
-    Scope("ORG_SCHEDULE_READ", _O, "View schedules across your organization"),
-    Scope("ORG_SCHEDULE_WRITE", _O, "Create, edit and delete schedules across your organization"),
-    Scope("ORG_PROFILE_READ", _O, "View your organization's teams"),
-    Scope("ORG_PROFILE_WRITE", _O, "Create, edit and delete your organization's teams"),
-    Scope("ORG_MEMBERSHIP_READ", _O, "View your organization's memberships and users"),
-    Scope("ORG_MEMBERSHIP_WRITE", _O, "Create, edit and delete your organization's memberships and users"),
-    Scope("ORG_ROUTING_FORM_READ", _O, "View your organization's routing forms"),
-    Scope("ORG_ROUTING_FORM_WRITE", _O, "Create, edit and delete your organization's routing form responses"),
-    Scope("ORG_WEBHOOK_READ", _O, "View your organization's webhooks"),
-    Scope("ORG_WEBHOOK_WRITE", _O, "Create, edit and delete your organization's webhooks"),
+    Scope("ORG_EVENT_TYPE_READ", _O, _("View all event types across your organization")),
+    Scope("ORG_EVENT_TYPE_WRITE", _O, _("Create, edit and delete event types across your organization")),
+    Scope("ORG_BOOKING_READ", _O, _("View all bookings across your organization")),
+    Scope("ORG_BOOKING_WRITE", _O, _("Create, edit and delete bookings across your organization")),
+    Scope("ORG_SCHEDULE_READ", _O, _("View schedules across your organization")),
+    Scope("ORG_SCHEDULE_WRITE", _O, _("Create, edit and delete schedules across your organization")),
+    Scope("ORG_PROFILE_READ", _O, _("View your organization's teams")),
+    Scope("ORG_PROFILE_WRITE", _O, _("Create, edit and delete your organization's teams")),
+    Scope("ORG_MEMBERSHIP_READ", _O, _("View your organization's memberships and users")),
+    Scope("ORG_MEMBERSHIP_WRITE", _O, _("Create, edit and delete your organization's memberships and users")),
+    Scope("ORG_ROUTING_FORM_READ", _O, _("View your organization's routing forms")),
+    Scope("ORG_ROUTING_FORM_WRITE", _O, _("Create, edit and delete your organization's routing form responses")),
+    Scope("ORG_WEBHOOK_READ", _O, _("View your organization's webhooks")),
+    Scope("ORG_WEBHOOK_WRITE", _O, _("Create, edit and delete your organization's webhooks")),
 ]
 
 SCOPES: dict[str, Scope] = {scope.name: scope for scope in _CATALOG}
@@ -95,9 +108,9 @@ SCOPE_NAMES: tuple[str, ...] = tuple(SCOPES)
 # them, and the catalog stays the API's 46): every client may ask for them, a token carrying them
 # reads only the userinfo endpoint, and `profile` and `email` need `openid` (docs/openid-connect.md).
 OPENID_SCOPES: dict[str, str] = {
-    "openid": "Sign you in with your scheduling account (your account's identifier)",
-    "profile": "See your name, username, time zone and language",
-    "email": "See your email address",
+    "openid": _("Sign you in with your scheduling account (your account's identifier)"),
+    "profile": _("See your name, username, time zone and language"),
+    "email": _("See your email address"),
 }
 
 # A scope parameter is at most this many characters; the catalog joined takes about 900.
@@ -175,16 +188,16 @@ def group_by_level(names) -> list[tuple[ScopeLevel, str, list[Scope]]]:
 
 # What each scope is about, by the name left once the level prefix and _READ/_WRITE are removed.
 RESOURCE_LABELS = {
-    "PROFILE": "Profile",
-    "EVENT_TYPE": "Event types",
-    "BOOKING": "Bookings",
-    "SCHEDULE": "Schedules",
-    "APPS": "Calendars and apps",
-    "WEBHOOK": "Webhooks",
-    "VERIFIED_RESOURCES": "Verified emails and phone numbers",
-    "MEMBERSHIP": "Memberships",
-    "ROUTING_FORM": "Routing forms",
-    "WORKFLOW": "Workflows",
+    "PROFILE": _("Profile"),
+    "EVENT_TYPE": _("Event types"),
+    "BOOKING": _("Bookings"),
+    "SCHEDULE": _("Schedules"),
+    "APPS": _("Calendars and apps"),
+    "WEBHOOK": _("Webhooks"),
+    "VERIFIED_RESOURCES": _("Verified emails and phone numbers"),
+    "MEMBERSHIP": _("Memberships"),
+    "ROUTING_FORM": _("Routing forms"),
+    "WORKFLOW": _("Workflows"),
 }
 
 
@@ -286,12 +299,18 @@ def catalog_by_resource() -> list[ResourceAccess]:
 
 
 def catalog_document() -> dict:
-    """The catalog as data, for services in any language: scopes/catalog.json and GET /v2/scopes."""
+    """The catalog as data, for services in any language: scopes/catalog.json and GET /v2/scopes.
+    Always in English (the descriptions' own words), whichever language a page made active."""
+    with translation.override(None):
+        return _catalog_document()
+
+
+def _catalog_document() -> dict:
     return {
         "scopes": [
             {
                 "name": scope.name,
-                "description": scope.description,
+                "description": str(scope.description),
                 "level": str(scope.level),
                 "resource": scope_resource(scope.name),
                 "access": "write" if scope_is_write(scope.name) else "read",

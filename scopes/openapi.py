@@ -47,7 +47,7 @@ def security_scheme() -> dict:
                 "authorizationUrl": getattr(settings, "OAUTH_AUTHORIZATION_URL", None) or issuer + AUTHORIZE_PATH,
                 "tokenUrl": token_url,
                 "refreshUrl": token_url,
-                "scopes": {name: scope.description for name, scope in SCOPES.items()},
+                "scopes": {name: str(scope.description) for name, scope in SCOPES.items()},
             }
         },
     }

@@ -9,11 +9,12 @@
     button.hidden = false;
     button.addEventListener("click", function () {
       var value = "value" in target ? target.value : target.textContent;
+      // The words are the page's, in its language (data-copied, data-copy-failed on the status).
       navigator.clipboard.writeText(value.trim()).then(
-        function () { if (status) status.textContent = "Copied to the clipboard."; },
+        function () { if (status) status.textContent = status.getAttribute("data-copied"); },
         function () {
           if (target.select) target.select();
-          if (status) status.textContent = "Could not copy: the value is selected, press Ctrl+C (⌘C).";
+          if (status) status.textContent = status.getAttribute("data-copy-failed");
         }
       );
     });

@@ -52,7 +52,7 @@ def login_page(next_url: str) -> str:
 def test_the_login_page_names_the_app_of_an_authorization_request(owner):
     client = make_client(owner, name="Team Planner", approve=True).client
     page = login_page(f"/auth/oauth2/authorize?client_id={client.client_id}&response_type=code")
-    assert "Log in to continue to Team Planner" in page
+    assert "Log in to continue to <bdi>Team Planner</bdi>" in page
 
 
 @pytest.mark.parametrize(

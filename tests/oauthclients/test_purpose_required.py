@@ -53,14 +53,14 @@ def test_the_developer_page_shows_the_services_refusal(client, owner):
         },
     )
     assert response.status_code == 200
-    assert PURPOSE_REQUIRED in response.content.decode()
+    assert str(PURPOSE_REQUIRED) in response.content.decode()
     assert not OAuthClient.objects.exists()
 
 
 def test_the_admin_add_form_shows_the_services_refusal(staff, owner):
     response = staff.post(reverse("admin:oauthclients_oauthclient_add"), add_form_data(owner, purpose=""))
     assert response.status_code == 200
-    assert PURPOSE_REQUIRED in response.content.decode()
+    assert str(PURPOSE_REQUIRED) in response.content.decode()
     assert not OAuthClient.objects.filter(name="Admin Made").exists()
 
 

@@ -371,7 +371,7 @@ def test_a_native_app_with_a_private_use_scheme_completes_the_flow(browser, api,
     verifier, challenge = pkce_pair()
     url = authorize_url(native, code_challenge=challenge)
     page = browser.get(url)
-    assert page.status_code == 200 and "com.example.app</strong>" in page.content.decode()
+    assert page.status_code == 200 and "com.example.app</bdi></strong>" in page.content.decode()
     response = consent(browser, url)
     assert response.status_code == 302
     assert response["Location"].startswith("com.example.app:/oauth/callback?code=")

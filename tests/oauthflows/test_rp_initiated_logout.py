@@ -39,7 +39,7 @@ def test_the_user_confirms_then_is_logged_out_and_sent_to_the_registered_uri(bro
     page = browser.get(url)
     assert page.status_code == 200 and _logged_in(browser)
     html = page.content.decode()
-    assert f"{client.shown.name} asks you to log out" in html
+    assert f"<bdi>{client.shown.name}</bdi> asks you to log out" in html
     assert page["X-Frame-Options"] == "DENY"
     form = page.context["form"].initial
     response = browser.post(LOGOUT, {**{k: v for k, v in form.items() if v}, "allow": "on"})
@@ -158,7 +158,7 @@ def test_a_pending_clients_owner_can_log_out_through_it(owner):
     browser.force_login(owner)
     url = _logout_url(client_id=client.client_id, post_logout_redirect_uri="https://signin.example.com/bye")
     page = browser.get(url)
-    assert page.status_code == 200 and "Signs You In asks you to log out" in page.content.decode()
+    assert page.status_code == 200 and "<bdi>Signs You In</bdi> asks you to log out" in page.content.decode()
     response = browser.post(
         LOGOUT,
         {"client_id": client.client_id, "post_logout_redirect_uri": "https://signin.example.com/bye", "allow": "on"},
