@@ -102,5 +102,5 @@ bench: $(BENCH_STAMP)
 # config/settings.py LANGUAGES once its .po is complete (tests/i18n/test_catalogues.py checks).
 MESSAGES_IGNORE := --ignore='tests/*' --ignore='bench/*' --ignore='examples/*' --ignore='docs/*' --ignore='staticfiles/*' --ignore='locale/*'
 messages: $(STAMP)
-	$(BIN)/python manage.py makemessages $(if $(LANGUAGE),-l $(LANGUAGE),--all) $(MESSAGES_IGNORE) --add-location=file --no-wrap
+	$(BIN)/python manage.py makemessages $(if $(LANGUAGE),-l $(LANGUAGE),--all) $(MESSAGES_IGNORE) --no-location --no-wrap
 	$(BIN)/python manage.py compilemessages --ignore='.venv/*' --ignore='staticfiles/*'
