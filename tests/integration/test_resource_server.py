@@ -167,7 +167,7 @@ def test_the_second_service_publishes_its_metadata_and_checks_the_audience(serve
     assert elsewhere.status_code == 401
 
     _c, _s, own = issue(
-        server, user, scope="PROFILE_READ BOOKING_READ", resource="http://127.0.0.1:8000/v2"
+        server, user, scope="PROFILE_READ BOOKING_READ", resource="http://localhost:8000/v2"
     )  # the default OAUTH_RESOURCE_URI
     refused = call(bookings, "/v2/bookings", own["access_token"])
     assert refused.status_code == 401 and 'error="invalid_token"' in refused.headers["WWW-Authenticate"]
