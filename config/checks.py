@@ -110,7 +110,7 @@ def signing_keys_ready(app_configs=None, databases=None, **kwargs) -> list:
     the second is a database question, asked as Django asks them: `check --deploy --database default`."""
     from django.db import DatabaseError
 
-    from oauthclients.models import SigningKey
+    from signing.models import SigningKey
 
     problems = []
     if len(getattr(settings, "OAUTH_SIGNING_KEY_ENCRYPTION_KEY", "") or "") < 32:

@@ -169,7 +169,7 @@ class ScrapeCollector:
     def _signing_keys():
         from django.db.models import Q
 
-        from oauthclients.models import SigningKey
+        from signing.models import SigningKey
 
         now = timezone.now()
         rotation = timedelta(days=settings.OAUTH_SIGNING_KEY_ROTATION_DAYS)

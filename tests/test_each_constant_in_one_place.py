@@ -20,14 +20,7 @@ from django.urls import resolve
 
 from oauthclients import selectors
 from oauthclients.algorithms import SIGNING_ALGORITHMS
-from oauthclients.models import (
-    AUTHORIZABLE_STATUSES,
-    ClientStatus,
-    IdTokenAlgorithm,
-    OAuthClient,
-    SigningKey,
-    SigningKeyAlgorithm,
-)
+from oauthclients.models import AUTHORIZABLE_STATUSES, ClientStatus, IdTokenAlgorithm, OAuthClient
 from oauthclients.validators import (
     MAX_LINK_URL_LENGTH,
     MAX_REDIRECT_URIS,
@@ -40,6 +33,7 @@ from oauthflows.authorization import PROMPT_VALUES
 from plumbing import errors
 from plumbing.logfilters import RedactCredentials
 from plumbing.requestparams import CREDENTIAL_PARAMS
+from signing.models import SigningKey, SigningKeyAlgorithm
 from signing.statuslist import list_uri
 from tests.factories import PASSWORD, make_client, make_user
 from tests.oauthflows.helpers import authorize_url

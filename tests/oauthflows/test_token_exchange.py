@@ -13,10 +13,11 @@ from django.utils import timezone
 
 from oauthclients import services
 from oauthclients.exchangetargets import UnknownExchangeTarget, client_exchange_targets_set, exchange_target_uris
-from oauthclients.models import AccessToken, AuditAction, ClientAuditEvent, ClientStatus, StatusRevocation, digest
+from oauthclients.models import AccessToken, AuditAction, ClientAuditEvent, ClientStatus, digest
 from oauthflows.exchange import ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE_GRANT
 from oauthflows.services import connected_app_revoke
 from signing.keys import signing_key_create
+from signing.models import StatusRevocation
 from signing.statuslist import allocator
 from tests.factories import make_client
 from tests.oauthflows.helpers import INTROSPECT, REVOKE, basic, client_post, exchange, get_code, refresh, token_request
