@@ -290,7 +290,7 @@ OAUTH_REPLAY_GRACE_SECONDS = env_int("OAUTH_REPLAY_GRACE_SECONDS", 5)
 # passes (tokens/redemption.py); 0 sends every redemption through the ORM's full path instead.
 OAUTH_FAST_REDEMPTION = env_bool("OAUTH_FAST_REDEMPTION", True)
 # PostgreSQL: 1, the default, writes the authorization code in the same statement as the consent and
-# its audit row (oauthflows/services.py); 0 lets Django INSERT the code. Four make bench trials side
+# its audit row (tokens/consents.py); 0 lets Django INSERT the code. Four make bench trials side
 # by side measured the single statement at 1.03-1.05 x the flow, and a fifth the INSERT at 0.92 x:
 # all one way, where a trial that changes nothing reads 0.97-1.04 x (docs/performance.md, "The hot paths", 7).
 OAUTH_CONSENT_STATEMENT = env_bool("OAUTH_CONSENT_STATEMENT", True)

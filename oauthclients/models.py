@@ -653,30 +653,6 @@ class ClientAuditEvent(models.Model):
         return make() if make else f"{self.get_action_display()}."
 
 
-class Consent(models.Model):
-    """A user's standing authorization of a client: shown under Connected apps."""
-
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="consents")
-    client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="consents")
-    first_authorized_at = models.DateTimeField(default=timezone.now)
-    last_authorized_at = models.DateTimeField(default=timezone.now)
-    # What the last Allow granted (space-separated scope names; empty and `unrestricted` for a
-    # legacy client's full access): the state that skipping the consent page reads
-    # (oauthflows.selectors.consent_covers), kept here rather than read back from the audit trail.
-    scope = models.TextField(blank=True, default="")
-    unrestricted = models.BooleanField(default=False)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["user", "client"], name="consent_one_per_user_and_client")]
-
-    def __str__(self):
-        return f"Consent of user {self.user_id} for {self.client_id}"
-
-    @property
-    def scopes(self) -> list[str]:
-        return self.scope.split()
-
-
 # --- django-oauth-toolkit's token models, swapped in (see settings.OAUTH2_PROVIDER_*_MODEL) ---
 
 

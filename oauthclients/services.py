@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.validators import ProhibitNullCharactersValidator, URLValidator
 from django.db import transaction
-from django.db.models import Count, Exists, OuterRef
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 from django.utils.translation import gettext
 
@@ -31,18 +31,14 @@ from oauthclients.models import (
     APP_KINDS,
     AUTHORIZABLE_STATUSES,
     MAX_ORIGIN_LENGTH,
-    AccessToken,
     AuditAction,
     ClientAuditEvent,
     ClientKind,
     ClientOrigin,
     ClientSecret,
     ClientStatus,
-    Consent,
-    Grant,
     IdTokenAlgorithm,
     OAuthClient,
-    RefreshToken,
     TokenFormat,
     digest,
 )
@@ -1096,29 +1092,3 @@ def client_registration_delete(*, client: OAuthClient) -> OAuthClient:
     client.registration_token_digest = ""
     client.save(update_fields=["registration_token_digest"])
     return client
-
-
-@transaction.atomic
-def user_access_end(*, user, actor=None) -> GrantsEnded:
-    """A deactivated user's codes, tokens and consents end at once, with every client (SECURITY.md).
-
-    Reactivating the user brings none of them back: every app must ask again. One audit event per
-    client that lost something, with the counts.
-    """
-    per_client: dict[int, dict[str, int]] = {}
-
-    def tally(queryset, key: str) -> None:
-        rows = queryset.values_list("application_id").annotate(n=Count("id")).values_list("application_id", "n")
-        for client_id, count in rows:
-            per_client.setdefault(client_id, {})[key] = count
-
-    tally(RefreshToken.objects.filter(user=user, revoked__isnull=True), "revoked_refresh_tokens")
-    tally(AccessToken.objects.filter(user=user), "revoked_access_tokens")
-    tally(Grant.objects.filter(user=user, used_at__isnull=True), "revoked_codes")
-    consent_clients = set(Consent.objects.filter(user=user).values_list("client_id", flat=True))
-    ended = grants_end(user=user)
-    for client in OAuthClient.objects.filter(pk__in=set(per_client) | consent_clients):
-        _audit(
-            client=client, actor=actor, user=user, action=AuditAction.USER_DEACTIVATED, **per_client.get(client.pk, {})
-        )
-    return ended

@@ -58,12 +58,12 @@ from oauthclients.validators import resource_uri_problem
 from oauthflows.clientcall import client_call, issued_tell
 from oauthflows.exchange import TOKEN_EXCHANGE_GRANT, TokenExchangeGrant
 from oauthflows.idjag import JWT_BEARER_GRANT, JwtBearerGrant
-from oauthflows.services import consent_record
 from plumbing.compiled import CompiledQuery
 from plumbing.requestparams import basic_credentials, request_json_pairs
 from scopes.verifiers import audience_includes
 from signing.jwtokens import NoSigningKey, access_token_jwt, issues_jwt
 from signing.keys import jwks_document, private_key, signing_key_current
+from tokens.consents import consent_record
 from tokens.redemption import grant_claim, refresh_token_claim
 from tokens.selectors import MAX_TOKEN_LENGTH, access_token_get_for_introspection, access_token_get_valid
 from tokens.services import Lineage, access_token_issue

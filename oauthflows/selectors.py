@@ -17,12 +17,12 @@ from oauthclients.models import (
     AccessToken,
     ClientOrigin,
     ClientStatus,
-    Consent,
     Grant,
     OAuthClient,
     RefreshToken,
 )
 from scopes.catalog import OPENID_SCOPES, group_by_resource
+from tokens.models import Consent
 
 
 @dataclass(frozen=True)
@@ -211,44 +211,6 @@ def cors_origin_is_clients(*, origin: str, client_id: str) -> bool:
     if not isinstance(client_id, str) or not client_id or len(client_id) > 255 or "\x00" in client_id:
         return False
     return ClientOrigin.objects.filter(origin=origin, client__client_id=client_id).exists()
-
-
-@dataclass(frozen=True)
-class StandingConsent:
-    """What the user's last Allow for a client granted, and when."""
-
-    authorized_at: datetime
-    scopes: frozenset[str]
-    unrestricted: bool
-
-
-def consent_standing(*, user, client: OAuthClient) -> StandingConsent | None:
-    """The user's standing consent to this client (one query), or None."""
-    row = (
-        Consent.objects.filter(user=user, client=client)
-        .values_list("last_authorized_at", "scope", "unrestricted")
-        .first()
-    )
-    if row is None:
-        return None
-    return StandingConsent(authorized_at=row[0], scopes=frozenset(row[1].split()), unrestricted=row[2])
-
-
-def consent_covers(*, standing: StandingConsent | None, client: OAuthClient, scopes: list[str]) -> bool:
-    """Whether the user's standing consent to this approved client covers these scopes.
-
-    The user's last Allow must have granted at least them (an unrestricted grant covers only an
-    unrestricted request), after the client's last approval, so that nothing users are shown (and
-    nothing they granted) has changed since. Revoking the app under Connected apps, a rejection,
-    a deletion or the user's deactivation deletes the consent, so the page is shown again.
-    """
-    if client.status != ClientStatus.APPROVED or standing is None:
-        return False
-    if client.reviewed_at is not None and standing.authorized_at < client.reviewed_at:
-        return False
-    if not scopes:
-        return standing.unrestricted
-    return set(scopes) <= standing.scopes
 
 
 # OpenID Connect: what a login session carries for the ID token (docs/openid-connect.md).

@@ -1,163 +1,17 @@
 """State changes of a user's grants: consent given or refused, access revoked."""
 
 import secrets
-from functools import cache
 
-from django.conf import settings
-from django.db import connections, router, transaction
-from django.db.models.sql import InsertQuery
+from django.db import transaction
 from django.utils import timezone
 
-from oauthclients.audit import audit_announce_on_commit, audit_record
+from oauthclients.audit import audit_record
 from oauthclients.grants import grants_end
 from oauthclients.models import (
     AuditAction,
-    ClientAuditEvent,
-    Consent,
-    Grant,
     OAuthClient,
 )
 from oauthflows.selectors import SESSION_AUTH_TIME_KEY, SESSION_SID_KEY
-from plumbing.compiled import quoted_columns
-
-
-def consent_record(*, user, client: OAuthClient, scopes: list[str], code: Grant | None = None) -> Consent:
-    """The user clicked Allow: remember the standing authorization and audit it.
-
-    With `code` (an unsaved Grant: PostgreSQL only, see consent_records_with_code), the
-    authorization code is written by the same statement as the consent and its audit row.
-    """
-    now = timezone.now()
-    detail = {"scopes": scopes, "unrestricted": not scopes}
-    connection = connections[router.db_for_write(Consent)]
-    if connection.vendor == "postgresql":
-        return _consent_record_in_one_statement(connection, user=user, client=client, now=now, detail=detail, code=code)
-    if code is not None:
-        raise ValueError("The code is written with the consent on PostgreSQL only (consent_records_with_code).")
-    with transaction.atomic():
-        # INSERT ... ON CONFLICT DO UPDATE: first_authorized_at is kept.
-        (consent,) = Consent.objects.bulk_create(
-            [
-                Consent(
-                    user=user,
-                    client=client,
-                    first_authorized_at=now,
-                    last_authorized_at=now,
-                    scope=" ".join(scopes),
-                    unrestricted=not scopes,
-                )
-            ],
-            update_conflicts=True,
-            unique_fields=["user", "client"],
-            update_fields=["last_authorized_at", "scope", "unrestricted"],
-        )
-        audit_record(client=client, actor=user, user=user, action=AuditAction.GRANT_AUTHORIZED, **detail)
-    return consent
-
-
-# The columns each CTE inserts, in the order of its VALUES: the parameters are built from these
-# names (_consent_record_in_one_statement), so that a column and its value cannot drift apart.
-CONSENT_COLUMNS = ("user", "client", "first_authorized_at", "last_authorized_at", "scope", "unrestricted")
-EVENT_COLUMNS = ("client", "actor", "user", "action", "detail", "created")
-
-
-@cache
-def _consent_ctes(alias: str) -> str:
-    """Two data-modifying CTEs, `consent` (the upsert) and `event` (its audit row); their
-    parameters are the values of CONSENT_COLUMNS, then those of EVENT_COLUMNS."""
-    connection = connections[alias]
-    quote = connection.ops.quote_name
-    c = quoted_columns(connection, Consent, "id", *CONSENT_COLUMNS)
-    e = quoted_columns(connection, ClientAuditEvent, "id", *EVENT_COLUMNS)
-    consents, events = quote(Consent._meta.db_table), quote(ClientAuditEvent._meta.db_table)
-
-    def values(columns: dict, names: tuple) -> str:
-        return f"({', '.join(columns[name] for name in names)}) VALUES ({', '.join(['%s'] * len(names))})"
-
-    return (
-        f"consent AS (INSERT INTO {consents} {values(c, CONSENT_COLUMNS)} "
-        f"ON CONFLICT ({c['user']}, {c['client']}) DO UPDATE "
-        f"SET {c['last_authorized_at']} = EXCLUDED.{c['last_authorized_at']}, "
-        f"{c['scope']} = EXCLUDED.{c['scope']}, {c['unrestricted']} = EXCLUDED.{c['unrestricted']} "
-        f"RETURNING {c['id']} AS id, {c['first_authorized_at']} AS first_authorized_at), "
-        f"event AS (INSERT INTO {events} {values(e, EVENT_COLUMNS)} RETURNING {e['id']} AS id)"
-    )
-
-
-def _insert_sql(connection, obj) -> tuple[str, list]:
-    """Django's own INSERT ... RETURNING pk for an unsaved instance (auto_now fields filled)."""
-    meta = obj._meta
-    fields = [f for f in meta.local_concrete_fields if f is not meta.auto_field and not f.generated]
-    query = InsertQuery(type(obj))
-    query.insert_values(fields, [obj])
-    compiler = query.get_compiler(connection=connection)
-    compiler.returning_fields = [meta.pk]
-    ((sql, params),) = compiler.as_sql()
-    return sql, list(params)
-
-
-def _consent_record_in_one_statement(connection, *, user, client, now, detail, code: Grant | None = None) -> Consent:
-    """The consent upsert and its audit row in one statement (two data-modifying CTEs): one
-    round trip, atomic by itself, where the ORM needs a transaction and two statements. With
-    `code` (an unsaved Grant), the authorization code is inserted by the same statement."""
-    action = AuditAction.GRANT_AUTHORIZED
-    detail_value = ClientAuditEvent._meta.get_field("detail").get_db_prep_save(detail, connection)
-    scope, unrestricted = " ".join(detail["scopes"]), detail["unrestricted"]
-    consent_values = {
-        "user": user.pk,
-        "client": client.pk,
-        "first_authorized_at": now,
-        "last_authorized_at": now,
-        "scope": scope,
-        "unrestricted": unrestricted,
-    }
-    event_values = {
-        "client": client.pk,
-        "actor": user.pk,
-        "user": user.pk,
-        "action": action.value,
-        "detail": detail_value,
-        "created": now,
-    }
-    params = [consent_values[name] for name in CONSENT_COLUMNS] + [event_values[name] for name in EVENT_COLUMNS]
-    ctes, selected, sources = (
-        [_consent_ctes(connection.alias)],
-        ["consent.id", "consent.first_authorized_at", "event.id"],
-        ["consent", "event"],
-    )
-    if code is not None:
-        code_sql, code_params = _insert_sql(connection, code)
-        ctes.insert(0, f"code AS ({code_sql})")
-        selected.append("code.id")
-        sources.append("code")
-        params = code_params + params
-    with connection.cursor() as cursor:
-        cursor.execute(f"WITH {', '.join(ctes)} SELECT {', '.join(selected)} FROM {', '.join(sources)}", params)
-        consent_id, first_authorized_at, event_id, *code_id = cursor.fetchone()
-    if code is not None:
-        code.pk = code_id[0]
-        _saved(code, connection.alias)
-    consent = Consent(
-        id=consent_id,
-        user=user,
-        client=client,
-        first_authorized_at=first_authorized_at,
-        last_authorized_at=now,
-        scope=scope,
-        unrestricted=unrestricted,
-    )
-    event = ClientAuditEvent(
-        id=event_id, client=client, actor=user, user=user, action=action, detail=detail, created=now
-    )
-    _saved(consent, connection.alias)
-    audit_announce_on_commit(_saved(event, connection.alias))
-    return consent
-
-
-def _saved(instance, alias: str):
-    """An instance whose row the statement above wrote: as Model.save() leaves it."""
-    instance._state.adding, instance._state.db = False, alias
-    return instance
 
 
 def session_login_record(*, session) -> None:
@@ -173,12 +27,6 @@ def session_sid_get_or_create(*, session) -> str:
     if not isinstance(sid, str) or not sid:
         sid = session[SESSION_SID_KEY] = secrets.token_urlsafe(16)
     return sid
-
-
-def consent_records_with_code() -> bool:
-    """Whether the authorization code is written with its consent and audit row in one
-    statement (PostgreSQL: consent_record with `code`); elsewhere consent_record follows it."""
-    return settings.OAUTH_CONSENT_STATEMENT and connections[router.db_for_write(Consent)].vendor == "postgresql"
 
 
 @transaction.atomic

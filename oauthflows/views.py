@@ -36,23 +36,11 @@ from oauthflows.authorization import (
 from oauthflows.consentshown import FIELD as CONSENT_SHOWN_FIELD
 from oauthflows.consentshown import consent_shown_mark, consent_was_shown
 from oauthflows.endpoints import ascii_description
-from oauthflows.selectors import (
-    StandingConsent,
-    connected_app_get_for_user,
-    connected_app_list_for_user,
-    consent_covers,
-    consent_standing,
-    session_auth_time,
-)
-from oauthflows.services import (
-    connected_app_revoke,
-    consent_deny,
-    consent_record,
-    consent_records_with_code,
-    session_sid_get_or_create,
-)
+from oauthflows.selectors import connected_app_get_for_user, connected_app_list_for_user, session_auth_time
+from oauthflows.services import connected_app_revoke, consent_deny, session_sid_get_or_create
 from profiles.selectors import profile_get_for_user
 from scopes.catalog import OPENID_SCOPES, group_by_resource
+from tokens.consents import StandingConsent, consent_covers, consent_record, consent_records_with_code, consent_standing
 
 
 class ClientRedirect(HttpResponseRedirect):
@@ -357,7 +345,7 @@ def _issue_code(view: OAuthLibMixin, request, authz: AuthorizationRequest, *, co
     if authz.client.status == ClientStatus.PENDING:
         credentials["pending_owner_preview"] = True  # validated above: the user is the owner
     # On PostgreSQL the validator writes the consent and its audit row with the code, in one
-    # statement (oauthflows.services.consent_record with the code); elsewhere they follow it here.
+    # statement (tokens.consents.consent_record with the code); elsewhere they follow it here.
     credentials["record_consent"] = consent_records_with_code()
     # Always set: oauthlib would otherwise serve the query's last `resource` value as a string.
     credentials["resource"] = list(authz.resources)

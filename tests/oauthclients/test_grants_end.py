@@ -4,9 +4,10 @@ import pytest
 from django.utils import timezone
 
 from oauthclients.grants import grants_end
-from oauthclients.models import AccessToken, Consent, Grant, RefreshToken
+from oauthclients.models import AccessToken, Grant, RefreshToken
 from tests.factories import make_client, make_user
 from tests.oauthflows.helpers import get_code
+from tokens.models import Consent
 
 pytestmark = pytest.mark.django_db
 

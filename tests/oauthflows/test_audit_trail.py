@@ -143,8 +143,9 @@ def test_consent_record_writes_a_code_with_the_consent_only_where_one_statement_
     from django.db import connection
     from django.utils import timezone
 
-    from oauthclients.models import Consent, Grant
-    from oauthflows.services import consent_record, consent_records_with_code
+    from oauthclients.models import Grant
+    from tokens.consents import consent_record, consent_records_with_code
+    from tokens.models import Consent
 
     client, _secret = confidential
     code = Grant(

@@ -25,13 +25,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from accounts.selectors import ACR_ONE_FACTOR, ACR_TWO_FACTORS
-from oauthflows.services import consent_record
 from tests.accounts.helpers import log_in, second_step
 from tests.factories import make_client, make_user
 from tests.oauthflows.helpers import AUTHORIZE, ME, TOKEN, pkce_pair
 from tests.oauthflows.test_registration import REGISTER
 from tests.scopes.tokens import access_token_create
 from tests.security.shapes import assert_api_error, assert_token_error
+from tokens.consents import consent_record
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "60"))
 fuzz = settings(
