@@ -269,7 +269,7 @@ if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 200
 
-# django-oauth-toolkit: every model swapped for ours (oauthclients/models.py) from the first
+# django-oauth-toolkit: every model swapped for ours (oauthclients/models/) from the first
 # migration, so the flows can store digests and carry our review state without a rewrite.
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauthclients.OAuthClient"
 OAUTH2_PROVIDER_ACCESS_TOKEN_MODEL = "oauthclients.AccessToken"

@@ -1,6 +1,6 @@
 """The hooks into django-oauth-toolkit's and oauthlib's token machinery: validator, backend, token generator.
 
-Not every hook: the swapped models answer DOT's own questions (oauthclients/models.py:
+Not every hook: the swapped models answer DOT's own questions (oauthclients/models/clients.py:
 `is_usable`, `redirect_uri_allowed`, `jwk_key`), and DOT's views are subclassed where they serve a
 page or document: the consent page (oauthflows/views.py), registration (registration.py), OpenID
 discovery, userinfo and logout (openid.py), client ID metadata documents (cimd.py).
