@@ -20,7 +20,7 @@ class ProjectConfig(AppConfig):
 
 
 def _session_login_record(sender, request, user, **kwargs):
-    from oauthflows.services import session_login_record
+    from oauthflows.pages.services import session_login_record
 
     if request is not None and hasattr(request, "session"):
         session_login_record(session=request.session)

@@ -239,13 +239,13 @@ def client_authentication_failed(response: HttpResponse) -> bool:
     # Only invalid_client (401). An app with many users sees invalid_grant in normal operation
     # (expired or revoked refresh tokens); counting those per client would lock all its users out.
     # A public client has no secret to protect, so no per-client failure limit: strangers could
-    # only spend it (oauthflows.endpoints marks the answers that named one).
+    # only spend it (oauthflows.token.endpoints marks the answers that named one).
     return response.status_code == 401 and not getattr(response, "answered_public_client", False)
 
 
 def not_for_a_resource_server(response: HttpResponse) -> bool:
     # Introspection is the hot path of every API call in the services that protect the API: a
-    # resource server that authenticated is never counted (oauthflows.endpoints marks its answers).
+    # resource server that authenticated is never counted (oauthflows.token.endpoints marks its answers).
     # Everything else is, failed authentications included, so guessing its secret stays limited.
     return not getattr(response, "answered_resource_server", False)
 

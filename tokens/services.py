@@ -1,8 +1,8 @@
 """The one writer of issued token rows, recording where each token comes from.
 
-Every grant stores what it issues here: the code and refresh grants (oauthflows.oauth2
+Every grant stores what it issues here: the code and refresh grants (oauthflows.token.oauth2
 `Validator.save_bearer_token`, the access token with its refresh token), the token exchange
-(oauthflows.exchange, RFC 8693) and the ID-JAG grant (oauthflows.idjag, RFC 7523). Each row records
+(oauthflows.token.exchange, RFC 8693) and the ID-JAG grant (oauthflows.token.idjag, RFC 7523). Each row records
 its lineage (`Lineage`: the grant family, the assertion's issuer, the token it was exchanged
 from), so that ending a durable ancestor ends every descendant, whatever the grant
 (oauthclients.models.AccessTokenQuerySet; SECURITY.md, "One service acting for a user at another").

@@ -457,10 +457,10 @@ class OAuthClient(AbstractApplication):
     @property
     def jwk_key(self):
         """Never used: DOT reaches its model's jwk_key only from `finalize_id_token` and
-        `_get_key_for_token`, which oauthflows.oauth2.Validator overrides to sign with the key
+        `_get_key_for_token`, which oauthflows.token.oauth2.Validator overrides to sign with the key
         store. Refusing here keeps DOT's fallback (OIDC_RSA_PRIVATE_KEY, or the client secret for
         HS256) from ever signing, without the models importing the key store."""
-        raise NotImplementedError("ID tokens are signed by the key store (oauthflows.oauth2.Validator)")
+        raise NotImplementedError("ID tokens are signed by the key store (oauthflows.token.oauth2.Validator)")
 
     def is_usable(self, request) -> bool:
         """DOT asks this before issuing codes and tokens: only an approved client is usable...
@@ -478,7 +478,7 @@ class OAuthClient(AbstractApplication):
             return False
         if getattr(request, "pending_client_may_authenticate", None) is True:
             # Token, revocation, introspection: its grants are then held to the owner's own
-            # (oauthflows.oauth2.Validator._pending_client_owner_only).
+            # (oauthflows.token.oauth2.Validator._pending_client_owner_only).
             return True
         user = getattr(request, "user", None)
         return getattr(request, "pending_owner_preview", None) is True and getattr(user, "pk", None) == self.user_id
@@ -536,7 +536,7 @@ class ClientOrigin(models.Model):
 
 class ExchangeTarget(models.Model):
     """RFC 8693: a downstream resource server toward which a resource server may exchange the
-    tokens it receives (oauthflows.exchange). Only administrators write these rows
+    tokens it receives (oauthflows.token.exchange). Only administrators write these rows
     (oauthclients.exchangetargets.client_exchange_targets_set, audited)."""
 
     client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="exchange_targets")

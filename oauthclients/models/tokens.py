@@ -73,7 +73,7 @@ class AccessToken(AbstractAccessToken):
     # Its bit is set by the database when the row goes, its user is made inactive or its client is
     # rejected, whatever the path (signing.statuslist's triggers).
     status_index = models.PositiveIntegerField(null=True, blank=True, editable=False)
-    # RFC 8693 token exchange (oauthflows.exchange): `act` names the resource server that exchanged
+    # RFC 8693 token exchange (oauthflows.token.exchange): `act` names the resource server that exchanged
     # (§4.1, nested for a chain).
     act = models.JSONField(null=True, blank=True, editable=False)
     # Lineage (AccessTokenQuerySet above; written by tokens.services.access_token_issue only):
@@ -81,7 +81,7 @@ class AccessToken(AbstractAccessToken):
     #   and each refresh's token; carried on to a token exchanged from one), so that ending the
     #   family ends it (RefreshToken.revoke_family below);
     # - `assertion_issuer`: the issuer of the organization's identity provider whose assertion
-    #   (ID-JAG, RFC 7523, oauthflows.idjag) granted this token with no consent page, or the token
+    #   (ID-JAG, RFC 7523, oauthflows.token.idjag) granted this token with no consent page, or the token
     #   it was exchanged from; empty otherwise. Connected apps lists such access as "allowed by your
     #   organization"; `identityprovider deny-assertions` ends it;
     # - `exchanged_from`: the token it was exchanged from, for the audit only. No database constraint
@@ -126,7 +126,7 @@ class RefreshToken(AbstractRefreshToken):
     @classmethod
     def revoke_family(cls, token_family) -> None:
         """DOT's family revocation, and the access tokens exchanged from the family (RFC 8693,
-        oauthflows.exchange): a replay or a revocation ends what other services obtained with it."""
+        oauthflows.token.exchange): a replay or a revocation ends what other services obtained with it."""
         super().revoke_family(token_family)
         AccessToken.objects.descending_from_family(token_family).delete()  # status bits set too
 

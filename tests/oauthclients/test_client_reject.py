@@ -6,7 +6,7 @@ from oauthclients import services
 from oauthclients.exceptions import InvalidTransition
 from oauthclients.grants import grants_end
 from oauthclients.models import AuditAction, ClientStatus, RefreshToken
-from oauthflows.selectors import connected_app_list_for_user
+from oauthflows.pages.selectors import connected_app_list_for_user
 from tests.factories import make_client
 from tests.oauthclients.service_helpers import (
     AuditWriteFailed,

@@ -120,7 +120,7 @@ def test_the_admin_lists_and_filters_grant_events(browser, api, confidential, re
 def test_an_authorization_is_audited_with_its_scopes_and_announced(
     browser, confidential, end_user, caplog, django_capture_on_commit_callbacks
 ):
-    # On PostgreSQL the consent and its audit row are one statement (oauthflows.services); the
+    # On PostgreSQL the consent and its audit row are one statement (oauthflows.pages.services); the
     # row, the signal and the log line must be what audit_record makes everywhere else.
     import json
     import logging

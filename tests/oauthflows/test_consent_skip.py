@@ -9,7 +9,7 @@ import pytest
 
 from oauthclients import services
 from oauthclients.models import OAuthClient
-from oauthflows.services import connected_app_revoke
+from oauthflows.pages.services import connected_app_revoke
 from tests.oauthflows.helpers import AUTHORIZE, authorize_url, exchange, get_code, query_of
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from oauth2_provider import cimd as dot_cimd
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
-from oauthflows import cimd
+from oauthflows.registration import cimd
 from plumbing.dbfailure import DatabaseUnavailableMiddleware
 from signing.keys import signing_key_create
 from signing.models import StatusList

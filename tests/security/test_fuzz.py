@@ -360,7 +360,7 @@ def test_v2_me_never_fails_and_always_answers_in_the_api_shape(world):
 
 
 # The authorization request's login steering (OpenID Connect Core §3.1.2.1): acr_values (the
-# second-factor step-up, oauthflows.views), prompt and max_age, for users with and without a second
+# second-factor step-up, oauthflows.pages.views), prompt and max_age, for users with and without a second
 # factor, used in the session or not. One combination answered 500 (prompt=none with a step-up due).
 ACR_VALUES = [ACR_ONE_FACTOR, ACR_TWO_FACTORS, f"{ACR_ONE_FACTOR} {ACR_TWO_FACTORS}", "urn:other:acr", "", " "]
 PROMPT_WORDS = ["none", "login", "consent", "select_account", "create", "NONE", ""]

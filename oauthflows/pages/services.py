@@ -11,7 +11,7 @@ from oauthclients.models import (
     AuditAction,
     OAuthClient,
 )
-from oauthflows.selectors import SESSION_AUTH_TIME_KEY, SESSION_SID_KEY
+from oauthflows.pages.selectors import SESSION_AUTH_TIME_KEY, SESSION_SID_KEY
 
 
 def session_login_record(*, session) -> None:
