@@ -1,12 +1,17 @@
 """Writes about identity providers (add and remove, each audited in its transaction), and about how a
 session signed in (a factor proved while setting it up)."""
 
+import time
+
+from allauth.account import app_settings as account_settings
+from allauth.mfa.base.internal.flows import post_authentication
 from django.db import models, transaction
 from django.urls import reverse
 from django.utils.text import slugify
 
 from accounts.audit import account_audit_record
 from accounts.models import AccountAuditAction, AssertionPolicy, IdentityProvider, SelfSignup
+from accounts.selectors import SECOND_FACTOR_TYPES, session_amr
 from oauthclients.models import AccessToken, OAuthClient
 from oauthclients.validators import validate_scope_names
 from scopes.catalog import sort_scopes
@@ -143,13 +148,6 @@ def session_factor_set_up_record(*, request, user, authenticator) -> bool:
     which are generated here, not proved. Only this session gains; another session of the same
     account still confirms with the factor.
     """
-    import time
-
-    from allauth.account import app_settings as account_settings
-    from allauth.mfa.base.internal.flows import post_authentication
-
-    from accounts.selectors import SECOND_FACTOR_TYPES, session_amr
-
     session_user = getattr(request, "user", None)
     if (
         authenticator.type not in SECOND_FACTOR_TYPES

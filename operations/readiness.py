@@ -9,6 +9,7 @@ import time
 from django.conf import settings
 from django.core.cache import caches
 from django.db import DatabaseError, connection
+from django.db.migrations.executor import MigrationExecutor
 
 from operations.drain import draining
 from signing.keys import signing_keys_problems
@@ -42,7 +43,6 @@ def _migrations() -> str | None:
     global _migrations_applied
     if _migrations_applied:
         return None
-    from django.db.migrations.executor import MigrationExecutor
 
     try:
         executor = MigrationExecutor(connection)

@@ -54,7 +54,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from allauth.account.utils import url_str_to_user_pk
 from django.conf import settings
+from django.contrib.auth.forms import UsernameField
 from django.core.cache import BaseCache, caches
 from django.core.exceptions import BadRequest, SuspiciousOperation
 from django.core.signals import setting_changed
@@ -148,8 +150,6 @@ def per_client(request: HttpRequest) -> str | None:
 
 
 def per_username(request: HttpRequest) -> str | None:
-    from django.contrib.auth.forms import UsernameField  # models behind it: not at import time
-
     try:
         # `login` on our login page (django-allauth: username or email), `username` on the admin's
         # form and from older scripts: one budget per identifier either way.
@@ -193,8 +193,6 @@ def per_account_typing_a_code(request: HttpRequest) -> str | None:
 
 def per_pending_account(request: HttpRequest) -> str | None:
     """The account of the sign-in in progress (its password was right; its second factor is asked)."""
-    from allauth.account.utils import url_str_to_user_pk  # the user model behind it: not at import time
-
     pending = request.session.get(PENDING_LOGIN_SESSION_KEY)
     user_pk = pending.get("user_pk") if isinstance(pending, dict) else None
     if not isinstance(user_pk, str):

@@ -1,12 +1,11 @@
 from django.apps import AppConfig
+from django.db import connections
 from django.db.models.signals import post_migrate, pre_migrate
 
 
 def _status_triggers_uninstall(sender, using="default", **kwargs):
     # Before every migrate: SQLite cannot rebuild a table another table's trigger names.
     # Imported here: apps.py is imported before the models are ready (Django's app loading).
-    from django.db import connections
-
     from oauthclients.models import AccessToken
     from signing.statuslist import status_triggers_uninstall
 

@@ -37,6 +37,7 @@ import json
 import threading
 import time
 import zlib
+from datetime import timedelta
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, padding
@@ -318,8 +319,6 @@ def status_lists_sweep() -> int:
     """Delete the lists whose every token has expired, with their revocations: none issued into
     them for longer than an access token lives, none of their tokens still alive, and not the
     newest, which blocks may still reach."""
-    from datetime import timedelta
-
     newest = StatusList.objects.order_by("-number").values_list("number", flat=True).first()
     if newest is None:
         return 0
