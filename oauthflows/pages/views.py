@@ -309,7 +309,7 @@ def _login_too_old(request, max_age: int | None) -> bool:
 def _login_again(request) -> HttpResponse:
     """The login page, then this authorization request again without what sent it there
     (prompt=login, select_account, max_age): a fresh login satisfies them, and they must not
-    send the user round once more. login_hint stays for the login page (config.accounts)."""
+    send the user round once more. login_hint stays for the login page (accounts.views.LoginView)."""
     query = request.GET.copy()
     prompt = (query.get("prompt") or "").split()
     kept = [value for value in prompt if value not in ("login", "select_account")]
