@@ -12,10 +12,7 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
-from oauth2_provider.models import (
-    AbstractApplication,
-    ApplicationManager,
-)
+from oauth2_provider.models import AbstractApplication, ApplicationManager
 
 from oauthclients.algorithms import SIGNING_ALGORITHMS
 from oauthclients.validators import (

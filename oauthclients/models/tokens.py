@@ -5,12 +5,7 @@ and migrations stay in this app, since DOT's applied migrations name it (docs/ar
 
 from django.db import models
 from django.db.models import Q
-from oauth2_provider.models import (
-    AbstractAccessToken,
-    AbstractGrant,
-    AbstractIDToken,
-    AbstractRefreshToken,
-)
+from oauth2_provider.models import AbstractAccessToken, AbstractGrant, AbstractIDToken, AbstractRefreshToken
 
 from oauthclients.models.clients import OAuthClient
 

@@ -10,18 +10,9 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from oauthclients.exceptions import (
-    InvalidTransition,
-)
+from oauthclients.exceptions import InvalidTransition
 from oauthclients.grants import GrantsEnded, grants_end
-from oauthclients.models import (
-    AuditAction,
-    ClientKind,
-    ClientStatus,
-    IdTokenAlgorithm,
-    OAuthClient,
-    TokenFormat,
-)
+from oauthclients.models import AuditAction, ClientKind, ClientStatus, IdTokenAlgorithm, OAuthClient, TokenFormat
 from oauthclients.services.fields import (
     MAX_NAME_LENGTH,
     _audit,
@@ -33,11 +24,7 @@ from oauthclients.services.fields import (
 )
 from oauthclients.services.review import client_approve
 from oauthclients.services.secrets import IssuedSecret, _new_secret
-from oauthclients.validators import (
-    name_skeleton,
-    validate_resource_uri,
-    validate_scope_names,
-)
+from oauthclients.validators import name_skeleton, validate_resource_uri, validate_scope_names
 
 
 @dataclass(frozen=True)

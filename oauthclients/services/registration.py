@@ -15,9 +15,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from oauthclients.exceptions import (
-    InvalidTransition,
-)
+from oauthclients.exceptions import InvalidTransition
 from oauthclients.models import (
     AuditAction,
     ClientAuditEvent,

@@ -9,16 +9,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from oauthclients.emails import review_email_send
-from oauthclients.exceptions import (
-    InvalidTransition,
-    ReviewOutdated,
-)
+from oauthclients.exceptions import InvalidTransition, ReviewOutdated
 from oauthclients.grants import grants_end
-from oauthclients.models import (
-    AuditAction,
-    ClientStatus,
-    OAuthClient,
-)
+from oauthclients.models import AuditAction, ClientStatus, OAuthClient
 from oauthclients.services.fields import _audit, _clean_text, _client_origins_sync, _lock
 
 MAX_REJECTION_REASON_LENGTH = 2000

@@ -8,19 +8,8 @@ from dataclasses import field as dataclass_field
 from django.db import transaction
 from django.utils import timezone
 
-from oauthclients.exceptions import (
-    ClientKindError,
-    LastSecretError,
-    SecretLimitReached,
-    SecretNotFound,
-)
-from oauthclients.models import (
-    AuditAction,
-    ClientKind,
-    ClientSecret,
-    OAuthClient,
-    digest,
-)
+from oauthclients.exceptions import ClientKindError, LastSecretError, SecretLimitReached, SecretNotFound
+from oauthclients.models import AuditAction, ClientKind, ClientSecret, OAuthClient, digest
 from oauthclients.services.fields import _audit, _lock
 
 MAX_ACTIVE_SECRETS = 2

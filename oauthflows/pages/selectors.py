@@ -9,13 +9,7 @@ from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
 from accounts.models import IdentityProvider
-from oauthclients.models import (
-    AccessToken,
-    ClientStatus,
-    Grant,
-    OAuthClient,
-    RefreshToken,
-)
+from oauthclients.models import AccessToken, ClientStatus, Grant, OAuthClient, RefreshToken
 from scopes.catalog import OPENID_SCOPES, group_by_resource
 from tokens.models import Consent
 

@@ -7,10 +7,7 @@ from django.utils import timezone
 
 from oauthclients.audit import audit_record
 from oauthclients.grants import grants_end
-from oauthclients.models import (
-    AuditAction,
-    OAuthClient,
-)
+from oauthclients.models import AuditAction, OAuthClient
 from oauthflows.pages.selectors import SESSION_AUTH_TIME_KEY, SESSION_SID_KEY
 
 
