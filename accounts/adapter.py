@@ -6,7 +6,11 @@ from urllib.parse import urlsplit
 
 import qrcode
 from allauth.account.adapter import DefaultAccountAdapter
-from allauth.account.internal.flows.login import record_authentication
+from allauth.account.internal.flows.login import (
+    AUTHENTICATION_METHODS_SESSION_KEY,
+    get_authentication_records,
+    record_authentication,
+)
 from allauth.core import context as allauth_context
 from allauth.mfa.adapter import DefaultMFAAdapter
 from allauth.mfa.models import Authenticator
@@ -141,8 +145,6 @@ class AccountAdapter(DefaultAccountAdapter):
 
 def _direct_login_method(request, user) -> str:
     """ "password" or "passkey": what allauth recorded for this sign-in just before pre_login."""
-    from allauth.account.internal.flows.login import get_authentication_records
-
     records = get_authentication_records(request, user)
     last = records[-1] if records and isinstance(records[-1], dict) else {}
     return "passkey" if last.get("method") == "mfa" else "password"
@@ -152,8 +154,6 @@ def record_upstream_amr(request, sociallogin) -> None:
     """Copy the provider's `amr` and `auth_time` into this sign-in's session record (allauth wrote it
     just before): a provider that asked for a second factor satisfies the staff rule and our `acr`,
     and a recent sign-in is one the provider recently asked for (accounts.selectors.session_amr)."""
-    from allauth.account.internal.flows.login import AUTHENTICATION_METHODS_SESSION_KEY
-
     amr = upstream_amr_of(sociallogin)
     records = request.session.get(AUTHENTICATION_METHODS_SESSION_KEY) or []
     for record in reversed(records):

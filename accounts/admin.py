@@ -14,6 +14,7 @@ from allauth.socialaccount.models import SocialApp, SocialToken
 from django import forms
 from django.conf import settings
 from django.contrib import admin
+from django.utils.text import slugify
 
 from accounts.models import AccountAuditEvent, IdentityProvider
 from accounts.services import (
@@ -61,8 +62,6 @@ class IdentityProviderForm(forms.ModelForm):
             self.fields["client_secret"].help_text = "Stored sealed; never shown again."
 
     def clean_name(self):
-        from django.utils.text import slugify
-
         name = self.cleaned_data["name"]
         # The slug names the provider in allauth's URLs and in every account link: one per name.
         taken = IdentityProvider.objects.filter(slug=slugify(name)[:40]).exclude(pk=self.instance.pk)

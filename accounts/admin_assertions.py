@@ -1,5 +1,5 @@
 """The admin's page for which clients an organization's identity provider may assert for (ID-JAG,
-oauthflows.idjag): each addition, change or removal goes through the audited services, as
+oauthflows.token.idjag): each addition, change or removal goes through the audited services, as
 `manage.py identityprovider allow-assertions` / `deny-assertions` do (a removal also ends the
 access the provider's assertions granted), after a recent sign-in with the second factor
 (accounts.middleware.RECENT_LOGIN_ADMIN_MODELS). Loaded by accounts.apps (a page of its own, beside the

@@ -12,6 +12,7 @@ class AccountsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # Imported in ready(): this module is imported while the app registry loads, before the models.
         from allauth.account.signals import user_logged_in
         from allauth.mfa.webauthn.internal import auth as webauthn_auth
         from allauth.usersessions import signals as usersessions_signals
@@ -38,6 +39,7 @@ class AllauthAccountConfig(AccountConfig):
     allauth requires its own by name: the wrapper keeps it off the token, introspection and /v2 paths."""
 
     def ready(self) -> None:
+        # Imported in ready(): this module is imported while the app registry loads, before the models.
         from allauth.account import checks  # noqa: F401 - allauth's own system checks
 
         if "accounts.middleware.AccountMiddleware" not in settings.MIDDLEWARE:

@@ -1,7 +1,7 @@
 """Who a person is: the one rule for "which local account does this upstream identity name".
 
 Both doors that take an identity from an organization's provider ask here, and nowhere else: the
-sign-in through it (accounts.socialadapter) and its identity assertions (ID-JAG, oauthflows.idjag).
+sign-in through it (accounts.socialadapter) and its identity assertions (ID-JAG, oauthflows.token.idjag).
 
 1. The (provider, `sub`) link that a single sign-on made, first.
 2. Otherwise an email, only when the upstream vouches for it — `email_verified` is true (the JSON

@@ -7,11 +7,28 @@ login page. None of that concerns the token, revocation, introspection, userinfo
 (docs/performance.md): there, the request goes straight on.
 """
 
+from allauth.account.adapter import get_adapter
+from allauth.account.internal.flows.reauthentication import suspend_request
 from allauth.account.middleware import AccountMiddleware as _AllauthAccountMiddleware
+from django.conf import settings
+from django.contrib import messages
+from django.http import HttpResponseRedirect
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.utils.translation import gettext
+
+from accounts.selectors import (
+    login_is_recent,
+    provider_refusing_direct_login,
+    session_has_second_factor,
+    upstream_reauthentication_url,
+    user_has_second_factor,
+)
 
 # Which paths serve apps and resource servers, never a person with a browser session: one answer,
-# shared with the page's language (accounts.languages).
-from plumbing.paths import MACHINE_PATH_PREFIXES, is_machine_path  # noqa: F401 - re-exported
+# shared with the page's language (accounts.languages); re-exported here.
+from plumbing.paths import MACHINE_PATH_PREFIXES, is_machine_path  # noqa: F401
 
 
 class AccountMiddleware:
@@ -98,11 +115,6 @@ RECENT_LOGIN_VIEWS = frozenset(
 def reauthentication_url(user) -> str:
     """Where `user` proves it is them again: their second factor if they have one, else their
     password, else the identity provider they signed in with (prompt=login)."""
-    from allauth.account.adapter import get_adapter
-    from django.urls import reverse
-
-    from accounts.selectors import provider_refusing_direct_login, upstream_reauthentication_url, user_has_second_factor
-
     # An account of an enforced domain proves it is them at its provider (superusers with a second
     # factor excepted: their password way in stays, with the factor).
     provider = provider_refusing_direct_login(user=user)
@@ -117,14 +129,9 @@ def reauthentication_url(user) -> str:
 
 
 def _suspend(request, url: str):
-    from allauth.account.internal.flows.reauthentication import suspend_request
-
     # allauth keeps the POST and replays it once the user has signed in again. An upstream
     # provider's URL has a query already: `next` joins it rather than starting a second one.
     if "?" in url:
-        from django.http import HttpResponseRedirect
-        from django.utils.http import urlencode
-
         suspend_request(request, url)
         return HttpResponseRedirect(f"{url}&{urlencode({'next': request.get_full_path()})}")
     return suspend_request(request, url)
@@ -139,8 +146,6 @@ class StaffSecondFactorMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        from django.conf import settings
-
         path = request.path_info
         if (
             settings.OAUTH_STAFF_MFA_REQUIRED
@@ -155,14 +160,6 @@ class StaffSecondFactorMiddleware:
         return self.get_response(request)
 
     def _refusal(self, request):
-        from django.contrib import messages
-        from django.shortcuts import redirect
-        from django.urls import reverse
-        from django.utils.http import urlencode
-        from django.utils.translation import gettext
-
-        from accounts.selectors import session_has_second_factor, user_has_second_factor
-
         if session_has_second_factor(request=request):
             return None
         if user_has_second_factor(user=request.user):
@@ -183,18 +180,16 @@ class RecentLoginMiddleware:
         return self.get_response(request)
 
     def process_view(self, request, view_func, view_args, view_kwargs):
-        from accounts.selectors import login_is_recent
-
         match = request.resolver_match
-        if match is not None and match.view_name == "account_reauthenticate" and request.user.is_authenticated:
-            from django.shortcuts import redirect
-
-            from accounts.selectors import user_has_second_factor
-
-            # Someone with a second factor signs in again with it, never with the password alone.
-            if user_has_second_factor(user=request.user):
-                query = request.META.get("QUERY_STRING", "")
-                return redirect(reauthentication_url(request.user) + (f"?{query}" if query else ""))
+        # Someone with a second factor signs in again with it, never with the password alone.
+        if (
+            match is not None
+            and match.view_name == "account_reauthenticate"
+            and request.user.is_authenticated
+            and user_has_second_factor(user=request.user)
+        ):
+            query = request.META.get("QUERY_STRING", "")
+            return redirect(reauthentication_url(request.user) + (f"?{query}" if query else ""))
         if (
             request.method == "POST"
             and match is not None
@@ -217,6 +212,4 @@ class RecentLoginMiddleware:
 def _allauth_can_reauthenticate(user) -> bool:
     """Whether allauth has a way to ask `user` again (a password or a second factor): it asks
     itself then (accounts.adapter.AccountAdapter.is_reauthentication_required)."""
-    from accounts.selectors import user_has_second_factor
-
     return user.has_usable_password() or user_has_second_factor(user=user)

@@ -102,7 +102,7 @@ class IdentityProvider(models.Model):
 class AssertionPolicy(models.Model):
     """An organization's identity provider may assert (ID-JAG, RFC 7523 JWT bearer grant) that its
     people may use `client`, up to `scopes` (empty: the client's own scopes), with no consent page:
-    the organization decided (MCP Enterprise-Managed Authorization; oauthflows.idjag). Only
+    the organization decided (MCP Enterprise-Managed Authorization; oauthflows.token.idjag). Only
     administrators write these rows (accounts.services, audited)."""
 
     provider = models.ForeignKey(IdentityProvider, on_delete=models.CASCADE, related_name="assertion_policies")

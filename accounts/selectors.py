@@ -3,12 +3,22 @@ an organization's provider is the only way in for, and which providers can be of
 
 import hashlib
 import logging
+import time
 
+from allauth.account import app_settings as account_settings
+from allauth.account.authentication import get_authentication_records
+from allauth.account.models import EmailAddress
+from allauth.mfa.models import Authenticator
+from allauth.mfa.totp.internal.auth import TOTP, validate_totp_code
+from allauth.mfa.utils import decrypt, is_mfa_enabled
+from allauth.socialaccount.models import SocialAccount
+from django.core.cache import cache
 from django.db import models
 from django.urls import reverse
+from django.utils.http import urlencode
 
 from accounts.identity import email_domain
-from accounts.models import IdentityProvider
+from accounts.models import IdentityProvider, SelfSignup
 from oauthclients.selectors import client_exists_for_owner
 from signing.keys import SealedSecretUnusable, secret_open
 
@@ -24,8 +34,6 @@ def landing_url_for(user) -> str:
 
 def authenticator_list_for_user(*, user) -> list:
     """The user's second factors (TOTP, recovery codes, passkeys), oldest first."""
-    from allauth.mfa.models import Authenticator  # models: not at import time of the URLconf
-
     return list(Authenticator.objects.filter(user=user).order_by("created_at", "pk"))
 
 
@@ -51,8 +59,6 @@ def _records(request) -> list[dict]:
     counts, in this session or any other: the staff rule, a recent sign-in and `amr` all read the
     factors the account holds now (issue 38). A password record stands: a password change keeps
     this session (docs/accounts.md)."""
-    from allauth.account.authentication import get_authentication_records
-
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return []
@@ -60,12 +66,8 @@ def _records(request) -> list[dict]:
     methods = {record.get("method") for record in records}
     held_factors, held_links = set(), set()
     if "mfa" in methods:
-        from allauth.mfa.models import Authenticator  # models: not at import time of the URLconf
-
         held_factors = set(Authenticator.objects.filter(user_id=user.pk).values_list("pk", flat=True))
     if "socialaccount" in methods:
-        from allauth.socialaccount.models import SocialAccount  # likewise
-
         held_links = set(SocialAccount.objects.filter(user_id=user.pk).values_list("provider", "uid"))
     return [
         record
@@ -122,16 +124,12 @@ def session_has_second_factor(*, request) -> bool:
 
 
 def user_has_second_factor(*, user) -> bool:
-    from allauth.mfa.utils import is_mfa_enabled
-
     return is_mfa_enabled(user, list(SECOND_FACTOR_TYPES))
 
 
 def second_factor_is_last(*, user, authenticator) -> bool:
     """Whether `authenticator` (an authenticator app or a passkey) is the last second factor of `user`:
     removing it takes the recovery codes with it (allauth) and leaves the password alone."""
-    from allauth.mfa.models import Authenticator  # models: not at import time of the URLconf
-
     return (
         authenticator.type in SECOND_FACTOR_TYPES
         and not Authenticator.objects.filter(user_id=user.pk, type__in=SECOND_FACTOR_TYPES)
@@ -141,18 +139,12 @@ def second_factor_is_last(*, user, authenticator) -> bool:
 
 
 def user_has_totp(*, user) -> bool:
-    from allauth.mfa.utils import is_mfa_enabled
-
     return is_mfa_enabled(user, ["totp"])
 
 
 def login_is_recent(*, request) -> bool:
     """A sign-in within ACCOUNT_REAUTHENTICATION_TIMEOUT seconds, with the user's second factor when
     they have one (SECURITY.md, "Accounts and the login": approving, rotating, changing factors)."""
-    import time
-
-    from allauth.account import app_settings as account_settings
-
     since = time.time() - account_settings.REAUTHENTICATION_TIMEOUT
     amr = session_amr(request=request, since=since)
     if user_has_second_factor(user=request.user):
@@ -163,13 +155,6 @@ def login_is_recent(*, request) -> bool:
 def totp_code_already_used(*, user, code: str) -> bool:
     """Whether `code` is right for `user`'s authenticator app now but was used within its period
     (allauth's used-code store, RFC 6238 §5.2): to say so rather than "Incorrect code"."""
-    # Deferred as this module's other allauth reads (authenticator_list_for_user): models, not at
-    # import time of the URLconf.
-    from allauth.mfa.models import Authenticator
-    from allauth.mfa.totp.internal.auth import TOTP, validate_totp_code
-    from allauth.mfa.utils import decrypt
-    from django.core.cache import cache
-
     authenticator = Authenticator.objects.filter(user_id=user.pk, type=Authenticator.Type.TOTP).first()
     if authenticator is None or not code:
         return False
@@ -181,9 +166,6 @@ def totp_code_already_used(*, user, code: str) -> bool:
 def upstream_reauthentication_url(*, user, provider=None) -> str | None:
     """The login URL of `provider` (default: the identity provider `user` is linked to), asking it to
     sign them in again."""
-    from allauth.socialaccount.models import SocialAccount
-    from django.utils.http import urlencode
-
     if provider is not None:
         slug = provider.slug
     else:
@@ -198,15 +180,11 @@ def upstream_reauthentication_url(*, user, provider=None) -> str | None:
 
 
 def _provider_slugs() -> list[str]:
-    from accounts.models import IdentityProvider
-
     return list(IdentityProvider.objects.values_list("slug", flat=True))
 
 
 def email_is_verified(*, user, email: str) -> bool:
     """Whether `user` proved `email` (allauth's EmailAddress, verified)."""
-    from allauth.account.models import EmailAddress
-
     return EmailAddress.objects.filter(user=user, email__iexact=email, verified=True).exists()
 
 
@@ -215,8 +193,6 @@ def email_is_verified(*, user, email: str) -> bool:
 
 def enforcing_provider_for_email(*, email: str):
     """The identity provider that is the only way in for `email`'s domain (`--enforce`), if any."""
-    from accounts.models import IdentityProvider
-
     domain = email_domain(email)
     if not domain:
         return None
@@ -233,11 +209,6 @@ def enforcing_provider_for_user(*, user):
     into another account does not lock that account out. Neither a password, a passkey nor a
     personal address frees an enforced account; an administrator does, by removing its link and
     its proved addresses at the domain (docs/accounts.md, "Enforced domains")."""
-    from allauth.account.models import EmailAddress
-    from allauth.socialaccount.models import SocialAccount
-
-    from accounts.models import IdentityProvider
-
     if user is None or user.pk is None:
         return None
     enforcing = list(IdentityProvider.objects.filter(enforce=True).order_by("pk"))
@@ -275,8 +246,6 @@ def upstream_auth_time_of(sociallogin) -> int | None:
 def self_signup_must_verify(*, user) -> bool:
     """Whether `user` made their own account at the sign-up page (accounts.models.SelfSignup): such
     an account signs in only once it has proved an address (accounts.stages)."""
-    from accounts.models import SelfSignup
-
     return SelfSignup.objects.filter(user_id=user.pk).exists()
 
 

@@ -1,7 +1,11 @@
 """Writes about identity providers (add and remove, each audited in its transaction), about how a
 session signed in (a factor proved while setting it up), and the record of each sign-in's session."""
 
+import time
+
+from allauth.account import app_settings as account_settings
 from allauth.account.adapter import get_adapter as get_account_adapter
+from allauth.mfa.base.internal.flows import post_authentication
 from allauth.usersessions.models import UserSession
 from django.conf import settings
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
@@ -13,6 +17,7 @@ from django.utils.text import slugify
 
 from accounts.audit import account_audit_record
 from accounts.models import AccountAuditAction, AssertionPolicy, IdentityProvider, SelfSignup
+from accounts.selectors import SECOND_FACTOR_TYPES, session_amr
 from oauthclients.models import AccessToken, OAuthClient
 from oauthclients.validators import validate_scope_names
 from scopes.catalog import sort_scopes
@@ -149,13 +154,6 @@ def session_factor_set_up_record(*, request, user, authenticator) -> bool:
     which are generated here, not proved. Only this session gains; another session of the same
     account still confirms with the factor.
     """
-    import time
-
-    from allauth.account import app_settings as account_settings
-    from allauth.mfa.base.internal.flows import post_authentication
-
-    from accounts.selectors import SECOND_FACTOR_TYPES, session_amr
-
     session_user = getattr(request, "user", None)
     if (
         authenticator.type not in SECOND_FACTOR_TYPES

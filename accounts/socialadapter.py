@@ -10,8 +10,9 @@ grants staff status.
 """
 
 import requests
+from allauth.account.utils import get_next_redirect_url
 from allauth.core.exceptions import ImmediateHttpResponse
-from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
+from allauth.socialaccount.adapter import DefaultSocialAccountAdapter, get_adapter
 from allauth.socialaccount.models import SocialApp
 from allauth.socialaccount.providers.base.constants import AuthProcess
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -134,8 +135,6 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
 
 def upstream_login_redirect(request, *, provider: IdentityProvider, login_hint: str = "", auth_params=None):
     """Start a sign-in at `provider` from this (CSRF-checked) request, coming back to its `next`."""
-    from allauth.socialaccount.adapter import get_adapter
-
     try:
         client = get_adapter().get_provider(request, provider.slug)
     except SocialApp.DoesNotExist:
@@ -150,8 +149,6 @@ def upstream_login_redirect(request, *, provider: IdentityProvider, login_hint: 
 
 
 def _redirect(request, client, *, login_hint: str, auth_params):
-    from allauth.account.utils import get_next_redirect_url
-
     params = client.get_auth_params()
     # OpenID Connect Core §3.1.2.1: the address typed here, so that the provider need not ask again.
     if login_hint:

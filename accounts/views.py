@@ -3,9 +3,13 @@
 from urllib.parse import parse_qs, urlsplit
 
 from allauth.account import views as allauth_views
+from allauth.account.internal.flows.logout import logout
+from allauth.usersessions.internal.flows.sessions import end_sessions
+from allauth.usersessions.models import UserSession
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.mixins import LoginRequiredMixin
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext
 from django.views.decorators.cache import never_cache
@@ -99,17 +103,10 @@ class SignOutEverywhereView(LoginRequiredMixin, View):
     http_method_names = ["post"]
 
     def post(self, request):
-        from allauth.usersessions.internal.flows.sessions import end_sessions
-        from allauth.usersessions.models import UserSession
-        from django.contrib import messages
-        from django.shortcuts import redirect
-
         user = request.user
         sessions = list(UserSession.objects.filter(user_id=user.pk))
         end_sessions(request, sessions)
         if request.user.is_authenticated:  # a session signed in before sessions were recorded
-            from allauth.account.internal.flows.logout import logout
-
             logout(request)
         account_audit_record(
             actor=user, user=user, action=AccountAuditAction.SIGNED_OUT_EVERYWHERE, sessions=len(sessions)

@@ -34,7 +34,7 @@ def _percentiles(samples: list[float]) -> dict:
 
 
 def _lists(first: int, count: int, size: int) -> list[int]:
-    from oauthclients.models import StatusList, StatusRevocation
+    from signing.models import StatusList, StatusRevocation
 
     numbers = list(range(first, first + count))
     StatusList.objects.bulk_create([StatusList(number=number, size=size) for number in numbers])
@@ -57,8 +57,9 @@ def _live_rows(numbers: list[int], size: int) -> list[tuple[int, int]]:
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
-    from oauthclients.models import AccessToken, StatusRevocation, digest
+    from oauthclients.models import AccessToken, digest
     from oauthclients.services import resource_server_create
+    from signing.models import StatusRevocation
 
     user = get_user_model().objects.create_user(f"status-bench-{secrets.token_hex(4)}")
     client = resource_server_create(owner=user, name=f"Status bench {user.username}", actor=user).client

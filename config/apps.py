@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.contrib.auth.signals import user_logged_in
 
 
 class ProjectConfig(AppConfig):
@@ -10,8 +11,7 @@ class ProjectConfig(AppConfig):
     verbose_name = "Project"
 
     def ready(self):
-        from django.contrib.auth.signals import user_logged_in
-
+        # Imported in ready(): this module is imported while the app registry loads, before the models.
         from config import checks  # noqa: F401 - registers the deploy checks
 
         # Every login (allauth's: password, passkey, upstream provider, after any second factor)
@@ -20,7 +20,8 @@ class ProjectConfig(AppConfig):
 
 
 def _session_login_record(sender, request, user, **kwargs):
-    from oauthflows.services import session_login_record
+    # Imported here: this module is imported before the models, which oauthflows' services import.
+    from oauthflows.pages.services import session_login_record
 
     if request is not None and hasattr(request, "session"):
         session_login_record(session=request.session)

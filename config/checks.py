@@ -11,6 +11,10 @@ from django.db import DatabaseError
 
 from accounts.hashers import MINIMUM_MEMORY_KIB, MINIMUM_TIME_COST
 from oauthclients.algorithms import SIGNING_ALGORITHMS
+from oauthclients.models import ClientKind, ClientStatus, OAuthClient, TokenFormat
+from signing.keys import signing_key_current, signing_keys_problems
+from signing.models import SigningKey
+from signing.statuslist import status_triggers_missing
 
 # Cache backends whose counts live inside one server process.
 PER_PROCESS_CACHES = (
@@ -139,10 +143,6 @@ def staff_second_factor_required(app_configs=None, **kwargs) -> list[Warning]:
 def signing_keys_ready(app_configs=None, databases=None, **kwargs) -> list:
     """Signing needs the encryption key (environment) and at least one key (`manage.py signingkey`);
     the second is a database question, asked as Django asks them: `check --deploy --database default`."""
-    from django.db import DatabaseError
-
-    from oauthclients.models import SigningKey
-
     problems = []
     if len(getattr(settings, "OAUTH_SIGNING_KEY_ENCRYPTION_KEY", "") or "") < 32:
         problems.append(
@@ -189,8 +189,6 @@ def signing_keys_ready(app_configs=None, databases=None, **kwargs) -> list:
 def _signing_keys_decrypt() -> list[Error]:
     """A wrong OAUTH_SIGNING_KEY_ENCRYPTION_KEY passes every other check and answers 503 wherever
     a signature is needed (the status lists, OpenID and JWT exchanges): said here, before serving."""
-    from signing.keys import signing_keys_problems
-
     return [
         Error(
             problem,
@@ -205,9 +203,6 @@ def _signing_keys_decrypt() -> list[Error]:
 def _jwt_signing_key_ready() -> list:
     """JWT access tokens (signing.jwtokens) are signed by the current key of
     OAUTH_JWT_ACCESS_TOKEN_ALGORITHM: a retired one does not sign."""
-    from oauthclients.models import ClientKind, ClientStatus, OAuthClient, TokenFormat
-    from signing.keys import signing_key_current
-
     algorithm = settings.OAUTH_JWT_ACCESS_TOKEN_ALGORITHM
     jwt_servers = OAuthClient.objects.filter(
         client_type=ClientKind.RESOURCE_SERVER, token_format=TokenFormat.JWT, status=ClientStatus.APPROVED
@@ -257,10 +252,6 @@ def status_triggers_ready(app_configs=None, databases=None, **kwargs) -> list[Er
     database without them would let a revoked JWT pass at every resource server until it expires.
     A deployment check, so that `migrate`, which installs them, is not stopped by their absence:
     `check --deploy --database default` asks it."""
-    from django.db import DatabaseError
-
-    from signing.statuslist import status_triggers_missing
-
     if not databases or "default" not in databases:
         return []
     try:

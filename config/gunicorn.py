@@ -93,6 +93,8 @@ def when_ready(server):
 
 def child_exit(server, worker):
     """A dead worker's live gauges no longer count (its counters do: they are totals)."""
+    # Imported here, in the master: prometheus_client picks its multiprocess storage when first
+    # imported, which must come after PROMETHEUS_MULTIPROC_DIR is set above and never before a fork.
     from prometheus_client import multiprocess
 
     multiprocess.mark_process_dead(worker.pid)

@@ -1,6 +1,6 @@
 """The project's OpenAPI document: the schema hook that merges every app's components, and the docs
 pages (/v2/schema/, /v2/docs/). The shared helpers live in plumbing/openapi.py, the OAuth schemas
-in oauthflows/openapi.py.
+in oauthflows/token/openapi.py.
 """
 
 from django.http import HttpResponse
@@ -10,8 +10,8 @@ from django.views import View
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
-from oauthflows.openapi import BODY_REQUIRED
-from oauthflows.openapi import SCHEMAS as OAUTH_SCHEMAS
+from oauthflows.token.openapi import BODY_REQUIRED
+from oauthflows.token.openapi import SCHEMAS as OAUTH_SCHEMAS
 from plumbing.openapi import SCHEMAS, SECURITY_SCHEMES
 
 # Swagger UI's page has an inline <style> and its bundle sets inline styles and data: images; its

@@ -184,7 +184,7 @@ ACCOUNT_UNIQUE_EMAIL = True
 # sign-up alike whether its address has an account or not; but only for accounts made at the
 # sign-up page (accounts.models.SelfSignup, accounts.stages): those made by administrators,
 # `createsuperuser`, `seed_demo` or an identity provider sign in without a proved address, as
-# before. An ID token says email_verified only for an address the user proved (oauthflows/openid.py).
+# before. An ID token says email_verified only for an address the user proved (oauthflows/token/userinfo.py).
 ACCOUNT_EMAIL_VERIFICATION = "mandatory"
 # The link followed in the browser that signed up finishes that sign-up as its sign-in (allauth keeps
 # the pending sign-in in that session only): a fresh password sign-in (accounts.adapter.post_login).
@@ -299,7 +299,7 @@ if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 200
 
-# django-oauth-toolkit: every model swapped for ours (oauthclients/models.py) from the first
+# django-oauth-toolkit: every model swapped for ours (oauthclients/models/) from the first
 # migration, so the flows can store digests and carry our review state without a rewrite.
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauthclients.OAuthClient"
 OAUTH2_PROVIDER_ACCESS_TOKEN_MODEL = "oauthclients.AccessToken"
@@ -313,14 +313,14 @@ OAUTH_ACCESS_TOKEN_LIFETIME = 1800  # spec §2.2 / §8: expires_in is 1800
 OAUTH_REFRESH_TOKEN_LIFETIME = env_int("OAUTH_REFRESH_TOKEN_LIFETIME", 60 * 60 * 24 * 90, minimum=1)
 # A refresh token presented again within this many seconds of its use is a racing duplicate (refused,
 # nothing revoked); later, a replay (its token family is revoked). Codes get no grace: any second
-# presentation revokes what the code produced (RFC 9700 §4.5). See oauthflows/oauth2.py.
+# presentation revokes what the code produced (RFC 9700 §4.5). See oauthflows/token/oauth2.py.
 OAUTH_REPLAY_GRACE_SECONDS = env_int("OAUTH_REPLAY_GRACE_SECONDS", 5)
 
 # PostgreSQL: redeem a code or refresh token in one hand-written statement when every check
 # passes (tokens/redemption.py); 0 sends every redemption through the ORM's full path instead.
 OAUTH_FAST_REDEMPTION = env_bool("OAUTH_FAST_REDEMPTION", True)
 # PostgreSQL: 1, the default, writes the authorization code in the same statement as the consent and
-# its audit row (oauthflows/services.py); 0 lets Django INSERT the code. Four make bench trials side
+# its audit row (tokens/consents.py); 0 lets Django INSERT the code. Four make bench trials side
 # by side measured the single statement at 1.03-1.05 x the flow, and a fifth the INSERT at 0.92 x:
 # all one way, where a trial that changes nothing reads 0.97-1.04 x (docs/performance.md, "The hot paths", 7).
 OAUTH_CONSENT_STATEMENT = env_bool("OAUTH_CONSENT_STATEMENT", True)
@@ -397,7 +397,7 @@ if unknown := [name for name in OAUTH_UNVERIFIED_SCOPES if name not in SCOPES]:
 # this also allows http on 127.0.0.1, localhost and [::1]: for development and tests, never production.
 OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK = env_bool("OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK", False)
 # How many metadata documents the whole server fetches at once (every process together, counted
-# where the rate limits count: oauthflows/cimd.py); past it the authorization page says "try again".
+# where the rate limits count: oauthflows/registration/cimd.py); past it the authorization page says "try again".
 OAUTH_CLIENT_METADATA_MAX_FETCHES = env_int("OAUTH_CLIENT_METADATA_MAX_FETCHES", 2, minimum=1)
 # Self-registered clients nobody authorized within this many days are removed by `cleanup`.
 OAUTH_UNUSED_REGISTRATION_DAYS = env_int("OAUTH_UNUSED_REGISTRATION_DAYS", 7, minimum=1)
@@ -429,10 +429,10 @@ CORS_PREFLIGHT_MAX_AGE = 600
 
 OAUTH2_PROVIDER = {
     "SCOPES_BACKEND_CLASS": "scopes.backends.CatalogScopes",
-    "OAUTH2_VALIDATOR_CLASS": "oauthflows.oauth2.Validator",
-    "OAUTH2_BACKEND_CLASS": "oauthflows.oauth2.Backend",
-    "ACCESS_TOKEN_GENERATOR": "oauthflows.oauth2.generate_access_token",
-    "REFRESH_TOKEN_GENERATOR": "oauthflows.oauth2.generate_token",
+    "OAUTH2_VALIDATOR_CLASS": "oauthflows.token.oauth2.Validator",
+    "OAUTH2_BACKEND_CLASS": "oauthflows.token.oauth2.Backend",
+    "ACCESS_TOKEN_GENERATOR": "oauthflows.token.oauth2.generate_access_token",
+    "REFRESH_TOKEN_GENERATOR": "oauthflows.token.oauth2.generate_token",
     "PKCE_REQUIRED": False,  # decided per client in Validator.is_pkce_required (public clients)
     "AUTHORIZATION_CODE_EXPIRE_SECONDS": OAUTH_AUTHORIZATION_CODE_LIFETIME,
     "ACCESS_TOKEN_EXPIRE_SECONDS": OAUTH_ACCESS_TOKEN_LIFETIME,
@@ -450,9 +450,9 @@ OAUTH2_PROVIDER = {
     "OIDC_ISS_ENDPOINT": OAUTH_ISSUER,
     # OpenID Connect (docs/openid-connect.md) through DOT's machinery: ID tokens signed by the one
     # key store (signing.keys; no OIDC_RSA_PRIVATE_KEY), every code exchange through
-    # oauthlib's OpenID grant (oauthflows.oauth2.Server), userinfo and RP-initiated logout ours.
+    # oauthlib's OpenID grant (oauthflows.token.oauth2.Server), userinfo and RP-initiated logout ours.
     "OIDC_ENABLED": True,
-    "OIDC_SERVER_CLASS": "oauthflows.oauth2.Server",
+    "OIDC_SERVER_CLASS": "oauthflows.token.oauth2.Server",
     "OIDC_USERINFO_ENDPOINT": OAUTH_ISSUER + OAUTH_USERINFO_PATH,
     "OIDC_RP_INITIATED_LOGOUT_ENABLED": True,
     "OIDC_RP_INITIATED_LOGOUT_ALWAYS_PROMPT": True,  # the user confirms every logout an app asks for
@@ -461,11 +461,11 @@ OAUTH2_PROVIDER = {
     "OIDC_RP_INITIATED_LOGOUT_DELETE_TOKENS": False,
     "OIDC_RESPONSE_TYPES_SUPPORTED": ["code"],
     "ID_TOKEN_EXPIRE_SECONDS": 3600,
-    # RFC 7591 registration through DOT's view (oauthflows.registration): open to anyone (the rate
+    # RFC 7591 registration through DOT's view (oauthflows.registration.dynamic): open to anyone (the rate
     # limits and the unverified tier are the gate), off with OAUTH_DYNAMIC_REGISTRATION=off.
     "DCR_ENABLED": OAUTH_DYNAMIC_REGISTRATION != "off",
-    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauthflows.registration.OpenRegistration",),
-    # Client ID metadata documents are resolved at the authorization endpoint (oauthflows.cimd) with
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauthflows.registration.dynamic.OpenRegistration",),
+    # Client ID metadata documents are resolved at the authorization endpoint (oauthflows.registration.cimd) with
     # DOT's fetcher; its own hook in the validator stays off. Bounds of the draft's §6.6: 5 KB, 5 s.
     "CIMD_ENABLED": False,
     "CIMD_FETCH_TIMEOUT_SECONDS": 5,
@@ -671,7 +671,7 @@ SILENCED_SYSTEM_CHECKS = [
     # http redirect URIs: oauthclients/validators.py allows http only on loopback hosts (RFC 8252
     # §7.3 native apps); every other redirect URI must be https (SECURITY.md).
     "oauth2_provider.W008",
-    # PKCE: required per client by oauthflows.oauth2.Validator.is_pkce_required (every public client;
+    # PKCE: required per client by oauthflows.token.oauth2.Validator.is_pkce_required (every public client;
     # a confidential client that sent a challenge must send the verifier), as SECURITY.md says.
     "oauth2_provider.W010",
 ]

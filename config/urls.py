@@ -5,7 +5,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from accounts.views import LoginView
-from config.accounts import home
+from config.home import home
 from config.openapi import SwaggerOAuthRedirectView, SwaggerView
 from oauthclients.views import client_logo
 from scopes.metadata import protected_resource_metadata_urls

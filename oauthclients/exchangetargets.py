@@ -1,5 +1,5 @@
 """Which resource server may exchange users' tokens toward which other ones (RFC 8693,
-oauthflows.exchange): an administrator's decision, one audited service, one selector."""
+oauthflows.token.exchange): an administrator's decision, one audited service, one selector."""
 
 from django.db import transaction
 

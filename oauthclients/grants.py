@@ -5,9 +5,16 @@ reaches it: the caller holds the lock it needs and writes its own audit row."""
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.dispatch import Signal
 from django.utils import timezone
 
-from oauthclients.models import AccessToken, Consent, Grant, OAuthClient, RefreshToken
+from oauthclients.models import AccessToken, Grant, OAuthClient, RefreshToken
+
+# Sent by grants_end inside its transaction, with the `client` and the `user` it was given (either
+# may be None): an app above the registry that keeps a part of a grant ends its part there, and
+# returns how many rows it ended. `tokens` ends the standing consents (tokens.consents.consents_end):
+# the registry sits below it and cannot import it (docs/architecture.md).
+grants_ending = Signal()
 
 
 @dataclass(frozen=True)
@@ -24,7 +31,8 @@ class GrantsEnded:
 def grants_end(*, client: OAuthClient | None = None, user=None) -> GrantsEnded:
     """End every grant of `client`, of `user`, or of `user` with `client`: live refresh tokens
     revoked (and unlinked from their access token), access tokens deleted, codes not yet exchanged
-    used up (RFC 6749 §4.1.2: they must not become tokens afterwards), standing consents deleted."""
+    used up (RFC 6749 §4.1.2: they must not become tokens afterwards), standing consents deleted
+    (grants_ending)."""
     if client is None and user is None:
         raise ValueError("grants_end ends the grants of a client, of a user, or of both: name one.")
     of = {}
@@ -39,9 +47,7 @@ def grants_end(*, client: OAuthClient | None = None, user=None) -> GrantsEnded:
     # Every token descending from the grant, whatever grant issued it: exchanged and ID-JAG ones too.
     _, deleted = AccessToken.objects.descending_from_grant(client=client, user=user).delete()
     codes = Grant.objects.filter(used_at__isnull=True, **of).update(used_at=now, token_family=None, updated=now)
-    consents, _ = Consent.objects.filter(
-        **{"client" if key == "application" else key: value for key, value in of.items()}
-    ).delete()
+    consents = sum(ended for _receiver, ended in grants_ending.send(sender=OAuthClient, client=client, user=user))
     return GrantsEnded(
         access_tokens=deleted.get(AccessToken._meta.label, 0),
         refresh_tokens=refresh_tokens,

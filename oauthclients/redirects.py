@@ -12,7 +12,7 @@ logout), one rule:
 - a pending client: only for its signed-in owner, who registered those URIs and tests the client
   end to end (the authorization request lets nobody else reach it);
 - an unverified (self-registered) client: only once the user has been shown its consent page in
-  this authorization request (the Allow and Deny POSTs, oauthflows.consentshown); never at logout,
+  this authorization request (the Allow and Deny POSTs, oauthflows.pages.consentshown); never at logout,
   which has no consent page;
 - anything else (rejected, deleted): no.
 

@@ -3,13 +3,16 @@
 import contextlib
 import io
 import re
+import time
 import unicodedata
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import icu
 from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
 from django.utils.translation import gettext, gettext_lazy, pgettext_lazy
+from PIL import Image, ImageFile, UnidentifiedImageError
 
 from scopes.catalog import UnknownScopeError, parse_scopes
 
@@ -243,10 +246,6 @@ _FORMAT_ERROR = gettext_lazy("The logo must be a PNG, JPEG, GIF or WebP image.")
 
 def _logo_decode(data: bytes, *, deadline: float):
     """Decode `data` piece by piece, refusing too many pixels before the pixels and stopping at `deadline`."""
-    import time
-
-    from PIL import ImageFile
-
     parser = ImageFile.Parser()
     try:
         for offset in range(0, len(data), _FEED_BYTES):
@@ -277,10 +276,6 @@ def logo_reencode(data: bytes) -> bytes:
     frame survives. The format, the pixel count and a JPEG's number of scans are checked before
     decoding, and the decoding itself runs under a time budget (LOGO_DECODE_SECONDS).
     """
-    import time
-
-    from PIL import Image, UnidentifiedImageError
-
     if not data:
         raise ValidationError(gettext("The logo file is empty."), code="logo_empty")
     if len(data) > MAX_LOGO_BYTES:
@@ -337,8 +332,6 @@ def _link_name(label: str) -> str:
 def validate_optional_url(value: str, *, label: str) -> str:
     """An optional http(s) link shown to users (privacy policy, terms): empty, or a URL of at most
     MAX_LINK_URL_LENGTH characters."""
-    from django.core.validators import URLValidator
-
     value = (value or "").strip()
     if not value:
         return ""

@@ -9,10 +9,10 @@ class OperationsConfig(AppConfig):
     verbose_name = "Operations"
 
     def ready(self):
+        # Imported in ready(): this module is imported while the app registry loads, before the models.
         from operations import checks, metrics, receivers  # noqa: F401 - registers its deploy checks
+        from operations.tracing import tracing_setup
 
         receivers.connect()
         metrics.series_declare()
-        from operations.tracing import tracing_setup
-
         tracing_setup()  # only with OTEL_EXPORTER_OTLP_ENDPOINT: nothing is imported otherwise

@@ -22,6 +22,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import DatabaseError
+from django.db.models import Count, Min, Q
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from prometheus_client import (
@@ -32,13 +33,16 @@ from prometheus_client import (
     Gauge,
     Histogram,
     generate_latest,
+    multiprocess,
 )
 from prometheus_client.core import GaugeMetricFamily
 
+from oauthclients.models import AuditAction, ClientAuditEvent, ClientStatus, OAuthClient
 from operations import access
 from operations.networks import peer_in
 from plumbing.errors import DATABASE_UNAVAILABLE as DATABASE_ERRORS
 from plumbing.observe import METADATA_DOCUMENT_OUTCOMES
+from signing.models import SigningKey
 
 logger = logging.getLogger(__name__)
 
@@ -139,10 +143,6 @@ class ScrapeCollector:
 
     @staticmethod
     def _review_queue():
-        from django.db.models import Count, Min
-
-        from oauthclients.models import AuditAction, ClientAuditEvent, ClientStatus, OAuthClient
-
         now = timezone.now()
         queue = OAuthClient.objects.filter(status=ClientStatus.PENDING).aggregate(
             count=Count("id"), oldest=Min("created")
@@ -167,10 +167,6 @@ class ScrapeCollector:
 
     @staticmethod
     def _signing_keys():
-        from django.db.models import Q
-
-        from oauthclients.models import SigningKey
-
         now = timezone.now()
         rotation = timedelta(days=settings.OAUTH_SIGNING_KEY_ROTATION_DAYS)
         age = GaugeMetricFamily(
@@ -199,8 +195,6 @@ _registered_in_default = False
 def _registry():
     global _registered_in_default
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        from prometheus_client import multiprocess
-
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
         registry.register(_scrape_collector)

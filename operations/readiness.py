@@ -9,6 +9,7 @@ import time
 from django.conf import settings
 from django.core.cache import caches
 from django.db import DatabaseError, connection
+from django.db.migrations.executor import MigrationExecutor
 
 from accounts.selectors import identity_provider_secret_problems
 from operations.drain import draining
@@ -44,7 +45,6 @@ def _migrations() -> str | None:
     global _migrations_applied
     if _migrations_applied:
         return None
-    from django.db.migrations.executor import MigrationExecutor
 
     try:
         executor = MigrationExecutor(connection)

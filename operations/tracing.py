@@ -28,6 +28,7 @@ def _request_hook(span, request) -> None:
 
 def instrument(tracer_provider) -> None:
     """Django's requests and psycopg's statements, traced with this provider."""
+    # Imported here: OpenTelemetry is loaded only when traces are on (module docstring).
     from opentelemetry.instrumentation.django import DjangoInstrumentor
     from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
 
@@ -36,6 +37,7 @@ def instrument(tracer_provider) -> None:
 
 
 def uninstrument() -> None:
+    # Imported here: OpenTelemetry is loaded only when traces are on (module docstring).
     from opentelemetry.instrumentation.django import DjangoInstrumentor
     from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
 
@@ -47,6 +49,7 @@ def tracing_setup() -> bool:
     """Called once at start-up (OperationsConfig.ready). True if traces are on."""
     if not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
         return False
+    # Imported here: OpenTelemetry is loaded only when traces are on (module docstring).
     from opentelemetry import trace
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource

@@ -10,7 +10,7 @@ from django.dispatch import Signal
 ratelimit_refused = Signal()
 # plumbing.dbfailure answered 503 because the database could not be reached: error=<class name>.
 database_unavailable = Signal()
-# oauthflows.cimd, a client ID metadata document fetch: phase="started", then phase="finished" with
+# oauthflows.registration.cimd, a client ID metadata document fetch: phase="started", then phase="finished" with
 # outcome="fetched" | "refused" | "error"; or phase="skipped" with outcome="backoff" | "busy".
 metadata_document_fetch = Signal()
 METADATA_DOCUMENT_OUTCOMES = ("fetched", "refused", "error", "backoff", "busy")

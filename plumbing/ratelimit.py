@@ -54,7 +54,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from allauth.account.utils import url_str_to_user_pk
 from django.conf import settings
+from django.contrib.auth.forms import UsernameField
 from django.core.cache import BaseCache, caches
 from django.core.exceptions import BadRequest, SuspiciousOperation
 from django.core.signals import setting_changed
@@ -149,8 +151,6 @@ def per_client(request: HttpRequest) -> str | None:
 
 
 def per_username(request: HttpRequest) -> str | None:
-    from django.contrib.auth.forms import UsernameField  # models behind it: not at import time
-
     try:
         # `login` on our login page (django-allauth: username or email), `username` on the admin's
         # form and from older scripts: one budget per identifier either way.
@@ -194,8 +194,6 @@ def per_account_typing_a_code(request: HttpRequest) -> str | None:
 
 def per_pending_account(request: HttpRequest) -> str | None:
     """The account of the sign-in in progress (its password was right; its second factor is asked)."""
-    from allauth.account.utils import url_str_to_user_pk  # the user model behind it: not at import time
-
     pending = request.session.get(PENDING_LOGIN_SESSION_KEY)
     user_pk = pending.get("user_pk") if isinstance(pending, dict) else None
     if not isinstance(user_pk, str):
@@ -240,13 +238,13 @@ def client_authentication_failed(response: HttpResponse) -> bool:
     # Only invalid_client (401). An app with many users sees invalid_grant in normal operation
     # (expired or revoked refresh tokens); counting those per client would lock all its users out.
     # A public client has no secret to protect, so no per-client failure limit: strangers could
-    # only spend it (oauthflows.endpoints marks the answers that named one).
+    # only spend it (oauthflows.token.endpoints marks the answers that named one).
     return response.status_code == 401 and not getattr(response, "answered_public_client", False)
 
 
 def not_for_a_resource_server(response: HttpResponse) -> bool:
     # Introspection is the hot path of every API call in the services that protect the API: a
-    # resource server that authenticated is never counted (oauthflows.endpoints marks its answers).
+    # resource server that authenticated is never counted (oauthflows.token.endpoints marks its answers).
     # Everything else is, failed authentications included, so guessing its secret stays limited.
     return not getattr(response, "answered_resource_server", False)
 

@@ -23,7 +23,7 @@ CREDENTIAL_PARAMS = (
     "password",
     "subject_token",
     "actor_token",
-    "assertion",  # RFC 7523: an ID-JAG (oauthflows.idjag) is a credential too
+    "assertion",  # RFC 7523: an ID-JAG (oauthflows.token.idjag) is a credential too
 )
 
 

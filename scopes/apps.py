@@ -6,5 +6,6 @@ class ScopesConfig(AppConfig):
     verbose_name = "Scopes"
 
     def ready(self):
+        # Imported in ready(): this module is imported while the app registry loads, before the models.
         # Scope declarations are checked at start (manage.py check, runserver, migrate, test).
         from scopes import checks  # noqa: F401

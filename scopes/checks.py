@@ -8,10 +8,13 @@ import re
 
 from django.conf import settings
 from django.core.checks import Error, register
+from django.core.exceptions import ImproperlyConfigured
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from scopes.catalog import SCOPES
 from scopes.declarations import HTTP_METHODS, RESOURCES, is_public, required_scope, served_methods
+from scopes.introspection import credentials_try
+from scopes.jwt import JwtVerifier
 from scopes.permissions import is_scoped
 
 _PLACEHOLDER = re.compile(r"<(?:[^>:]+:)?([^>]+)>")
@@ -107,10 +110,6 @@ def check_scope_declarations(app_configs=None, urlconf=None, **kwargs):
                 )
             )
     if scoped_routes and getattr(settings, "OAUTH_TOKEN_VERIFIER", None) == "scopes.jwt.JwtVerifier":
-        from django.core.exceptions import ImproperlyConfigured
-
-        from scopes.jwt import JwtVerifier
-
         try:
             JwtVerifier()
         except ImproperlyConfigured as exc:
@@ -143,7 +142,6 @@ def check_introspection_credentials(app_configs=None, **kwargs):
     names = ("OAUTH_INTROSPECTION_URL", "OAUTH_RESOURCE_SERVER_ID", "OAUTH_RESOURCE_SERVER_SECRET")
     if not all(getattr(settings, name, None) for name in names):
         return []  # scopes.E003 says what is missing
-    from scopes.introspection import credentials_try
 
     problem = credentials_try()
     return [problem] if problem else []

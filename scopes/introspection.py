@@ -21,12 +21,14 @@ cannot be reached, times out or answers anything but a 200 JSON object, the requ
 import base64
 import hashlib
 import logging
+import secrets
 import time
 from urllib.parse import quote
 
 import requests
 from django.conf import settings
 from django.core.cache import caches
+from django.core.checks import Error, Warning
 from django.core.exceptions import ImproperlyConfigured
 
 from scopes.verifiers import AuthorizationServerUnavailable, TokenUser, TokenVerifier, Verification, VerifiedToken
@@ -180,10 +182,6 @@ def _claims(body: dict) -> dict | None:
 def credentials_try():
     """Introspect a random token once with this service's credentials: None if they are accepted
     (the answer is `{"active": false}`), else a system check message saying what is wrong."""
-    import secrets
-
-    from django.core.checks import Error, Warning
-
     verifier = IntrospectionVerifier()
     try:
         response = verifier.session.post(

@@ -49,6 +49,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from jwcrypto import jwk
 
+from scopes.introspection import IntrospectionVerifier
 from scopes.verifiers import (
     AuthorizationServerUnavailable,
     TokenUser,
@@ -146,8 +147,6 @@ class JwtVerifier(TokenVerifier):
         self._locks_lock = threading.Lock()
         self._fallback = None
         if getattr(settings, "OAUTH_INTROSPECTION_URL", None) and getattr(settings, "OAUTH_RESOURCE_SERVER_ID", None):
-            from scopes.introspection import IntrospectionVerifier
-
             self._fallback = IntrospectionVerifier()
 
     # --- the token ---------------------------------------------------------------------------------

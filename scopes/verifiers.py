@@ -34,7 +34,7 @@ class VerifiedToken:
     # RFC 8707 / RFC 7662 `aud`: the resources the token is bound to; empty: no audience.
     audience: tuple[str, ...] = ()
     # RFC 8693 §4.1 `act.sub`: the service that obtained this token by exchange, for the user
-    # (the authorization server's oauthflows.exchange); empty for a token the app got itself.
+    # (the authorization server's oauthflows.token.exchange); empty for a token the app got itself.
     actor: str = ""
 
 

@@ -1,11 +1,11 @@
 from django.apps import AppConfig
+from django.db import connections
 from django.db.models.signals import post_migrate, pre_migrate
 
 
 def _status_triggers_uninstall(sender, using="default", **kwargs):
     # Before every migrate: SQLite cannot rebuild a table another table's trigger names.
-    from django.db import connections
-
+    # Imported here: apps.py is imported before the models are ready (Django's app loading).
     from oauthclients.models import AccessToken
     from signing.statuslist import status_triggers_uninstall
 
@@ -15,6 +15,7 @@ def _status_triggers_uninstall(sender, using="default", **kwargs):
 
 def _status_triggers_install(sender, using="default", **kwargs):
     # After every migrate, so that a table a migration rebuilt (SQLite) gets its triggers back.
+    # Imported here: apps.py is imported before the models are ready (Django's app loading).
     from signing.statuslist import status_triggers_install
 
     status_triggers_install(using=using)
@@ -27,10 +28,8 @@ class SigningConfig(AppConfig):
     verbose_name = "Signing keys and token status lists"
 
     def ready(self):
-        # The status list triggers are this app's; the tables they sit on are the registry's, whose
-        # migrate signals they follow (this app has no models, so no signal of its own).
-        from django.apps import apps
-
-        registry = apps.get_app_config("oauthclients")
-        pre_migrate.connect(_status_triggers_uninstall, sender=registry, dispatch_uid="signing.status_triggers_off")
-        post_migrate.connect(_status_triggers_install, sender=registry, dispatch_uid="signing.status_triggers")
+        # The status list triggers are this app's (signing.statuslist). Django sends the migrate
+        # signals once per app with models, before any migration runs and after all have: this
+        # app's own are enough, whichever app's migrations rebuilt the tables they sit on.
+        pre_migrate.connect(_status_triggers_uninstall, sender=self, dispatch_uid="signing.status_triggers_off")
+        post_migrate.connect(_status_triggers_install, sender=self, dispatch_uid="signing.status_triggers")

@@ -7,7 +7,7 @@ the current key of OAUTH_JWT_ACCESS_TOKEN_ALGORITHM (ES256 by default; signing.k
     claims  iss, sub (the user's pk, as introspection says it), aud (a string, or a list when
             several), client_id, scope, jti (192 random bits), iat, exp, auth_time,
             status.status_list {idx, uri} (signing.statuslist),
-            act {sub, act?} for a token obtained by exchange (RFC 8693 §4.1, oauthflows.exchange)
+            act {sub, act?} for a token obtained by exchange (RFC 8693 §4.1, oauthflows.token.exchange)
 
 Anything else — no audience, this server's own API, an opaque resource server among the audience —
 stays an opaque token. The database keeps the row as for an opaque token (the digest of the whole

@@ -29,7 +29,7 @@ from jwcrypto import jwe, jwk
 from oauth2_provider.settings import oauth2_settings
 
 from oauthclients.exceptions import ApplicationError
-from oauthclients.models import SigningKey, SigningKeyAlgorithm
+from signing.models import SigningKey, SigningKeyAlgorithm
 
 logger = logging.getLogger(__name__)
 

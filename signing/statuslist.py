@@ -37,6 +37,7 @@ import json
 import threading
 import time
 import zlib
+from datetime import timedelta
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, padding
@@ -48,9 +49,10 @@ from django.db.models import Count, F, Max
 from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
-from oauthclients.models import AccessToken, ClientStatus, OAuthClient, StatusCounter, StatusList, StatusRevocation
+from oauthclients.models import AccessToken, ClientStatus, OAuthClient
 from plumbing.observe import status_list_built
 from signing.keys import signer_current
+from signing.models import StatusCounter, StatusList, StatusRevocation
 
 BLOCK = 256
 SEQUENCE = "oauthclients_status_index_seq"
@@ -169,7 +171,7 @@ def _trigger_rules(connection) -> list[tuple[str, str, str, str, str]]:
 
 def status_triggers_install(using: str = "default") -> None:
     """Create (or replace) the three triggers that set status bits (module docstring). Idempotent;
-    run after every `migrate` (oauthclients.apps), because SQLite drops a table's triggers when a
+    run after every `migrate` (signing.apps), because SQLite drops a table's triggers when a
     migration rebuilds the table."""
     connection = connections[using]
     if AccessToken._meta.db_table not in connection.introspection.table_names():
@@ -199,7 +201,7 @@ def status_triggers_install(using: str = "default") -> None:
 
 
 def status_triggers_uninstall(using: str = "default") -> None:
-    """Drop the three triggers: before every `migrate` (oauthclients.apps), since SQLite refuses to
+    """Drop the three triggers: before every `migrate` (signing.apps), since SQLite refuses to
     rebuild a table that another table's trigger names (a user or client trigger reads the access
     tokens' table), and a migration may change the columns they read. post_migrate puts them back."""
     connection = connections[using]
@@ -317,8 +319,6 @@ def status_lists_sweep() -> int:
     """Delete the lists whose every token has expired, with their revocations: none issued into
     them for longer than an access token lives, none of their tokens still alive, and not the
     newest, which blocks may still reach."""
-    from datetime import timedelta
-
     newest = StatusList.objects.order_by("-number").values_list("number", flat=True).first()
     if newest is None:
         return 0

@@ -84,7 +84,7 @@ def approved(owner):
 @pytest.fixture(autouse=True)
 def _no_cached_cors_origins():
     """CORS answers are cached per origin in-process: no test sees another test's clients in them."""
-    from oauthflows.selectors import cors_origin_answers_forget
+    from oauthflows.cors import cors_origin_answers_forget
 
     cors_origin_answers_forget()
     yield

@@ -3,7 +3,7 @@ this repository, and every setting they name (OAUTH_*, DJANGO_*, DATABASE_*, RAT
 LOG_*, METRICS_*, OTEL_*) is read by the code; a configuration table's names are read from the
 environment. Every relative link and anchor resolves as a reader's browser resolves it (from the
 doc's own folder, to a heading of the target); every dotted name of our code
-(`oauthflows.views.AuthorizeView`) and every `file.py:name` is defined there; every bare `file.py`
+(`oauthflows.pages.views.AuthorizeView`) and every `file.py:name` is defined there; every bare `file.py`
 is a file of the repository. A rename or a removal that leaves a doc behind fails here.
 """
 
@@ -117,7 +117,7 @@ FENCED = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$", re.MULTILINE)
 PACKAGES = sorted(path.name for path in ROOT.iterdir() if (path / "__init__.py").is_file())
-# `oauthflows.views.AuthorizeView`, `scopes.jwt`: a name of ours, not part of a path or a longer word.
+# `oauthflows.pages.views.AuthorizeView`, `scopes.jwt`: a name of ours, not part of a path or a longer word.
 DOTTED = re.compile(rf"(?<![\w./-])((?:{'|'.join(PACKAGES)})(?:\.[A-Za-z_]\w*)+)(?![\w/(-])")
 # A check id (`config.E003`) or a file name (`accounts.md`): not a Python name.
 NOT_PYTHON = re.compile(rf"\.(?:[EW]\d{{3}}|{EXTENSIONS})$")
@@ -250,16 +250,16 @@ def test_the_checks_catch_a_broken_link_anchor_and_name(tmp_path):
         "[ok](other.md#3-the-database) [again](other.md#twice-1) [here](#made-up) [png](../chart.png)\n"
         "# Made up\n[nested](docs/other.md) [gone](#no-such-heading) [heading](other.md#3-database)\n"
         "```\n[in a code block](nowhere.md)\n```\n"
-        "`oauthflows.views.AuthorizeView`, `scopes.jwt`, `accounts.AccountAuditEvent`, `config.E003`,\n"
-        "`oauthflows/oauth2.py:Validator.validate_code`, `tier.py`; and stale: `config.accounts.LoginView`,\n"
-        "`oauthflows/oauth2.py:NoSuchThing`, `oauthflows/views.py:TokenView`, `test_claims.py`.\n"
+        "`oauthflows.pages.views.AuthorizeView`, `scopes.jwt`, `accounts.AccountAuditEvent`, `config.E003`,\n"
+        "`oauthflows/token/oauth2.py:Validator.validate_code`, `tier.py`; and stale: `config.accounts.LoginView`,\n"
+        "`oauthflows/token/oauth2.py:NoSuchThing`, `oauthflows/pages/views.py:TokenView`, `test_claims.py`.\n"
     )
     (tmp_path / "chart.png").write_bytes(b"")
     assert broken_links(doc) == ["docs/other.md", "#no-such-heading", "other.md#3-database"]
     assert unknown_names(doc) == [
         "config.accounts.LoginView",
-        "oauthflows/oauth2.py:NoSuchThing",
-        "oauthflows/views.py:TokenView",
+        "oauthflows/pages/views.py:TokenView",
+        "oauthflows/token/oauth2.py:NoSuchThing",
         "test_claims.py",
     ]
     # And the real docs give them something to check.

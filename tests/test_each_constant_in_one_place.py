@@ -20,14 +20,7 @@ from django.urls import resolve
 
 from oauthclients import selectors
 from oauthclients.algorithms import SIGNING_ALGORITHMS
-from oauthclients.models import (
-    AUTHORIZABLE_STATUSES,
-    ClientStatus,
-    IdTokenAlgorithm,
-    OAuthClient,
-    SigningKey,
-    SigningKeyAlgorithm,
-)
+from oauthclients.models import AUTHORIZABLE_STATUSES, ClientStatus, IdTokenAlgorithm, OAuthClient
 from oauthclients.validators import (
     MAX_LINK_URL_LENGTH,
     MAX_REDIRECT_URIS,
@@ -36,10 +29,11 @@ from oauthclients.validators import (
     validate_optional_url,
     validate_redirect_uris,
 )
-from oauthflows.authorization import PROMPT_VALUES
+from oauthflows.pages.authorization import PROMPT_VALUES
 from plumbing import errors
 from plumbing.logfilters import RedactCredentials
 from plumbing.requestparams import CREDENTIAL_PARAMS
+from signing.models import SigningKey, SigningKeyAlgorithm
 from signing.statuslist import list_uri
 from tests.factories import PASSWORD, make_client, make_user
 from tests.oauthflows.helpers import authorize_url
@@ -196,7 +190,7 @@ def test_the_code_reads_the_paths_from_settings(settings, db):
 
 @pytest.mark.parametrize("name", CREDENTIAL_PARAMS)
 def test_each_credential_parameter_is_refused_in_a_url_hidden_from_reports_and_logs(db, name):
-    from oauthflows.endpoints import TokenView
+    from oauthflows.token.endpoints import TokenView
 
     form = "application/x-www-form-urlencoded"
     response = Client().post(f"/v2/auth/oauth2/token?{name}=s3cret", "grant_type=refresh_token", content_type=form)

@@ -32,7 +32,7 @@ def copy_of_the_tree(tmp_path: Path) -> Path:
 def test_the_layers_are_kept(tmp_path):
     result = lint_imports(copy_of_the_tree(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "3 kept, 0 broken" in result.stdout
+    assert "4 kept, 0 broken" in result.stdout
 
 
 def test_an_import_up_a_layer_fails_with_its_name(tmp_path):
@@ -50,6 +50,22 @@ def test_an_import_up_a_layer_fails_with_its_name(tmp_path):
     assert "signing.leak -> tokens.redemption" in result.stdout
     assert "oauthclients.leak -> signing.keys" in result.stdout
     assert "oauthflows.leak -> operations.metrics" in result.stdout
+
+
+def test_a_room_of_the_flows_importing_one_above_it_fails_with_its_name(tmp_path):
+    tree = copy_of_the_tree(tmp_path)
+    # The grants never reach the browser's pages; registration and CORS reach no other room.
+    (tree / "oauthflows" / "token" / "leak.py").write_text("from oauthflows.pages import views  # noqa\n")
+    (tree / "oauthflows" / "registration" / "leak.py").write_text("import oauthflows.token.oauth2  # noqa\n")
+    cors = tree / "oauthflows" / "cors.py"
+    cors.write_text(cors.read_text() + "\nfrom oauthflows.token import endpoints  # noqa\n")
+    (tree / "oauthflows" / "pages" / "leak.py").write_text("from oauthflows.discovery import metadata  # noqa\n")
+    result = lint_imports(tree)
+    assert result.returncode != 0
+    assert "oauthflows.token.leak -> oauthflows.pages.views" in result.stdout
+    assert "oauthflows.registration.leak -> oauthflows.token.oauth2" in result.stdout
+    assert "oauthflows.pages.leak -> oauthflows.discovery.metadata" in result.stdout
+    assert "oauthflows.cors -> oauthflows.token.endpoints" in result.stdout
 
 
 def _circles(graph, modules) -> list[list[str]]:

@@ -91,7 +91,7 @@ def test_no_code_but_the_one_rule_finds_a_person_from_an_upstream_identity_or_an
 @pytest.mark.parametrize(
     "copy",
     [
-        # What oauthflows/idjag.py and accounts/socialadapter.py did before the rule was one.
+        # What oauthflows/token/idjag.py and accounts/socialadapter.py did before the rule was one.
         'link = SocialAccount.objects.filter(provider=p.slug, uid=claims["sub"]).first()',
         "address = EmailAddress.objects.filter(email__iexact=email, verified=True).first()",
         "existing = get_user_model().objects.filter(email__iexact=email).first()",

@@ -18,8 +18,9 @@ from oauth2_provider import cimd as dot_cimd
 from oauth2_provider.oauth2_backends import _add_iss_to_redirect
 
 from oauthclients.models import AccessToken, AuditAction, ClientAuditEvent, RefreshToken
-from oauthflows import cimd, services
+from oauthflows.registration import cimd
 from tests.factories import make_client, make_tokens, make_user
+from tokens import consents
 
 
 def parameters(function) -> list[str]:
@@ -30,7 +31,7 @@ def parameters(function) -> list[str]:
 
 
 def test_raw_delete_takes_the_alias_and_deletes_without_collecting_or_signals(db):
-    """oauthflows/oauth2.py, rotation: the old access token goes in one DELETE (no collector
+    """oauthflows/token/oauth2.py, rotation: the old access token goes in one DELETE (no collector
     SELECTs of related rows, no signals), on the hot refresh path."""
     assert parameters(QuerySet._raw_delete) == ["self", "using"]
     user, client = make_user(), make_client(make_user(), approve=True).client
@@ -51,12 +52,12 @@ def test_raw_delete_takes_the_alias_and_deletes_without_collecting_or_signals(db
 
 
 def test_insert_query_with_returning_fields_is_djangos_insert(db):
-    """oauthflows/services.py:_insert_sql: Django's own INSERT ... RETURNING pk, written into the
+    """tokens/consents.py:_insert_sql: Django's own INSERT ... RETURNING pk, written into the
     consent statement's CTE (its parameters positional, in the order the compiler gives)."""
     assert parameters(InsertQuery.insert_values) == ["self", "fields", "objs", "raw"]
     client = make_client(make_user()).client
     event = ClientAuditEvent(client=client, action=AuditAction.GRANT_DENIED, detail={"n": 1}, created=timezone.now())
-    sql, params = services._insert_sql(connection, event)
+    sql, params = consents._insert_sql(connection, event)
     assert sql.upper().startswith("INSERT INTO") and "RETURNING" in sql.upper()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -84,7 +85,7 @@ def test_the_database_caches_cull_and_its_table_maker_are_what_sharedcache_relie
 
 
 def test_add_iss_to_redirect_replaces_any_iss_in_the_query():
-    """oauthflows/views.py: error redirects carry RFC 9207's `iss` exactly as DOT's success
+    """oauthflows/pages/views.py: error redirects carry RFC 9207's `iss` exactly as DOT's success
     redirects do (one rule: DOT's)."""
     assert parameters(_add_iss_to_redirect) == ["uri", "issuer"]
     uri = _add_iss_to_redirect("https://app.example.com/cb?iss=evil&error=access_denied", "https://as.example")
@@ -92,7 +93,7 @@ def test_add_iss_to_redirect_replaces_any_iss_in_the_query():
 
 
 def test_dot_cimd_helpers_keep_their_signatures_and_answers(settings):
-    """oauthflows/cimd.py reuses DOT's client_id URL check, its permission check and its
+    """oauthflows/registration/cimd.py reuses DOT's client_id URL check, its permission check and its
     failure-backoff key (so that DOT's own fetch path and ours share one backoff)."""
     assert parameters(dot_cimd._validate_client_id_url) == ["client_id"]
     assert dot_cimd._validate_client_id_url("https://agent.example/client.json").hostname == "agent.example"
@@ -110,7 +111,7 @@ def test_dot_cimd_helpers_keep_their_signatures_and_answers(settings):
 
 
 def test_dot_cimd_fetches_through_its_module_global_urllib3():
-    """oauthflows/cimd.py replaces `oauth2_provider.cimd.urllib3` so that DOT's unchanged fetch
+    """oauthflows/registration/cimd.py replaces `oauth2_provider.cimd.urllib3` so that DOT's unchanged fetch
     opens its https pools under our deadline: that works only while DOT reaches urllib3 through its
     module global, and reads the document with `_read_document(response)`."""
     fetch = inspect.getsource(dot_cimd.SafeMetadataFetcher.fetch)

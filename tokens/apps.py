@@ -8,4 +8,5 @@ class TokensConfig(AppConfig):
     verbose_name = "Tokens"
 
     def ready(self):
+        # Imported in ready(): this module is imported while the app registry loads, before the models.
         from tokens import signals  # noqa: F401 - connects the receivers

@@ -1,8 +1,8 @@
 """The one writer of issued token rows, recording where each token comes from.
 
-Every grant stores what it issues here: the code and refresh grants (oauthflows.oauth2
+Every grant stores what it issues here: the code and refresh grants (oauthflows.token.oauth2
 `Validator.save_bearer_token`, the access token with its refresh token), the token exchange
-(oauthflows.exchange, RFC 8693) and the ID-JAG grant (oauthflows.idjag, RFC 7523). Each row records
+(oauthflows.token.exchange, RFC 8693) and the ID-JAG grant (oauthflows.token.idjag, RFC 7523). Each row records
 its lineage (`Lineage`: the grant family, the assertion's issuer, the token it was exchanged
 from), so that ending a durable ancestor ends every descendant, whatever the grant
 (oauthclients.models.AccessTokenQuerySet; SECURITY.md, "One service acting for a user at another").
@@ -10,6 +10,9 @@ from), so that ending a durable ancestor ends every descendant, whatever the gra
 The code exchange and the refresh are hot paths measured against a floor (`make bench`): the
 writer is the two INSERTs they always made, lineage columns included, and no other statement
 (tests/oauthflows/test_query_counts.py pins the counts).
+
+And the end of a deactivated user's access (`user_access_end`, from tokens.signals): every code,
+token and consent of theirs, audited per client.
 """
 
 import uuid
@@ -18,9 +21,13 @@ from datetime import datetime
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
+from django.db.models import Count
 from oauth2_provider.models import set_token_value
 
-from oauthclients.models import AccessToken, OAuthClient, RefreshToken
+from oauthclients.audit import audit_record
+from oauthclients.grants import GrantsEnded, grants_end
+from oauthclients.models import AccessToken, AuditAction, Grant, OAuthClient, RefreshToken
+from tokens.models import Consent
 
 
 @dataclass(frozen=True)
@@ -100,3 +107,29 @@ def access_token_issue(
             set_token_value(refresh, refresh_value)
             refresh.save(force_insert=True)
     return access
+
+
+@transaction.atomic
+def user_access_end(*, user, actor=None) -> GrantsEnded:
+    """A deactivated user's codes, tokens and consents end at once, with every client (SECURITY.md).
+
+    Reactivating the user brings none of them back: every app must ask again. One audit event per
+    client that lost something, with the counts.
+    """
+    per_client: dict[int, dict[str, int]] = {}
+
+    def tally(queryset, key: str) -> None:
+        rows = queryset.values_list("application_id").annotate(n=Count("id")).values_list("application_id", "n")
+        for client_id, count in rows:
+            per_client.setdefault(client_id, {})[key] = count
+
+    tally(RefreshToken.objects.filter(user=user, revoked__isnull=True), "revoked_refresh_tokens")
+    tally(AccessToken.objects.filter(user=user), "revoked_access_tokens")
+    tally(Grant.objects.filter(user=user, used_at__isnull=True), "revoked_codes")
+    consent_clients = set(Consent.objects.filter(user=user).values_list("client_id", flat=True))
+    ended = grants_end(user=user)
+    for client in OAuthClient.objects.filter(pk__in=set(per_client) | consent_clients):
+        audit_record(
+            client=client, actor=actor, user=user, action=AuditAction.USER_DEACTIVATED, **per_client.get(client.pk, {})
+        )
+    return ended

@@ -1,5 +1,8 @@
 """Signal receivers: they notice a change made elsewhere and hand it to a service (no logic here).
 
+The registry's grants_end (a client rejected or deleted, a user deactivated, Connected apps'
+revoke) sends `grants_ending`: the standing consents end with the grant (tokens.consents).
+
 A user saved with `is_active` going from true to false (the admin's user page, a script) has every
 code, token and consent ended by `services.user_access_end`. A bulk `QuerySet.update(is_active=False)`
 sends no signal: deactivate users through `save()` or call the service yourself.
@@ -13,7 +16,14 @@ from django.contrib.auth import get_user_model
 from django.db.models.signals import post_save, pre_save
 from django.dispatch import receiver
 
-from oauthclients.services import user_access_end
+from oauthclients.grants import grants_ending
+from tokens.consents import consents_end
+from tokens.services import user_access_end
+
+
+@receiver(grants_ending, dispatch_uid="tokens.consents_end")
+def grant_consents_end(sender, client=None, user=None, **kwargs) -> int:
+    return consents_end(client=client, user=user)
 
 
 def _touches_is_active(update_fields) -> bool:

@@ -1,7 +1,7 @@
 # ruff: noqa: F811 - fixtures imported from other modules are named as arguments
 """Who a person is (accounts.identity.upstream_person): the one rule both doors that take an
 identity from an organization's provider follow, the sign-in through it (accounts.socialadapter)
-and its identity assertions (ID-JAG, oauthflows.idjag). The link (provider, sub) first; an email only
+and its identity assertions (ID-JAG, oauthflows.token.idjag). The link (provider, sub) first; an email only
 when the upstream vouches for it (`email_verified` true, in the provider's domains) and an account
 here proved it. The red team's finding: an ID-JAG with `email_verified: false` (or none) for
 alice@acme.example got a token for alice; the sign-in door already refused it. Both doors now answer
@@ -23,8 +23,8 @@ from accounts.services import identity_provider_add
 from accounts.socialadapter import SocialAccountAdapter
 from oauthclients import services
 from oauthclients.models import AccessToken, digest
-from oauthflows import idjag
-from oauthflows.idjag import JWT_BEARER_GRANT
+from oauthflows.token import idjag
+from oauthflows.token.idjag import JWT_BEARER_GRANT
 from tests.accounts.test_identity_providers import _upstream_login
 from tests.browser.upstream_provider import Upstream, upstream_package  # noqa: F401 - a fixture
 from tests.clients.test_mcp_idjag_oidc_provider import (

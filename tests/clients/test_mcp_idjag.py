@@ -1,6 +1,6 @@
 # ruff: noqa: F811 - the fixtures imported from test_mcp_agent are named as arguments
 """An organization's agent on the MCP Python SDK's IdentityAssertionOAuthProvider (ID-JAG,
-oauthflows.idjag) against this server and the example MCP server: the assertion, minted with a key
+oauthflows.token.idjag) against this server and the example MCP server: the assertion, minted with a key
 the test holds as the organization's provider would (its discovery and JWKS served on loopback),
 becomes a token bound to the MCP server with no consent page, and the tools answer for the person;
 the bookings service is reached through an exchanged token as for any agent."""
@@ -18,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from accounts.services import identity_provider_add
 from oauthclients.models import AccessToken
-from oauthflows import idjag
+from oauthflows.token import idjag
 from tests.clients.test_client_libraries import TIMEOUT
 from tests.clients.test_mcp_agent import MemoryStorage, bookings_service, mcp_server  # noqa: F401
 from tests.factories import make_client

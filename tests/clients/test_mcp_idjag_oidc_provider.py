@@ -7,7 +7,7 @@ issued into an Identity Assertion JWT Authorization Grant signed with its own ke
 The employee signs in at the provider through its authorization code flow (its login form, PKCE,
 the agent's client authenticated there) and the agent gets a real ID token; the agent trades it at
 the provider for an ID-JAG naming this server, and the MCP Python SDK's
-IdentityAssertionOAuthProvider trades that here (oauthflows.idjag) for a token bound to the example
+IdentityAssertionOAuthProvider trades that here (oauthflows.token.idjag) for a token bound to the example
 MCP server, with no consent page; the tools answer for the employee. Then what the provider really
 issued is refused here when it should be: an assertion for another authorization server, for a
 client the organization's provider may not reach, from an issuer this server does not know, and
@@ -33,8 +33,8 @@ from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuth
 from accounts.services import identity_provider_add
 from oauthclients import services
 from oauthclients.models import AccessToken, digest
-from oauthflows import idjag
-from oauthflows.idjag import ID_JAG_TYPE, JWT_BEARER_GRANT
+from oauthflows.token import idjag
+from oauthflows.token.idjag import ID_JAG_TYPE, JWT_BEARER_GRANT
 from tests.browser.upstream_provider import TOKEN_EXCHANGE, Upstream, upstream_package  # noqa: F401
 from tests.clients.test_client_libraries import TIMEOUT
 from tests.clients.test_mcp_agent import MemoryStorage, bookings_service, call_tools, mcp_server  # noqa: F401

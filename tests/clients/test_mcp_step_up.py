@@ -15,7 +15,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from oauthclients import services
-from oauthclients.models import Consent, OAuthClient
+from oauthclients.models import OAuthClient
 from tests.clients.test_client_libraries import TIMEOUT
 from tests.clients.test_mcp_agent import (  # noqa: F401 - fixtures
     agent_provider,
@@ -25,6 +25,7 @@ from tests.clients.test_mcp_agent import (  # noqa: F401 - fixtures
     token_for,
 )
 from tests.factories import make_client
+from tokens.models import Consent
 
 
 async def session_calls(mcp_url: str, provider, calls: list[tuple[str, dict]]) -> list:

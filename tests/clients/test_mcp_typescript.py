@@ -15,10 +15,11 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from oauthclients import services
-from oauthclients.models import AccessToken, ClientStatus, Consent, OAuthClient, RefreshToken
+from oauthclients.models import AccessToken, ClientStatus, OAuthClient, RefreshToken
 from tests.clients.test_client_libraries import TIMEOUT, allow
 from tests.clients.test_mcp_agent import bookings_calls, bookings_in, bookings_service, mcp_server  # noqa: F401
 from tests.clients.test_mcp_step_up import consent_page_parts
+from tokens.models import Consent
 
 
 class Agent:

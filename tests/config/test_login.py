@@ -13,7 +13,7 @@ from tests.factories import PASSWORD
 def test_an_off_site_next_is_ignored(end_user, target):
     response = Client().post("/accounts/login/", {"username": end_user.username, "password": PASSWORD, "next": target})
     assert response.status_code == 302
-    # An end user without clients lands on Connected apps (config.accounts.landing_url_for).
+    # An end user without clients lands on Connected apps (accounts.selectors.landing_url_for, through config.home).
     assert response["Location"] == "/settings/apps/"
 
 

@@ -10,7 +10,7 @@ from django.test import Client, override_settings
 from django.utils import translation
 
 from oauthclients import services
-from oauthflows.views import consent_scopes_html
+from oauthflows.pages.views import consent_scopes_html
 from profiles.models import Profile
 from profiles.services import profile_update
 from tests.factories import PASSWORD, make_client, make_tokens

@@ -80,7 +80,7 @@ FAULTS = [
     ("exchange", faults.CUT_BEFORE),
     ("refresh", faults.CUT_BEFORE),
 ]
-CODE_REPLAYED = "authorization code replayed"  # oauthflows.oauth2.Validator.validate_code's audit reason
+CODE_REPLAYED = "authorization code replayed"  # oauthflows.token.oauth2.Validator.validate_code's audit reason
 NOT_BY_THE_CUT_OFF = "not committed by the cut-off request"
 
 
@@ -457,7 +457,7 @@ def exchange_committed_then_lost(app, injected: Injected) -> None:
     )
     assert made.count() == 1, made.count()
     pair = made.get()
-    # RFC 9700 §4.5: the retry revoked it (oauthflows.oauth2.Validator.validate_code)...
+    # RFC 9700 §4.5: the retry revoked it (oauthflows.token.oauth2.Validator.validate_code)...
     assert _between(pair.revoked, injected.retried_at, injected.answered_at), pair.revoked
     assert pair.access_token_id is None
     assert not AccessToken.objects.filter(

@@ -3,7 +3,7 @@
 Fifty distinct codes are exchanged eight at a time while workers are killed: preferably a worker
 whose database transaction has already locked or written rows (found through pg_stat_activity and
 the worker's own sockets), otherwise one at random. Each exchange is one transaction
-(oauthflows.views.TokenView), and PostgreSQL rolls back the transaction of a connection that
+(oauthflows.token.endpoints.TokenView), and PostgreSQL rolls back the transaction of a connection that
 disappears, so for every code exactly one of these holds:
 
 - the exchange answered 200: the grant is used, and its family holds exactly that token pair,

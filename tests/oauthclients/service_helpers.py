@@ -4,7 +4,8 @@ from django.db import connection
 from django.utils import timezone
 
 from oauthclients import services
-from oauthclients.models import ClientAuditEvent, ClientKind, ClientSecret, OAuthClient, StatusList, StatusRevocation
+from oauthclients.models import ClientAuditEvent, ClientKind, ClientSecret, OAuthClient
+from signing.models import StatusList, StatusRevocation
 from tests.factories import make_client
 
 

@@ -5,8 +5,8 @@ from django.utils import timezone
 from oauthclients import services
 from oauthclients.exceptions import InvalidTransition
 from oauthclients.grants import grants_end
-from oauthclients.models import AuditAction, ClientStatus, Consent, RefreshToken
-from oauthflows.selectors import connected_app_list_for_user
+from oauthclients.models import AuditAction, ClientStatus, RefreshToken
+from oauthflows.pages.selectors import connected_app_list_for_user
 from tests.factories import make_client
 from tests.oauthclients.service_helpers import (
     AuditWriteFailed,
@@ -19,6 +19,7 @@ from tests.oauthclients.service_helpers import (
 )
 from tests.oauthflows.helpers import assert_tokens, exchange, get_code, me, refresh
 from tests.oauthflows.test_token import assert_token_error
+from tokens.models import Consent
 
 
 @pytest.mark.parametrize("start", ["pending", "approved"])

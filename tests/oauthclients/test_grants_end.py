@@ -4,9 +4,10 @@ import pytest
 from django.utils import timezone
 
 from oauthclients.grants import grants_end
-from oauthclients.models import AccessToken, Consent, Grant, RefreshToken
+from oauthclients.models import AccessToken, Grant, RefreshToken
 from tests.factories import make_client, make_user
 from tests.oauthflows.helpers import get_code
+from tokens.models import Consent
 
 pytestmark = pytest.mark.django_db
 
@@ -91,7 +92,7 @@ def test_it_refuses_to_end_everything_when_named_nothing(db):
 
 def test_connected_apps_revoke_goes_through_it(browser, approved, end_user):
     """The user's own revoke ends what grants_end ends (codes marked too), and nothing else."""
-    from oauthflows.services import connected_app_revoke
+    from oauthflows.pages.services import connected_app_revoke
 
     get_code(browser, approved.client)
     connected_app_revoke(user=end_user, client=approved.client)

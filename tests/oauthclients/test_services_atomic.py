@@ -1,4 +1,5 @@
-"""Every state change of oauthclients.services is atomic: "atomic, row-locked, audited" (its docstring).
+"""Every state change of oauthclients.services is atomic: "atomic, row-locked, audited" (its docstring);
+so are grants_end and the deactivated user's end (tokens.services.user_access_end).
 
 For each service, a dry run counts its write statements (INSERT, UPDATE, DELETE); then the service
 runs again once per write, failing at that write, and every table must read as before: nothing of
@@ -19,6 +20,7 @@ from oauthclients.grants import grants_end
 from oauthclients.models import OAuthClient
 from tests.factories import make_client
 from tests.oauthflows.helpers import exchange, get_code
+from tokens import services as token_services
 
 pytestmark = pytest.mark.django_db
 
@@ -178,7 +180,7 @@ def _client_delete(owner, browser, api, confidential, **_):
 
 def _user_access_end(end_user, reviewer, browser, api, confidential, **_):
     _with_tokens(browser, api, confidential)
-    return lambda: services.user_access_end(user=end_user, actor=reviewer)
+    return lambda: token_services.user_access_end(user=end_user, actor=reviewer)
 
 
 def _unused_registrations_remove(**_):
@@ -252,9 +254,15 @@ SERVICES: dict[str, Callable] = {
 
 def test_every_atomic_service_is_listed():
     # A service added to the module with @transaction.atomic is added here too.
+    import importlib
     import inspect
+    import pkgutil
 
-    source = inspect.getsource(services) + inspect.getsource(grants)
+    modules = [
+        importlib.import_module(f"{services.__name__}.{info.name}") for info in pkgutil.iter_modules(services.__path__)
+    ]
+    assert len(modules) >= 4  # positive control: the package's modules were found
+    source = "".join(inspect.getsource(module) for module in [*modules, grants, token_services])
     decorated = {
         line.split("def ", 1)[1].split("(", 1)[0]
         for line, previous in zip(source.splitlines()[1:], source.splitlines(), strict=False)

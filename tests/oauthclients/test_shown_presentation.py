@@ -19,8 +19,8 @@ from PIL import Image
 from oauthclients import services
 from oauthclients.models import ClientStatus, OAuthClient
 from oauthclients.validators import lookalike_flags
-from oauthflows.services import consent_record
 from tests.factories import PASSWORD, make_client, make_resource_server, make_tokens
+from tokens.consents import consent_record
 
 pytestmark = pytest.mark.django_db
 

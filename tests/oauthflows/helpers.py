@@ -38,7 +38,7 @@ def asking_again(url: str) -> str:
     return url if "prompt=" in url else url + ("&" if "?" in url else "?") + "prompt=consent"
 
 
-# The consent page's mark that it was shown (oauthflows.consentshown); only on pages whose answer
+# The consent page's mark that it was shown (oauthflows.pages.consentshown); only on pages whose answer
 # would redirect to a client nobody reviewed.
 CONSENT_MARK_RE = re.compile(r'name="consent_shown" value="([^"]+)"')
 

@@ -1,5 +1,5 @@
 """An organization's identity provider for ID-JAG tests: its discovery document and JWKS served on
-loopback, and assertions minted with a key the test holds (oauthflows.idjag)."""
+loopback, and assertions minted with a key the test holds (oauthflows.token.idjag)."""
 
 import json
 import threading
@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from jwcrypto import jwk, jwt
 
-from oauthflows.idjag import ID_JAG_TYPE
+from oauthflows.token.idjag import ID_JAG_TYPE
 
 
 class OrganizationProvider:

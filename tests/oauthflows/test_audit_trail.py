@@ -120,7 +120,7 @@ def test_the_admin_lists_and_filters_grant_events(browser, api, confidential, re
 def test_an_authorization_is_audited_with_its_scopes_and_announced(
     browser, confidential, end_user, caplog, django_capture_on_commit_callbacks
 ):
-    # On PostgreSQL the consent and its audit row are one statement (oauthflows.services); the
+    # On PostgreSQL the consent and its audit row are one statement (oauthflows.pages.services); the
     # row, the signal and the log line must be what audit_record makes everywhere else.
     import json
     import logging
@@ -143,8 +143,9 @@ def test_consent_record_writes_a_code_with_the_consent_only_where_one_statement_
     from django.db import connection
     from django.utils import timezone
 
-    from oauthclients.models import Consent, Grant
-    from oauthflows.services import consent_record, consent_records_with_code
+    from oauthclients.models import Grant
+    from tokens.consents import consent_record, consent_records_with_code
+    from tokens.models import Consent
 
     client, _secret = confidential
     code = Grant(

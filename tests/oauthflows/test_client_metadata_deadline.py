@@ -1,5 +1,5 @@
 """One deadline for a whole metadata-document fetch, and a server-wide bound on fetches in flight
-(issue 28, High 1; oauthflows/cimd.py, plumbing/slots.py).
+(issue 28, High 1; oauthflows/registration/cimd.py, plumbing/slots.py).
 
 The attacker's document server is a real socket server on loopback that drips its answer one byte
 a second: the status line and headers, the body, or (through a dripping proxy in front of a TLS

@@ -2,10 +2,11 @@
 
 from django.test import Client
 
-from oauthclients.models import Consent, Grant
+from oauthclients.models import Grant
 from tests.factories import make_client
 from tests.oauthflows.helpers import assert_tokens, exchange, get_code, me, pkce_pair, refresh
 from tests.oauthflows.test_token import assert_token_error
+from tokens.models import Consent
 
 APPS = "/settings/apps/"
 
@@ -117,8 +118,8 @@ def test_authorizing_again_keeps_the_first_time_and_moves_the_last(browser, conf
 
     from django.utils import timezone
 
-    from oauthclients.models import Consent
     from tests.oauthflows.helpers import get_code as authorize
+    from tokens.models import Consent
 
     client, _secret = confidential
     authorize(browser, client)

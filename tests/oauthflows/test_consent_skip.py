@@ -9,7 +9,7 @@ import pytest
 
 from oauthclients import services
 from oauthclients.models import OAuthClient
-from oauthflows.services import connected_app_revoke
+from oauthflows.pages.services import connected_app_revoke
 from tests.oauthflows.helpers import AUTHORIZE, authorize_url, exchange, get_code, query_of
 
 pytestmark = pytest.mark.django_db
@@ -99,7 +99,8 @@ def test_a_deny_is_not_a_standing_consent(browser, wide):
 def test_the_granted_scopes_are_state_of_the_consent_not_of_the_audit_trail(browser, wide):
     """STYLE "what not to copy": the audit trail's JSON is history; a change to it (or its loss)
     must not turn skipping on or off."""
-    from oauthclients.models import ClientAuditEvent, Consent
+    from oauthclients.models import ClientAuditEvent
+    from tokens.models import Consent
 
     client, _ = wide
     get_code(browser, client, scope="PROFILE_READ BOOKING_READ")
@@ -116,9 +117,11 @@ def test_the_granted_scopes_are_state_of_the_consent_not_of_the_audit_trail(brow
 def test_the_migration_fills_the_columns_from_the_latest_grant_in_the_audit_trail(browser, wide, end_user):
     import importlib
 
-    from django.apps import apps
+    from django.db import connection
+    from django.db.migrations.loader import MigrationLoader
 
-    from oauthclients.models import AuditAction, ClientAuditEvent, Consent
+    from oauthclients.models import AuditAction, ClientAuditEvent
+    from tokens.models import Consent
 
     client, _ = wide
     get_code(browser, client, scope="PROFILE_READ BOOKING_READ")
@@ -132,7 +135,9 @@ def test_the_migration_fills_the_columns_from_the_latest_grant_in_the_audit_trai
     Consent.objects.update(scope="", unrestricted=False)  # as the rows were before the migration
 
     migration = importlib.import_module("oauthclients.migrations.0013_consent_granted_scopes")
-    migration.fill_from_the_audit_trail(apps, None)
+    # The models as that migration saw them (the consent was the registry's then, tokens' since).
+    state = MigrationLoader(connection).project_state(("oauthclients", "0013_consent_granted_scopes"))
+    migration.fill_from_the_audit_trail(state.apps, None)
 
     consent = Consent.objects.get(client=client)
     assert consent.scopes == ["BOOKING_READ"] and consent.unrestricted is False

@@ -4,9 +4,10 @@ statement; off (a bench trial compares the two), the ORM writes them — with th
 import pytest
 from django.db import connection
 
-from oauthclients.models import AuditAction, ClientAuditEvent, Consent, Grant
-from oauthflows.services import consent_records_with_code
+from oauthclients.models import AuditAction, ClientAuditEvent, Grant
 from tests.oauthflows.helpers import get_code
+from tokens.consents import consent_records_with_code
+from tokens.models import Consent
 
 
 @pytest.mark.parametrize("statement", [True, False])

@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 
 from oauthclients import services
 from oauthclients.models import ClientOrigin, ClientStatus, OAuthClient
-from oauthflows import selectors
+from oauthflows import cors
 from tests.factories import make_client
 from tests.oauthflows.helpers import ME, METADATA, REVOKE, TOKEN, client_post, exchange, me, refresh
 from tests.oauthflows.test_cors import ACAO, assert_no_credentials, preflight
@@ -137,10 +137,10 @@ def test_a_preflight_looks_up_its_own_origin_once_whatever_the_number_of_clients
 
 
 def test_the_cache_keeps_at_most_its_size_of_origins(db, api, monkeypatch):
-    monkeypatch.setattr(selectors, "CORS_ORIGIN_CACHE_SIZE", 2)
+    monkeypatch.setattr(cors, "CORS_ORIGIN_CACHE_SIZE", 2)
     for n in range(5):
         preflight(api, TOKEN, f"https://nobody{n}.example")
-    assert len(selectors._cors_answers) == 2
+    assert len(cors._cors_answers) == 2
     # The oldest was dropped: asked again, it is looked up again; the newest is still remembered.
     assert len(queries_of(lambda: preflight(api, TOKEN, "https://nobody0.example"))) == 1
     assert queries_of(lambda: preflight(api, TOKEN, "https://nobody4.example")) == []
@@ -148,11 +148,11 @@ def test_the_cache_keeps_at_most_its_size_of_origins(db, api, monkeypatch):
 
 def test_a_remembered_answer_expires(unverified, api, monkeypatch):
     clock = [1000.0]
-    monkeypatch.setattr(selectors.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(cors.time, "monotonic", lambda: clock[0])
     assert preflight(api, TOKEN, AGENT)[ACAO] == AGENT
     # A change no service made (another process's, as this one sees it): the answer stands...
     ClientOrigin.objects.filter(client=unverified).delete()
-    clock[0] += selectors.CORS_ORIGIN_CACHE_SECONDS - 1
+    clock[0] += cors.CORS_ORIGIN_CACHE_SECONDS - 1
     assert preflight(api, TOKEN, AGENT)[ACAO] == AGENT
     # ...until it expires.
     clock[0] += 2
@@ -161,8 +161,8 @@ def test_a_remembered_answer_expires(unverified, api, monkeypatch):
 
 @pytest.mark.parametrize("origin", ["x" * 301, "https://a.example\x00", ""])
 def test_an_impossible_origin_costs_no_query(db, api, origin):
-    assert queries_of(lambda: selectors.cors_origin_is_registered(origin=origin, approved_only=False)) == []
-    assert not selectors.cors_origin_is_registered(origin=origin, approved_only=False)
+    assert queries_of(lambda: cors.cors_origin_is_registered(origin=origin, approved_only=False)) == []
+    assert not cors.cors_origin_is_registered(origin=origin, approved_only=False)
 
 
 # --- the rows follow every service ------------------------------------------------------------

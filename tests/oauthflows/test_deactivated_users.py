@@ -7,10 +7,11 @@ claims (tokens.redemption): both paths must refuse.
 import pytest
 from django.contrib.auth import get_user_model
 
-from oauthclients import services
-from oauthclients.models import AccessToken, AuditAction, ClientAuditEvent, Consent, Grant, RefreshToken
+from oauthclients.models import AccessToken, AuditAction, ClientAuditEvent, Grant, RefreshToken
 from tests.factories import make_client, make_tokens
 from tests.oauthflows.helpers import ME, exchange, get_code, pkce_pair, refresh
+from tokens.models import Consent
+from tokens.services import user_access_end
 
 pytestmark = pytest.mark.django_db
 
@@ -102,7 +103,7 @@ def test_saving_an_active_user_or_logging_in_ends_nothing(browser, api, confiden
 def test_the_service_can_be_called_directly_for_a_bulk_deactivation(confidential, end_user, reviewer):
     client, _ = confidential
     make_tokens(end_user, client)
-    ended = services.user_access_end(user=end_user, actor=reviewer)
+    ended = user_access_end(user=end_user, actor=reviewer)
     assert (ended.access_tokens, ended.refresh_tokens) == (1, 1)
     assert ClientAuditEvent.objects.get(action=AuditAction.USER_DEACTIVATED).actor == reviewer
 

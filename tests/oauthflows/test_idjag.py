@@ -1,4 +1,4 @@
-"""ID-JAG (RFC 7523 JWT bearer grant with an organization's identity assertion, oauthflows.idjag):
+"""ID-JAG (RFC 7523 JWT bearer grant with an organization's identity assertion, oauthflows.token.idjag):
 the organization's provider decides, no consent page; every claim is checked, each refusal tested."""
 
 import json
@@ -16,8 +16,8 @@ from accounts.models import AccountAuditAction, AccountAuditEvent, AssertionPoli
 from accounts.services import identity_provider_add
 from oauthclients import services
 from oauthclients.models import AccessToken, digest
-from oauthflows import idjag
-from oauthflows.idjag import JWT_BEARER_GRANT
+from oauthflows.token import idjag
+from oauthflows.token.idjag import JWT_BEARER_GRANT
 from tests.factories import make_client
 from tests.oauthflows.helpers import METADATA, basic, token_request
 from tests.oauthflows.idjag_helpers import OrganizationProvider
@@ -249,7 +249,7 @@ def test_a_failed_refetch_keeps_the_last_good_keys(api, org, agent, allowed, lin
     monkeypatch.setattr(idjag, "JWKS_CACHE_SECONDS", 0)
     monkeypatch.setattr(idjag, "JWKS_REFETCH_SECONDS", 0)
     hits = org.jwks_hits
-    with caplog.at_level(logging.WARNING, logger="oauthflows.idjag"):
+    with caplog.at_level(logging.WARNING, logger="oauthflows.token.idjag"):
         kept = grant(api, agent, org.assertion(**claims_for(agent, settings)))
     assert org.jwks_hits == hits + 1 and "could not be fetched" in caplog.text  # tried, failed, logged
     assert kept.status_code == 200, kept.content  # the known key still verifies
@@ -283,7 +283,7 @@ def test_keys_that_cannot_be_fetched_are_refused_as_such_and_the_reason_logged(
 ):
     # The provider's discovery is plain http on loopback, which only the development setting allows.
     settings.OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK = False
-    with caplog.at_level(logging.WARNING, logger="oauthflows.idjag"):
+    with caplog.at_level(logging.WARNING, logger="oauthflows.token.idjag"):
         refused = grant(api, agent, org.assertion(**claims_for(agent, settings)))
     assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant", refused.content
     assert "could not be fetched" in refused.json()["error_description"]

@@ -11,7 +11,7 @@ from django.utils import timezone
 from jwcrypto import jwk, jwt
 
 from oauthclients.models import ClientStatus, Grant, IDToken
-from oauthflows.selectors import SESSION_AUTH_TIME_KEY
+from oauthflows.pages.selectors import SESSION_AUTH_TIME_KEY
 from signing import keys
 from tests.factories import PASSWORD, make_client, make_user
 from tests.oauthflows.helpers import (
@@ -411,7 +411,7 @@ def test_dots_client_key_is_never_used_the_validator_signs_with_the_key_store():
     from oauth2_provider.oauth2_validators import OAuth2Validator
 
     from oauthclients.models import OAuthClient
-    from oauthflows.oauth2 import Validator
+    from oauthflows.token.oauth2 import Validator
 
     assert Validator.finalize_id_token is not OAuth2Validator.finalize_id_token
     assert Validator._get_key_for_token is not OAuth2Validator._get_key_for_token

@@ -1,4 +1,4 @@
-"""RFC 8693 token exchange (oauthflows.exchange): a resource server trades the user's token it
+"""RFC 8693 token exchange (oauthflows.token.exchange): a resource server trades the user's token it
 received for one bound to a downstream resource server an administrator allowed it, never wider,
 never longer-lived, with `act` naming it; ending the user's grant ends the exchanged token."""
 
@@ -13,10 +13,11 @@ from django.utils import timezone
 
 from oauthclients import services
 from oauthclients.exchangetargets import UnknownExchangeTarget, client_exchange_targets_set, exchange_target_uris
-from oauthclients.models import AccessToken, AuditAction, ClientAuditEvent, ClientStatus, StatusRevocation, digest
-from oauthflows.exchange import ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE_GRANT
-from oauthflows.services import connected_app_revoke
+from oauthclients.models import AccessToken, AuditAction, ClientAuditEvent, ClientStatus, digest
+from oauthflows.pages.services import connected_app_revoke
+from oauthflows.token.exchange import ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE_GRANT
 from signing.keys import signing_key_create
+from signing.models import StatusRevocation
 from signing.statuslist import allocator
 from tests.factories import make_client
 from tests.oauthflows.helpers import INTROSPECT, REVOKE, basic, client_post, exchange, get_code, refresh, token_request

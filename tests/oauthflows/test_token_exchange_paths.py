@@ -1,7 +1,7 @@
 # ruff: noqa: F401, F403, F811 - the same tests, imported to run again
 """The token exchange's two lookups give the same answers: every test of test_token_exchange.py
 again with OAUTH_FAST_REDEMPTION=0, the ORM's three queries in place of PostgreSQL's one statement
-(oauthflows.exchange._look_up; on SQLite both runs take the ORM path)."""
+(oauthflows.token.exchange._look_up; on SQLite both runs take the ORM path)."""
 
 import pytest
 from django.db import connection

@@ -5,7 +5,7 @@ ends every token descending from it, whatever the grant, exchanged tokens (RFC 8
 routine refresh of the token one was exchanged from does not (SECURITY.md, "One service acting for
 a user at another").
 
-Every test runs with both lookups of the token exchange (oauthflows.exchange: PostgreSQL's one
+Every test runs with both lookups of the token exchange (oauthflows.token.exchange: PostgreSQL's one
 statement, and the ORM's queries; on SQLite both runs take the ORM)."""
 
 import json

@@ -15,7 +15,7 @@ from django.test import Client
 
 from oauthclients import services
 from oauthclients.models import Grant, OAuthClient
-from oauthflows import consentshown
+from oauthflows.pages import consentshown
 from tests.factories import PASSWORD, make_client
 from tests.oauthflows.helpers import AUTHORIZE, authorize_url, consent, consent_form, pkce_pair, query_of
 

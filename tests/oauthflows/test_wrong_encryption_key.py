@@ -55,7 +55,7 @@ def test_the_problems_name_the_setting_and_each_key_it_does_not_open(keys, setti
 def test_a_key_no_longer_published_is_not_asked(keys, settings):
     from django.utils import timezone
 
-    from oauthclients.models import SigningKey
+    from signing.models import SigningKey
 
     signing_key_retire(kid=keys["RS256"].kid)
     SigningKey.objects.filter(kid=keys["RS256"].kid).update(retired_at=timezone.now().replace(year=2000))

@@ -11,10 +11,10 @@ from oauth2_provider import cimd as dot_cimd
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
-from oauthclients.models import StatusList
-from oauthflows import cimd
+from oauthflows.registration import cimd
 from plumbing.dbfailure import DatabaseUnavailableMiddleware
 from signing.keys import signing_key_create
+from signing.models import StatusList
 from signing.statuslist import status_list_token
 from tests.factories import PASSWORD, make_client, make_user
 from tests.oauthflows.helpers import authorize_url, exchange, get_code

@@ -129,7 +129,8 @@ def test_every_series_the_rules_and_the_dashboard_query_is_served_at_zero_before
 
 
 def test_the_metadata_document_outcomes_declared_are_those_sent():
-    sent = set(re.findall(r'outcome = "(\w+)"|outcome="(\w+)"', (PROJECT_ROOT / "oauthflows" / "cimd.py").read_text()))
+    fetcher = PROJECT_ROOT / "oauthflows" / "registration" / "cimd.py"
+    sent = set(re.findall(r'outcome = "(\w+)"|outcome="(\w+)"', fetcher.read_text()))
     assert {name for pair in sent for name in pair if name} == set(METADATA_DOCUMENT_OUTCOMES)
 
 

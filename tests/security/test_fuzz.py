@@ -29,7 +29,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from accounts.selectors import ACR_ONE_FACTOR, ACR_TWO_FACTORS
-from oauthflows.services import consent_record
 from tests.accounts.helpers import issuer_origin, log_in, passkey_registration, second_step
 from tests.accounts.test_second_factor_limits import Passkey, at_second_step, with_totp
 from tests.factories import make_client, make_user
@@ -37,6 +36,7 @@ from tests.oauthflows.helpers import AUTHORIZE, ME, TOKEN, pkce_pair
 from tests.oauthflows.test_registration import REGISTER
 from tests.scopes.tokens import access_token_create
 from tests.security.shapes import assert_api_error, assert_token_error
+from tokens.consents import consent_record
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "60"))
 fuzz = settings(
@@ -365,7 +365,7 @@ def test_v2_me_never_fails_and_always_answers_in_the_api_shape(world):
 
 
 # The authorization request's login steering (OpenID Connect Core §3.1.2.1): acr_values (the
-# second-factor step-up, oauthflows.views), prompt and max_age, for users with and without a second
+# second-factor step-up, oauthflows.pages.views), prompt and max_age, for users with and without a second
 # factor, used in the session or not. One combination answered 500 (prompt=none with a step-up due).
 ACR_VALUES = [ACR_ONE_FACTOR, ACR_TWO_FACTORS, f"{ACR_ONE_FACTOR} {ACR_TWO_FACTORS}", "urn:other:acr", "", " "]
 PROMPT_WORDS = ["none", "login", "consent", "select_account", "create", "NONE", ""]

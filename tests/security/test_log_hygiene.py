@@ -313,7 +313,7 @@ def test_an_error_report_of_a_failing_token_request_carries_no_credential(cast, 
     from django.core.signals import got_request_exception
     from django.views.debug import ExceptionReporter
 
-    from oauthflows.oauth2 import Validator
+    from oauthflows.token.oauth2 import Validator
 
     issued = issue_everything(cast)
     values = issued.ledger.values

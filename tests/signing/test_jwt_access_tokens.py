@@ -16,8 +16,9 @@ from django.test import Client
 from jwcrypto import jwk, jws
 
 from oauthclients import services
-from oauthclients.models import AccessToken, RefreshToken, StatusList, StatusRevocation, digest
+from oauthclients.models import AccessToken, RefreshToken, digest
 from signing.keys import signing_key_create, signing_key_retire
+from signing.models import StatusList, StatusRevocation
 from signing.statuslist import allocator, status_lists_sweep
 from tests.oauthclients.service_helpers import status_bit
 from tests.oauthflows.helpers import (

@@ -16,8 +16,8 @@ from django.utils import timezone
 from jwcrypto import jwk, jws
 
 from config.checks import signing_keys_ready
-from oauthclients.models import SigningKey
 from signing import keys
+from signing.models import SigningKey
 
 JWKS = "/.well-known/jwks.json"
 

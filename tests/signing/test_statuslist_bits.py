@@ -14,7 +14,8 @@ from oauth2_provider.models import set_token_value
 
 from config.checks import status_triggers_ready
 from oauthclients import services
-from oauthclients.models import AccessToken, ClientStatus, OAuthClient, StatusList, StatusRevocation
+from oauthclients.models import AccessToken, ClientStatus, OAuthClient
+from signing.models import StatusList, StatusRevocation
 from signing.statuslist import (
     TRIGGER_USER_INACTIVE,
     TRIGGERS,

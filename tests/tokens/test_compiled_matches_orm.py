@@ -5,8 +5,8 @@ queryset, so the SQL follows the models; this checks the rows are read back the 
 import pytest
 
 from oauthclients.models import digest
-from oauthflows.authorization import _CLIENT_QUERY
-from oauthflows.oauth2 import _SECRET_QUERY
+from oauthflows.pages.authorization import _CLIENT_QUERY
+from oauthflows.token.oauth2 import _SECRET_QUERY
 from profiles.models import Profile
 from tests.factories import make_client, make_tokens
 from tokens.selectors import _BEARER_QUERY, _INTROSPECTION_QUERY

@@ -5,7 +5,7 @@ import pytest
 from oauth2_provider.signals import app_authorized
 
 from oauthclients.models import AccessToken, digest
-from oauthflows.endpoints import TokenView
+from oauthflows.token.endpoints import TokenView
 from tests.oauthflows.helpers import exchange, get_code, refresh
 
 

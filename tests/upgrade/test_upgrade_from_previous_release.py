@@ -189,14 +189,13 @@ def second_step(server: LiveServer, browser: requests.Session, **data) -> reques
 
 
 def passkey_assertion(passkey: dict, challenge: str, *, key=None) -> dict:
-    """What the device holding the passkey answers to a sign-in's challenge (WebAuthn §7.2)."""
+    """What the device holding the passkey answers to a sign-in's challenge (WebAuthn §7.2), from the
+    issuer's origin: the only one a ceremony accepts (accounts.passkeys.passkey_origin_allowed)."""
     key = key or serialization.load_pem_private_key(passkey["private_key_pem"].encode(), password=None)
     rp_id = passkey["rp_id"]
     flags = AuthenticatorData.FLAG.UP | AuthenticatorData.FLAG.UV
     authenticator_data = AuthenticatorData.create(sha256(rp_id.encode()).digest(), flags, 1)
-    # The browser's page is the issuer's: its origin is the only one a ceremony is accepted from.
-    origin = "{0.scheme}://{0.netloc}".format(urlsplit(FIXTURE["environment"]["OAUTH_ISSUER"]))
-    client_data = CollectedClientData.create(type="webauthn.get", challenge=challenge, origin=origin)
+    client_data = CollectedClientData.create(type="webauthn.get", challenge=challenge, origin=ISSUER)
     signature = key.sign(bytes(authenticator_data) + client_data.hash, ec.ECDSA(hashes.SHA256()))
     return {
         "id": passkey["credential_id"],

@@ -1,5 +1,5 @@
 """manage.py identityprovider add|list|remove|allow-assertions|deny-assertions: upstream OpenID
-Connect providers, and which clients their ID-JAG assertions may reach (oauthflows.idjag); JSON on
+Connect providers, and which clients their ID-JAG assertions may reach (oauthflows.token.idjag); JSON on
 stdout.
 
 The client secret is read from standard input or a file (--client-secret-file, `-` for stdin),

@@ -10,8 +10,9 @@ from django.db import transaction
 from django.test.utils import override_settings
 
 from oauthclients import selectors, services
-from oauthclients.models import ClientKind, OAuthClient, SigningKey, SigningKeyAlgorithm
+from oauthclients.models import ClientKind, OAuthClient
 from signing import keys
+from signing.models import SigningKey, SigningKeyAlgorithm
 
 # Well-known passwords: this is why the command refuses to run unless DEBUG is on.
 DEMO_USERS = (

@@ -10,8 +10,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
 from oauthclients.exceptions import ApplicationError
-from oauthclients.models import SigningKey, SigningKeyAlgorithm
 from signing import keys
+from signing.models import SigningKey, SigningKeyAlgorithm
 
 
 class Command(BaseCommand):

@@ -14,8 +14,8 @@ from django.utils.translation import gettext
 from oauthclients.models import AUTHORIZABLE_STATUSES, ClientKind, ClientStatus, OAuthClient
 from oauthclients.tier import ceiling_refusal
 from oauthclients.validators import is_private_use_redirect
-from oauthflows.cimd import MetadataDocumentError, is_metadata_document_url, metadata_document_client
-from oauthflows.oauth2 import CODE_CHALLENGE_RE, resource_refusal
+from oauthflows.registration.cimd import MetadataDocumentError, is_metadata_document_url, metadata_document_client
+from oauthflows.token.oauth2 import CODE_CHALLENGE_RE, resource_refusal
 from plumbing.compiled import CompiledQuery
 from scopes.catalog import OPENID_SCOPES, UnknownScopeError, parse_scopes
 
@@ -36,7 +36,7 @@ SINGLE_VALUED = (
 # OpenID Connect Core §3.1.2.1. `select_account` is served as `login` (logging in again is how an
 # account is chosen here); `none` stands alone.
 # OpenID Connect Core §3.1.2.1: the prompt values accepted, and published as prompt_values_supported
-# (oauthflows.openid), in this order.
+# (oauthflows.discovery.metadata), in this order.
 PROMPT_VALUES = ("none", "login", "consent", "select_account")
 MAX_NONCE_LENGTH = 255  # the grant's nonce column
 MAX_LOGIN_HINT_LENGTH = 254
@@ -110,7 +110,7 @@ class AuthorizationRequest:
     # RFC 8707: the audience the token will be bound to; empty: no audience (valid everywhere).
     resources: tuple[str, ...] = ()
     # OpenID Connect Core §3.1.2.1 (docs/openid-connect.md): the nonce goes into the ID token;
-    # prompt, max_age and login_hint steer the login and the consent page (oauthflows.views).
+    # prompt, max_age and login_hint steer the login and the consent page (oauthflows.pages.views).
     nonce: str | None = None
     prompt: frozenset[str] = frozenset()
     max_age: int | None = None
@@ -137,7 +137,7 @@ class AuthorizationRequest:
         return urlsplit(self.redirect_uri).netloc
 
     def oauthlib_query(self) -> list[tuple[str, str]]:
-        """The request in the one form oauthlib is given (see oauthflows.oauth2.Backend)."""
+        """The request in the one form oauthlib is given (see oauthflows.token.oauth2.Backend)."""
         query = [
             ("response_type", "code"),
             ("client_id", self.client.client_id),
@@ -225,7 +225,7 @@ def openid_parameters_validate(params: QueryDict, fail) -> dict:
 
 
 def resources_validate(values: list, fail) -> tuple[str, ...]:
-    """RFC 8707 §2: the `resource` values (oauthflows.oauth2.resource_refusal), duplicates merged;
+    """RFC 8707 §2: the `resource` values (oauthflows.token.oauth2.resource_refusal), duplicates merged;
     else `fail("invalid_target", ...)`."""
     refusal = resource_refusal(values)
     if refusal:

@@ -14,7 +14,7 @@ RFC 7592 management (`RegistrationConfigurationView`): the registration answer c
 which every token path would have to learn to ignore) and a `registration_client_uri`, where the
 client reads (GET), replaces (PUT) and deletes (DELETE) its registration with that token as a
 bearer. Each update rotates the token; the rules are the registration's; an approved client that
-changes what review covers goes back to review (oauthclients.services.client_registration_update).
+changes what review covers goes back to review (oauthclients.services.registration.client_registration_update).
 
 Not done, on purpose: `software_statement`; fetching `logo_uri` (a server-side request to an
 address the registrant chooses: the consent page shows initials instead).

@@ -27,7 +27,7 @@ from oauthclients.models import ClientStatus, OAuthClient
 from oauthclients.redirects import redirect_host, redirect_refusal, redirect_trusted
 from oauthclients.selectors import resource_names, verified_name_like
 from oauthclients.validators import mixed_script_words
-from oauthflows.authorization import (
+from oauthflows.pages.authorization import (
     MAX_STATE_LENGTH,
     AuthorizationPageError,
     AuthorizationRedirectError,
@@ -35,26 +35,14 @@ from oauthflows.authorization import (
     authorization_request_validate,
     authorization_target_validate,
 )
-from oauthflows.consentshown import FIELD as CONSENT_SHOWN_FIELD
-from oauthflows.consentshown import consent_shown_mark, consent_was_shown
-from oauthflows.endpoints import ascii_description
-from oauthflows.selectors import (
-    StandingConsent,
-    connected_app_get_for_user,
-    connected_app_list_for_user,
-    consent_covers,
-    consent_standing,
-    session_auth_time,
-)
-from oauthflows.services import (
-    connected_app_revoke,
-    consent_deny,
-    consent_record,
-    consent_records_with_code,
-    session_sid_get_or_create,
-)
+from oauthflows.pages.consentshown import FIELD as CONSENT_SHOWN_FIELD
+from oauthflows.pages.consentshown import consent_shown_mark, consent_was_shown
+from oauthflows.pages.selectors import connected_app_get_for_user, connected_app_list_for_user, session_auth_time
+from oauthflows.pages.services import connected_app_revoke, consent_deny, session_sid_get_or_create
+from oauthflows.token.endpoints import ascii_description
 from profiles.selectors import profile_get_for_user
 from scopes.catalog import OPENID_SCOPES, group_by_resource
+from tokens.consents import StandingConsent, consent_covers, consent_record, consent_records_with_code, consent_standing
 
 
 class ClientRedirect(HttpResponseRedirect):
@@ -147,7 +135,7 @@ class AuthorizationMixin(LoginRequiredMixin):
 
     def consent_shown(self) -> bool:
         """Whether the user was shown this request's consent page: only ever on its Allow or Deny
-        POST, carrying the page's mark (oauthflows.consentshown)."""
+        POST, carrying the page's mark (oauthflows.pages.consentshown)."""
         return self.request.method == "POST" and consent_was_shown(self.request)
 
 
@@ -341,7 +329,7 @@ def _login_too_old(request, max_age: int | None) -> bool:
 def _login_again(request) -> HttpResponse:
     """The login page, then this authorization request again without what sent it there
     (prompt=login, select_account, max_age): a fresh login satisfies them, and they must not
-    send the user round once more. login_hint stays for the login page (config.accounts)."""
+    send the user round once more. login_hint stays for the login page (accounts.views.LoginView)."""
     query = request.GET.copy()
     prompt = (query.get("prompt") or "").split()
     kept = [value for value in prompt if value not in ("login", "select_account")]
@@ -363,7 +351,7 @@ def _issue_code(view: OAuthLibMixin, request, authz: AuthorizationRequest, *, co
     withheld = _withheld(request, client=authz.client, redirect_uri=authz.redirect_uri, consent_shown=consent_shown)
     if withheld is not None:
         return withheld
-    # oauthlib sees the validated, normalised request (see oauthflows.oauth2.Backend).
+    # oauthlib sees the validated, normalised request (see oauthflows.token.oauth2.Backend).
     request.oauth_normalized_query = authz.oauthlib_query()
     credentials = {
         # The client validated above: DOT's validator reuses it (is_usable is asked again)
@@ -377,7 +365,7 @@ def _issue_code(view: OAuthLibMixin, request, authz: AuthorizationRequest, *, co
     if authz.client.status == ClientStatus.PENDING:
         credentials["pending_owner_preview"] = True  # validated above: the user is the owner
     # On PostgreSQL the validator writes the consent and its audit row with the code, in one
-    # statement (oauthflows.services.consent_record with the code); elsewhere they follow it here.
+    # statement (tokens.consents.consent_record with the code); elsewhere they follow it here.
     credentials["record_consent"] = consent_records_with_code()
     # Always set: oauthlib would otherwise serve the query's last `resource` value as a string.
     credentials["resource"] = list(authz.resources)
@@ -387,7 +375,7 @@ def _issue_code(view: OAuthLibMixin, request, authz: AuthorizationRequest, *, co
     # The login time, kept with the code: an ID token's and a JWT access token's auth_time.
     credentials["auth_time"] = session_auth_time(request=request)
     if authz.is_openid:
-        # The ID token's sid, kept with the code (oauthflows.oauth2).
+        # The ID token's sid, kept with the code (oauthflows.token.oauth2).
         credentials["sid"] = session_sid_get_or_create(session=request.session)
         # RFC 8176: how the user signed in (the ID token's amr and acr).
         credentials["amr"] = " ".join(session_amr(request=request))

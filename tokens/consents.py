@@ -1,6 +1,14 @@
-"""State changes of a user's grants: consent given or refused, access revoked."""
+"""The standing consent (tokens.models.Consent): written at Allow, read to skip the consent page,
+ended with the user's grant.
 
-import secrets
+Written with its audit row in one statement on PostgreSQL (and, with OAUTH_CONSENT_STATEMENT, with
+the authorization code as well), through the ORM elsewhere. Ended by the registry's grants_end
+(rejection, deletion, deactivation, Connected apps' revoke) through its `grants_ending` signal
+(tokens.signals), since the registry sits below this app.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 
 from django.conf import settings
@@ -9,16 +17,47 @@ from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
 from oauthclients.audit import audit_announce_on_commit, audit_record
-from oauthclients.grants import grants_end
-from oauthclients.models import (
-    AuditAction,
-    ClientAuditEvent,
-    Consent,
-    Grant,
-    OAuthClient,
-)
-from oauthflows.selectors import SESSION_AUTH_TIME_KEY, SESSION_SID_KEY
+from oauthclients.models import AuditAction, ClientAuditEvent, ClientStatus, Grant, OAuthClient
 from plumbing.compiled import quoted_columns
+from tokens.models import Consent
+
+
+@dataclass(frozen=True)
+class StandingConsent:
+    """What the user's last Allow for a client granted, and when."""
+
+    authorized_at: datetime
+    scopes: frozenset[str]
+    unrestricted: bool
+
+
+def consent_standing(*, user, client: OAuthClient) -> StandingConsent | None:
+    """The user's standing consent to this client (one query), or None."""
+    row = (
+        Consent.objects.filter(user=user, client=client)
+        .values_list("last_authorized_at", "scope", "unrestricted")
+        .first()
+    )
+    if row is None:
+        return None
+    return StandingConsent(authorized_at=row[0], scopes=frozenset(row[1].split()), unrestricted=row[2])
+
+
+def consent_covers(*, standing: StandingConsent | None, client: OAuthClient, scopes: list[str]) -> bool:
+    """Whether the user's standing consent to this approved client covers these scopes.
+
+    The user's last Allow must have granted at least them (an unrestricted grant covers only an
+    unrestricted request), after the client's last approval, so that nothing users are shown (and
+    nothing they granted) has changed since. Revoking the app under Connected apps, a rejection,
+    a deletion or the user's deactivation deletes the consent, so the page is shown again.
+    """
+    if client.status != ClientStatus.APPROVED or standing is None:
+        return False
+    if client.reviewed_at is not None and standing.authorized_at < client.reviewed_at:
+        return False
+    if not scopes:
+        return standing.unrestricted
+    return set(scopes) <= standing.scopes
 
 
 def consent_record(*, user, client: OAuthClient, scopes: list[str], code: Grant | None = None) -> Consent:
@@ -160,35 +199,17 @@ def _saved(instance, alias: str):
     return instance
 
 
-def session_login_record(*, session) -> None:
-    """A password login just happened: its time (the ID token's `auth_time`, `max_age`'s clock)
-    and a fresh `sid` go into the new session."""
-    session[SESSION_AUTH_TIME_KEY] = int(timezone.now().timestamp())
-    session[SESSION_SID_KEY] = secrets.token_urlsafe(16)
-
-
-def session_sid_get_or_create(*, session) -> str:
-    """The session's `sid`; a session logged in elsewhere (the admin's login) gets one now."""
-    sid = session.get(SESSION_SID_KEY)
-    if not isinstance(sid, str) or not sid:
-        sid = session[SESSION_SID_KEY] = secrets.token_urlsafe(16)
-    return sid
-
-
 def consent_records_with_code() -> bool:
     """Whether the authorization code is written with its consent and audit row in one
     statement (PostgreSQL: consent_record with `code`); elsewhere consent_record follows it."""
     return settings.OAUTH_CONSENT_STATEMENT and connections[router.db_for_write(Consent)].vendor == "postgresql"
 
 
-@transaction.atomic
-def consent_deny(*, user, client: OAuthClient) -> None:
-    audit_record(client=client, actor=user, user=user, action=AuditAction.GRANT_DENIED)
-
-
-@transaction.atomic
-def connected_app_revoke(*, user, client: OAuthClient) -> int:
-    """Kill every token this client holds for this user, at once; returns how many families died."""
-    families = grants_end(user=user, client=client).refresh_tokens
-    audit_record(client=client, actor=user, user=user, action=AuditAction.ACCESS_REVOKED, token_families=families)
-    return families
+def consents_end(*, client: OAuthClient | None = None, user=None) -> int:
+    """Delete the standing consents of `client`, of `user`, or of `user` with `client` (the
+    registry's grants_end, through grants_ending); how many were deleted."""
+    of = {key: value for key, value in (("client", client), ("user", user)) if value is not None}
+    if not of:
+        raise ValueError("consents_end ends the consents of a client, of a user, or of both: name one.")
+    deleted, _ = Consent.objects.filter(**of).delete()
+    return deleted

@@ -59,9 +59,9 @@ from accounts.identity import upstream_person
 from accounts.models import AccountAuditAction, AssertionPolicy, AssertionUse, IdentityProvider
 from oauthclients.models import AccessToken, ClientKind, ClientStatus, OAuthClient, digest
 from oauthclients.tier import ceiling_refusal
-from oauthflows.cimd import MetadataFetcher
-from oauthflows.clientcall import issued_tell
-from oauthflows.exchange import Exchange
+from oauthflows.registration.cimd import MetadataFetcher
+from oauthflows.token.clientcall import issued_tell
+from oauthflows.token.exchange import Exchange
 from tokens.services import Lineage, access_token_issue
 
 JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"

@@ -1,9 +1,11 @@
 """The hooks into django-oauth-toolkit's and oauthlib's token machinery: validator, backend, token generator.
 
-Not every hook: the swapped models answer DOT's own questions (oauthclients/models.py:
+Not every hook: the swapped models answer DOT's own questions (oauthclients/models/clients.py:
 `is_usable`, `redirect_uri_allowed`, `jwk_key`), and DOT's views are subclassed where they serve a
-page or document: the consent page (oauthflows/views.py), registration (registration.py), OpenID
-discovery, userinfo and logout (openid.py), client ID metadata documents (cimd.py).
+page or document: the consent page (oauthflows/pages/views.py), registration
+(oauthflows/registration/dynamic.py), OpenID discovery (oauthflows/discovery/metadata.py), userinfo
+(userinfo.py, beside this module) and logout (oauthflows/pages/logout.py), client ID metadata documents
+(oauthflows/registration/cimd.py).
 
 What DOT does well (client authentication plumbing, refresh rotation, token families, reuse
 protection, RFC 9207 `iss`) is kept; what this server needs on top is added in overrides:
@@ -55,15 +57,15 @@ from oauthclients.models import (
 from oauthclients.selectors import resource_uri_known
 from oauthclients.tier import ceiling_refusal
 from oauthclients.validators import resource_uri_problem
-from oauthflows.clientcall import client_call, issued_tell
-from oauthflows.exchange import TOKEN_EXCHANGE_GRANT, TokenExchangeGrant
-from oauthflows.idjag import JWT_BEARER_GRANT, JwtBearerGrant
-from oauthflows.services import consent_record
+from oauthflows.token.clientcall import client_call, issued_tell
+from oauthflows.token.exchange import TOKEN_EXCHANGE_GRANT, TokenExchangeGrant
+from oauthflows.token.idjag import JWT_BEARER_GRANT, JwtBearerGrant
 from plumbing.compiled import CompiledQuery
 from plumbing.requestparams import basic_credentials, request_json_pairs
 from scopes.verifiers import audience_includes
 from signing.jwtokens import NoSigningKey, access_token_jwt, issues_jwt
 from signing.keys import jwks_document, private_key, signing_key_current
+from tokens.consents import consent_record
 from tokens.redemption import grant_claim, refresh_token_claim
 from tokens.selectors import MAX_TOKEN_LENGTH, access_token_get_for_introspection, access_token_get_valid
 from tokens.services import Lineage, access_token_issue
@@ -142,7 +144,7 @@ def generate_access_token(request=None) -> str:
     audience = _resource_list(request) if request is not None else []
     if not issues_jwt(audience):
         return generate_token()
-    # RFC 8693 (oauthflows.exchange): the subject's login time, its remaining life, and `act`.
+    # RFC 8693 (oauthflows.token.exchange): the subject's login time, its remaining life, and `act`.
     exchange = getattr(request, "_exchange", None)
     authenticated = exchange.auth_time if exchange else _authenticated_at(request)
     try:
@@ -384,7 +386,7 @@ class Validator(OAuth2Validator):
         )
         if "openid" in (request.scopes or ()):
             # OpenID Connect: what the ID token will say, as the authorization request found it
-            # (oauthflows.authorization: nonce checked there; sid from the session).
+            # (oauthflows.pages.authorization: nonce checked there; sid from the session).
             grant.nonce = request.nonce or ""
             grant.sid = getattr(request, "sid", None) or ""
             grant.amr = getattr(request, "amr", None) or ""
@@ -827,9 +829,9 @@ class Server(OpenIDServer):
     def __init__(self, request_validator, *args, **kwargs):
         super().__init__(request_validator, *args, **kwargs)
         self._grant_types["authorization_code"] = self.openid_connect_auth
-        # RFC 8693: resource servers trade a user's token for one bound to another (oauthflows.exchange).
+        # RFC 8693: resource servers trade a user's token for one bound to another (oauthflows.token.exchange).
         self._grant_types[TOKEN_EXCHANGE_GRANT] = TokenExchangeGrant(request_validator)
-        # RFC 7523 with an ID-JAG: an organization's identity provider grants, no consent page (oauthflows.idjag).
+        # RFC 7523 with an ID-JAG: an organization's identity provider grants, no consent page (oauthflows.token.idjag).
         self._grant_types[JWT_BEARER_GRANT] = JwtBearerGrant(request_validator)
 
 

@@ -19,7 +19,7 @@ _MAX_MARK_LENGTH = 200
 
 def _salt(request) -> str:
     # The session key is in the salt (part of the HMAC key), never in the page.
-    return f"oauthflows.consentshown:{request.session.session_key}:{request.user.pk}"
+    return f"oauthflows.pages.consentshown:{request.session.session_key}:{request.user.pk}"
 
 
 def _query_digest(request) -> str:

@@ -54,7 +54,7 @@ from oauth2_provider.settings import oauth2_settings
 
 from oauthclients.models import ClientStatus, OAuthClient
 from oauthclients.services import client_document_refresh, client_self_register
-from oauthflows.registration import RegistrationError, metadata_validate
+from oauthflows.registration.dynamic import RegistrationError, metadata_validate
 from plumbing.observe import metadata_document_fetch
 from plumbing.slots import slot_taken
 

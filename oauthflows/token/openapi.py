@@ -1,5 +1,5 @@
 """OpenAPI descriptions of the token (RFC 6749), revocation (RFC 7009) and introspection (RFC 7662)
-endpoints, applied to the views in oauthflows.endpoints. What each says is checked against real
+endpoints, applied to the views in oauthflows.token.endpoints. What each says is checked against real
 responses in tests/openapi.
 """
 

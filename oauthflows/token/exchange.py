@@ -3,7 +3,7 @@
 A service that received a user's token (bound to it, RFC 8707) never passes that token on (MCP
 security best practices, "token passthrough"; SECURITY.md, "One service acting for a user at
 another"): it trades it here for one bound to the downstream service. An oauthlib grant type,
-registered with the server in oauthflows.oauth2.Server, so that the token endpoint, client
+registered with the server in oauthflows.token.oauth2.Server, so that the token endpoint, client
 authentication, the token generator (opaque or JWT) and the error answers are the ones every
 other grant uses.
 
@@ -43,7 +43,7 @@ from oauthlib.oauth2.rfc6749.grant_types.base import GrantTypeBase
 from oauthclients.exchangetargets import exchange_target_get
 from oauthclients.models import AccessToken, ClientKind, ClientStatus, ExchangeTarget, OAuthClient, RefreshToken, digest
 from oauthclients.tier import ceiling_refusal
-from oauthflows.clientcall import issued_tell
+from oauthflows.token.clientcall import issued_tell
 from plumbing.compiled import quoted_columns
 from scopes.catalog import SCOPE_NAMES
 from tokens.selectors import MAX_TOKEN_LENGTH
@@ -60,7 +60,7 @@ SUBJECT_REFUSED = (
 
 @dataclass(frozen=True)
 class Exchange:
-    """What the token generator (oauthflows.oauth2.generate_access_token) and the save read."""
+    """What the token generator (oauthflows.token.oauth2.generate_access_token) and the save read."""
 
     act: dict | None
     lifetime: int
@@ -358,7 +358,7 @@ class TokenExchangeGrant(GrantTypeBase):
             raise errors.InvalidGrantError(description=SUBJECT_REFUSED, request=request)
         act = {"sub": caller.client_id} | ({"act": subject.act} if subject.act else {})
         # From here on the request describes the token to issue: the app's, for the user, bound to
-        # the target (the rate limiter and the logs still see the caller, oauthflows.oauth2.client_call).
+        # the target (the rate limiter and the logs still see the caller, oauthflows.token.oauth2.client_call).
         request.user = subject.user
         request.client = app
         request.scopes = scopes

@@ -1,8 +1,6 @@
-"""The OAuth client registry and django-oauth-toolkit's swapped models.
-
-Every DOT model is swapped for one of ours from the first migration, so the flows store digests
-and see our review state through DOT's own hooks (`is_usable`, the validator) with no rewrite.
-"""
+"""The registry's clients: DOT's Application swapped for OAuthClient, their secrets, their web
+origins, the exchange targets an administrator allows a resource server (RFC 8693), and what
+users are shown of a client."""
 
 import hashlib
 import hmac
@@ -15,14 +13,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
-from oauth2_provider.models import (
-    AbstractAccessToken,
-    AbstractApplication,
-    AbstractGrant,
-    AbstractIDToken,
-    AbstractRefreshToken,
-    ApplicationManager,
-)
+from oauth2_provider.models import AbstractApplication, ApplicationManager
 
 from oauthclients.algorithms import SIGNING_ALGORITHMS
 from oauthclients.validators import (
@@ -464,10 +455,10 @@ class OAuthClient(AbstractApplication):
     @property
     def jwk_key(self):
         """Never used: DOT reaches its model's jwk_key only from `finalize_id_token` and
-        `_get_key_for_token`, which oauthflows.oauth2.Validator overrides to sign with the key
+        `_get_key_for_token`, which oauthflows.token.oauth2.Validator overrides to sign with the key
         store. Refusing here keeps DOT's fallback (OIDC_RSA_PRIVATE_KEY, or the client secret for
         HS256) from ever signing, without the models importing the key store."""
-        raise NotImplementedError("ID tokens are signed by the key store (oauthflows.oauth2.Validator)")
+        raise NotImplementedError("ID tokens are signed by the key store (oauthflows.token.oauth2.Validator)")
 
     def is_usable(self, request) -> bool:
         """DOT asks this before issuing codes and tokens: only an approved client is usable...
@@ -485,7 +476,7 @@ class OAuthClient(AbstractApplication):
             return False
         if getattr(request, "pending_client_may_authenticate", None) is True:
             # Token, revocation, introspection: its grants are then held to the owner's own
-            # (oauthflows.oauth2.Validator._pending_client_owner_only).
+            # (oauthflows.token.oauth2.Validator._pending_client_owner_only).
             return True
         user = getattr(request, "user", None)
         return getattr(request, "pending_owner_preview", None) is True and getattr(user, "pk", None) == self.user_id
@@ -541,348 +532,9 @@ class ClientOrigin(models.Model):
         return f"{self.origin} ({self.client_id})"
 
 
-class AuditAction(models.TextChoices):
-    CLIENT_CREATED = "client.created", "Client created"
-    CLIENT_UPDATED = "client.updated", "Client edited"
-    CLIENT_RESUBMITTED = "client.resubmitted", "Client sent back to review"
-    CLIENT_APPROVED = "client.approved", "Client approved"
-    CLIENT_REJECTED = "client.rejected", "Client rejected"
-    CLIENT_SCOPES_SET = "client.scopes_set", "Client scopes set"
-    SECRET_CREATED = "secret.created", "Secret created"
-    SECRET_REVOKED = "secret.revoked", "Secret revoked"
-    GRANT_AUTHORIZED = "grant.authorized", "User authorized the app"
-    GRANT_DENIED = "grant.denied", "User denied the app"
-    CLIENT_DELETED = "client.deleted", "Client deleted by its owner"
-    ACCESS_REVOKED = "grant.access_revoked", "User revoked the app's access"
-    FAMILY_REVOKED = "grant.family_revoked", "Token family revoked on replay"
-    USER_DEACTIVATED = "grant.user_deactivated", "User deactivated: their access ended"
-    CLIENT_SELF_REGISTERED = "client.self_registered", "Client registered itself"
-    CLIENT_UNUSED_REMOVED = "client.unused_removed", "Unused self-registration removed"
-    EXCHANGE_TARGETS_SET = "client.exchange_targets_set", "Token exchange targets set"
-    REGISTRATION_TOKEN_ISSUED = "client.registration_token_issued", "Registration access token issued"
-
-
-class ClientAuditEvent(models.Model):
-    """Who did what to which client, and when. Written in the same transaction as the change."""
-
-    client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="audit_events")
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-    # The end user a grant event concerns (the actor may be someone else, or nobody).
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-    action = models.CharField(max_length=32, choices=AuditAction.choices)
-    # Never a credential: field names, statuses, secret ids and hints only.
-    detail = models.JSONField(default=dict, blank=True)
-    created = models.DateTimeField(default=timezone.now, db_index=True)
-
-    class Meta:
-        ordering = ["-created", "-id"]
-        verbose_name = "audit event"
-        indexes = [models.Index(fields=["client", "-created"])]
-
-    def __str__(self):
-        return f"{self.get_action_display()} · {self.client_id}"
-
-    def sentence(self) -> str:
-        """The event as a sentence an administrator reads in the audit trail, instead of its JSON."""
-        who = self.actor.get_username() if self.actor_id and self.actor else "The system"
-        user = self.user.get_username() if self.user_id and self.user else "a user"
-        detail = self.detail or {}
-
-        def listed(key: str) -> str:
-            values = detail.get(key) or []
-            # Field names read as words ("website url"); scope names stay as written (BOOKING_READ).
-            words = key in ("changed", "because")
-            return ", ".join(str(value).replace("_", " ") if words else str(value) for value in values) or "nothing"
-
-        sentences = {
-            AuditAction.CLIENT_CREATED: lambda: (
-                f"{who} registered the resource server (introspection only)."
-                if detail.get("kind") == ClientKind.RESOURCE_SERVER
-                else f"{who} registered the client ({detail.get('kind', 'unknown kind')}"
-                + (", legacy" if detail.get("legacy") else "")
-                + f") with scopes {listed('scopes')}."
-            ),
-            AuditAction.CLIENT_UPDATED: lambda: f"{who} edited {listed('changed')}.",
-            AuditAction.CLIENT_SCOPES_SET: lambda: f"{who} set the scopes to {listed('scopes')}.",
-            AuditAction.CLIENT_RESUBMITTED: lambda: f"The client went back to review because of {listed('because')}.",
-            AuditAction.CLIENT_APPROVED: lambda: f"{who} approved the client.",
-            AuditAction.CLIENT_REJECTED: lambda: f"{who} rejected the client: “{detail.get('reason', '')}”",
-            AuditAction.CLIENT_DELETED: lambda: (
-                f"{who} deleted the client; {detail.get('revoked_refresh_tokens', 0)} refresh tokens and "
-                f"{detail.get('revoked_access_tokens', 0)} access tokens were revoked."
-            ),
-            AuditAction.SECRET_CREATED: lambda: f"{who} created a secret (it starts with {detail.get('hint', '')}).",
-            AuditAction.SECRET_REVOKED: lambda: f"{who} revoked the secret that starts with {detail.get('hint', '')}.",
-            AuditAction.GRANT_AUTHORIZED: lambda: (
-                f"{user} authorized the app"
-                + (" with full access." if detail.get("unrestricted") else f" for {listed('scopes')}.")
-            ),
-            AuditAction.GRANT_DENIED: lambda: f"{user} denied the app.",
-            AuditAction.ACCESS_REVOKED: lambda: f"{user} revoked the app's access.",
-            AuditAction.USER_DEACTIVATED: lambda: (
-                f"{user} was deactivated; {detail.get('revoked_refresh_tokens', 0)} refresh tokens, "
-                f"{detail.get('revoked_access_tokens', 0)} access tokens and {detail.get('revoked_codes', 0)} "
-                "unexchanged codes of this app ended."
-            ),
-            AuditAction.CLIENT_SELF_REGISTERED: lambda: (
-                f"The client registered itself ({detail.get('source', 'dcr')}, {detail.get('kind', 'unknown kind')}) "
-                f"as {detail.get('status', 'unverified')} with scopes {listed('scopes')}."
-            ),
-            AuditAction.CLIENT_UNUSED_REMOVED: lambda: (
-                f"The system removed the self-registered client: nobody authorized it within "
-                f"{detail.get('days', '?')} days."
-            ),
-            AuditAction.EXCHANGE_TARGETS_SET: lambda: (
-                f"{who} allowed token exchange toward {listed('targets')}."
-                if detail.get("targets")
-                else f"{who} allowed token exchange toward nothing."
-            ),
-            AuditAction.REGISTRATION_TOKEN_ISSUED: lambda: (
-                f"{who} issued a registration access token"
-                + ("; the previous one no longer works." if detail.get("replaced") else ".")
-            ),
-            AuditAction.FAMILY_REVOKED: lambda: (
-                f"{'An authorization code' if 'code' in detail.get('reason', '') else 'A refresh token'} "
-                f"was replayed for {user}; its token family was revoked."
-            ),
-        }
-        make = sentences.get(self.action)
-        return make() if make else f"{self.get_action_display()}."
-
-
-class Consent(models.Model):
-    """A user's standing authorization of a client: shown under Connected apps."""
-
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="consents")
-    client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="consents")
-    first_authorized_at = models.DateTimeField(default=timezone.now)
-    last_authorized_at = models.DateTimeField(default=timezone.now)
-    # What the last Allow granted (space-separated scope names; empty and `unrestricted` for a
-    # legacy client's full access): the state that skipping the consent page reads
-    # (oauthflows.selectors.consent_covers), kept here rather than read back from the audit trail.
-    scope = models.TextField(blank=True, default="")
-    unrestricted = models.BooleanField(default=False)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["user", "client"], name="consent_one_per_user_and_client")]
-
-    def __str__(self):
-        return f"Consent of user {self.user_id} for {self.client_id}"
-
-    @property
-    def scopes(self) -> list[str]:
-        return self.scope.split()
-
-
-# --- django-oauth-toolkit's token models, swapped in (see settings.OAUTH2_PROVIDER_*_MODEL) ---
-
-
-class Grant(AbstractGrant):
-    """An authorization code. `code` holds the SHA-256 digest of the code, never the code."""
-
-    # Set when the code is redeemed; the row is kept until it expires so a replay is recognised
-    # and can revoke the token family it produced (RFC 6749 §4.1.2, RFC 9700 §4.14).
-    used_at = models.DateTimeField(null=True, blank=True)
-    token_family = models.UUIDField(null=True, blank=True, editable=False)
-    # OpenID Connect: when the user last logged in (the session's, at the authorization request),
-    # for the ID token's `auth_time`; and the session's `sid` (a random value the session keeps,
-    # unrelated to its key). DOT's AbstractGrant already holds the request's `nonce`.
-    auth_time = models.DateTimeField(null=True, blank=True, editable=False)
-    sid = models.CharField(max_length=64, blank=True, default="", editable=False)
-    # RFC 8176 authentication method references of that login, space-separated (the ID token's
-    # `amr`, and from it `acr`; accounts.selectors.session_amr).
-    amr = models.CharField(max_length=64, blank=True, default="", editable=False)
-
-    class Meta(AbstractGrant.Meta):
-        verbose_name = "authorization code"
-
-
-class AccessTokenQuerySet(models.QuerySet):
-    """Every access token descending from one durable ancestor: the one rule that ends a token with
-    its ancestors (SECURITY.md, "One service acting for a user at another"), whatever the grant.
-
-    Each token row records its lineage when it is written (tokens.services.access_token_issue, the
-    one writer), and a token exchanged from another (RFC 8693) carries its subject's marks, so
-    each ancestor finds its descendants with one indexed filter, chains included: no recursion."""
-
-    def descending_from_grant(self, *, client: "OAuthClient | None" = None, user=None):
-        """The user's grant of a client (oauthclients.grants.grants_end: Connected apps, rejection,
-        deactivation): an exchanged token keeps the app's client and the user, an ID-JAG's too."""
-        of = {}
-        if client is not None:
-            of["application"] = client
-        if user is not None:
-            of["user"] = user
-        if not of:
-            raise ValueError("A grant is a client's, a user's, or a user's with a client: name one.")
-        return self.filter(**of)
-
-    def descending_from_family(self, token_family):
-        """A refresh token family (RefreshToken.revoke_family: a replay, a revocation): its access
-        tokens and every token exchanged from one of them (`token_family` carried on)."""
-        return self.filter(token_family=token_family) if token_family else self.none()
-
-    def descending_from_assertions(self, *, issuer: str, client: "OAuthClient"):
-        """What an identity provider's assertions granted a client (`identityprovider deny-assertions`):
-        the ID-JAG tokens and every token exchanged from one (`assertion_issuer` carried on)."""
-        return self.filter(application=client, assertion_issuer=issuer) if issuer else self.none()
-
-
-class AccessToken(AbstractAccessToken):
-    # JWT access tokens only (RFC 9068, signing.statuslist): the token's bit in a status list.
-    # The row is found by the digest of the whole JWT (`token_checksum`), which includes its jti.
-    status_list = models.PositiveIntegerField(null=True, blank=True, editable=False)
-    # Its bit is set by the database when the row goes, its user is made inactive or its client is
-    # rejected, whatever the path (signing.statuslist's triggers).
-    status_index = models.PositiveIntegerField(null=True, blank=True, editable=False)
-    # RFC 8693 token exchange (oauthflows.exchange): `act` names the resource server that exchanged
-    # (§4.1, nested for a chain).
-    act = models.JSONField(null=True, blank=True, editable=False)
-    # Lineage (AccessTokenQuerySet above; written by tokens.services.access_token_issue only):
-    # - `token_family`: the refresh token family of the user's grant the token belongs to (a code's
-    #   and each refresh's token; carried on to a token exchanged from one), so that ending the
-    #   family ends it (RefreshToken.revoke_family below);
-    # - `assertion_issuer`: the issuer of the organization's identity provider whose assertion
-    #   (ID-JAG, RFC 7523, oauthflows.idjag) granted this token with no consent page, or the token
-    #   it was exchanged from; empty otherwise. Connected apps lists such access as "allowed by your
-    #   organization"; `identityprovider deny-assertions` ends it;
-    # - `exchanged_from`: the token it was exchanged from, for the audit only. No database constraint
-    #   and nothing ends with it: a routine refresh deletes the subject's row while the exchanged
-    #   token lives on with the family, so the reference may name a row that has ended (ids are
-    #   never reused; read `exchanged_from_id`).
-    token_family = models.UUIDField(null=True, blank=True, editable=False, db_index=True)
-    assertion_issuer = models.CharField(max_length=300, blank=True, default="", editable=False)
-    exchanged_from = models.ForeignKey(
-        "self",
-        null=True,
-        blank=True,
-        editable=False,
-        on_delete=models.DO_NOTHING,
-        db_constraint=False,
-        db_index=False,  # read from the exchanged token only, never searched by
-        related_name="+",
-    )
-
-    objects = AccessTokenQuerySet.as_manager()
-
-    class Meta(AbstractAccessToken.Meta):
-        indexes = [
-            # The deny's delete (descending_from_assertions): only assertion-granted rows are in it,
-            # so every other token's insert skips it.
-            models.Index(
-                fields=["application", "assertion_issuer"],
-                condition=~Q(assertion_issuer=""),
-                name="accesstoken_by_assertion",
-            ),
-        ]
-
-
-class RefreshToken(AbstractRefreshToken):
-    # When the user authenticated for the grant this token continues: a JWT access token's
-    # `auth_time` after a refresh (RFC 9068 §2.2.1).
-    auth_time = models.DateTimeField(null=True, blank=True, editable=False)
-
-    class Meta(AbstractRefreshToken.Meta):
-        pass
-
-    @classmethod
-    def revoke_family(cls, token_family) -> None:
-        """DOT's family revocation, and the access tokens exchanged from the family (RFC 8693,
-        oauthflows.exchange): a replay or a revocation ends what other services obtained with it."""
-        super().revoke_family(token_family)
-        AccessToken.objects.descending_from_family(token_family).delete()  # status bits set too
-
-
-class StatusList(models.Model):
-    """A token status list (draft-ietf-oauth-status-list): one bit per JWT access token, 1 = revoked.
-
-    Global index g of a JWT is list g // size, bit g % size; lists are made as indices reach them
-    and deleted once every token they hold has expired (signing.statuslist). The set bits
-    are the list's `StatusRevocation` rows: a revocation is an INSERT, never a rewrite of the list.
-    """
-
-    number = models.PositiveIntegerField(primary_key=True)
-    size = models.PositiveIntegerField()
-    last_issued = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        verbose_name = "token status list"
-
-    def __str__(self):
-        return f"Token status list {self.number}"
-
-
-class StatusRevocation(models.Model):
-    """One set bit: the JWT access token at `index` of list `status_list` is revoked. Inserted by the
-    database's triggers only (signing.statuslist.status_triggers_install)."""
-
-    status_list = models.PositiveIntegerField()
-    index = models.PositiveIntegerField()
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["status_list", "index"], name="status_revocation_once")]
-
-    def __str__(self):
-        return f"Revoked: list {self.status_list}, index {self.index}"
-
-
-class StatusCounter(models.Model):
-    """The next global status index to hand out, in blocks (signing.statuslist; a sequence on
-    PostgreSQL does the same without this row)."""
-
-    next_index = models.BigIntegerField(default=0)
-
-    def __str__(self):
-        return f"Next status index {self.next_index}"
-
-
-class IDToken(AbstractIDToken):
-    """An ID token issued (OpenID Connect): its `jti`, user, client, scope and expiry only; the
-    signed token itself is never stored. RP-initiated logout finds it by `jti` from id_token_hint."""
-
-    class Meta(AbstractIDToken.Meta):
-        pass
-
-
-# The keys' algorithms: SIGNING_ALGORITHMS, each with the key it makes (signing.keys).
-_KEY_LABELS = {"ES256": "ES256 (ECDSA P-256)", "RS256": "RS256 (RSA 2048)"}
-SigningKeyAlgorithm = models.TextChoices(
-    "SigningKeyAlgorithm", [(alg, (alg, _KEY_LABELS[alg])) for alg in SIGNING_ALGORITHMS]
-)
-
-
-class SigningKey(models.Model):
-    """A key this server signs with (JWT access tokens, ID tokens, status lists): signing.keys.
-
-    The private part is stored only as a JWE (A256KW + A256GCM) under OAUTH_SIGNING_KEY_ENCRYPTION_KEY,
-    never in plain text; the public part is published in the JWKS from `created` until the last
-    token it signed has expired. It signs from `signs_from` (later than `created` when rotated in,
-    so that verifiers have fetched it first) until `retired_at`.
-    """
-
-    kid = models.CharField(max_length=64, unique=True, editable=False)
-    algorithm = models.CharField(max_length=8, choices=SigningKeyAlgorithm.choices)
-    public_jwk = models.JSONField(editable=False)
-    private_jwe = models.TextField(editable=False)
-    created = models.DateTimeField(default=timezone.now, editable=False)
-    signs_from = models.DateTimeField()
-    retired_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-signs_from", "-id"]
-        verbose_name = "signing key"
-
-    def __str__(self):
-        return f"{self.algorithm} key {self.kid}"
-
-
 class ExchangeTarget(models.Model):
     """RFC 8693: a downstream resource server toward which a resource server may exchange the
-    tokens it receives (oauthflows.exchange). Only administrators write these rows
+    tokens it receives (oauthflows.token.exchange). Only administrators write these rows
     (oauthclients.exchangetargets.client_exchange_targets_set, audited)."""
 
     client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="exchange_targets")

@@ -1,6 +1,6 @@
 """What one request to a client endpoint tells the hooks into DOT, and back: the token, revocation
-and introspection views set it, the validator (oauthflows.oauth2) and the token exchange grant
-(oauthflows.exchange) read and fill it. Its own module, so that both can import it."""
+and introspection views set it, the validator (oauthflows.token.oauth2) and the token exchange grant
+(oauthflows.token.exchange) read and fill it. Its own module, so that both can import it."""
 
 import contextvars
 from dataclasses import dataclass

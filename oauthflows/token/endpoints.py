@@ -1,6 +1,7 @@
-"""The endpoints apps call directly: token (RFC 6749), revocation (RFC 7009), introspection
-(RFC 7662) and authorization server metadata (RFC 8414). All on django-oauth-toolkit's mixin and
-oauthlib's endpoints, with our request checks in front and our response shapes behind.
+"""The endpoints apps call directly: token (RFC 6749), revocation (RFC 7009) and introspection
+(RFC 7662). All on django-oauth-toolkit's mixin and oauthlib's endpoints, with our request checks
+in front and our response shapes behind. What the server publishes about them (RFC 8414) is
+oauthflows.discovery's.
 """
 
 import json
@@ -19,13 +20,12 @@ from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
 
 from oauthclients.selectors import client_is_public
-from oauthflows.clientcall import ClientCall, client_call
-from oauthflows.exchange import TOKEN_EXCHANGE_GRANT
-from oauthflows.idjag import JWT_BEARER_GRANT
-from oauthflows.oauth2 import request_attribute_names, request_started_at
-from oauthflows.openapi import introspect_schema, revoke_schema, token_schema
+from oauthflows.token.clientcall import ClientCall, client_call
+from oauthflows.token.exchange import TOKEN_EXCHANGE_GRANT
+from oauthflows.token.idjag import JWT_BEARER_GRANT
+from oauthflows.token.oauth2 import request_attribute_names, request_started_at
+from oauthflows.token.openapi import introspect_schema, revoke_schema, token_schema
 from plumbing.errors import service_unavailable
-from plumbing.languages import ui_locales_supported
 from plumbing.ratelimit import per_client
 from plumbing.requestparams import (
     CREDENTIAL_PARAMS,
@@ -34,9 +34,7 @@ from plumbing.requestparams import (
     basic_credentials,
     request_json_pairs,
 )
-from scopes.catalog import SCOPE_NAMES
-from signing.keys import SigningKeyUnusable, jwks_document
-from signing.statuslist import list_ttl, status_list_token
+from signing.keys import SigningKeyUnusable
 
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
 JSON_CONTENT_TYPE = "application/json"
@@ -75,7 +73,7 @@ def _json(payload: dict, status: int = 200) -> JsonResponse:
 class ClientEndpoint(OAuthLibMixin, APIView):
     """POST endpoints where a client authenticates (Basic or body) and sends form or JSON.
 
-    An APIView only so that the OpenAPI schema describes it (oauthflows/openapi.py): DRF
+    An APIView only so that the OpenAPI schema describes it (oauthflows/token/openapi.py): DRF
     authenticates, parses, negotiates and handles errors for nothing here. The view reads the
     Django request, answers with Django responses, and lets exceptions through, exactly as a
     plain Django view would. CSRF-exempt (APIView.as_view).
@@ -282,7 +280,7 @@ class TokenView(ClientEndpoint):
             return "invalid_request", "The grant_type parameter is required."
         # Any other grant_type was refused as unsupported_grant_type before the checks (unsupported).
         if grant_type == TOKEN_EXCHANGE_GRANT:
-            # RFC 8693: the one grant a resource server may use (oauthflows.exchange checks the rest).
+            # RFC 8693: the one grant a resource server may use (oauthflows.token.exchange checks the rest).
             client_call.get().resource_servers_allowed = True
         if grant_type == "authorization_code" and not params.get("redirect_uri"):
             # RFC 6749 §4.1.3: required because the authorization request always carries one.
@@ -320,7 +318,7 @@ class TokenView(ClientEndpoint):
                 {key: data[key] for key in ("access_token", "issued_token_type", "token_type", "expires_in", "scope")}
             )
         if "refresh_token" not in data:
-            # RFC 7523 (oauthflows.idjag): no refresh token; a new assertion is the way to continue.
+            # RFC 7523 (oauthflows.token.idjag): no refresh token; a new assertion is the way to continue.
             return _json({key: data[key] for key in ("access_token", "token_type", "expires_in", "scope")})
         return _json(
             {
@@ -330,7 +328,7 @@ class TokenView(ClientEndpoint):
                 "expires_in": int(data.get("expires_in", settings.OAUTH_ACCESS_TOKEN_LIFETIME)),
                 "scope": data.get("scope", "") or "",
             }
-            # OpenID Connect Core §3.1.3.3: with `openid` granted, the ID token (oauthflows.oauth2).
+            # OpenID Connect Core §3.1.3.3: with `openid` granted, the ID token (oauthflows.token.oauth2).
             | ({"id_token": data["id_token"]} if data.get("id_token") else {})
         )
 
@@ -406,96 +404,3 @@ class IntrospectView(ClientEndpoint):
             self.request._answered_inactive = True
             return _json({"active": False})
         return _json(data)
-
-
-class MetadataView(View):
-    """GET /.well-known/oauth-authorization-server (RFC 8414)."""
-
-    http_method_names = ["get", "head", "options"]
-
-    def get(self, request, *args, **kwargs):
-        response = JsonResponse(server_metadata())
-        response["Cache-Control"] = "public, max-age=3600"
-        return response
-
-
-def server_metadata() -> dict:
-    """RFC 8414 §2: the authorization server's metadata (oauthflows.openid adds OpenID's)."""
-    issuer = settings.OAUTH_ISSUER
-    return {
-        "issuer": issuer,
-        "authorization_endpoint": issuer + settings.OAUTH_AUTHORIZE_PATH,
-        "token_endpoint": issuer + settings.OAUTH_TOKEN_PATH,
-        "revocation_endpoint": issuer + settings.OAUTH_REVOKE_PATH,
-        "introspection_endpoint": issuer + settings.OAUTH_INTROSPECT_PATH,
-        "scopes_supported": list(SCOPE_NAMES),
-        "response_types_supported": ["code"],
-        "response_modes_supported": ["query"],
-        "grant_types_supported": list(GRANT_TYPES),
-        "code_challenge_methods_supported": ["S256"],
-        "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
-        "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
-        "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
-        "authorization_response_iss_parameter_supported": True,
-        # The languages of the login and consent pages (settings.LANGUAGES, accounts.languages).
-        "ui_locales_supported": ui_locales_supported(),
-        "jwks_uri": issuer + settings.OAUTH_JWKS_PATH,
-        # OpenID Connect (docs/openid-connect.md), also named here for RFC 8414 clients.
-        "userinfo_endpoint": issuer + settings.OAUTH_USERINFO_PATH,
-        "end_session_endpoint": issuer + settings.OAUTH_END_SESSION_PATH,
-        # RFC 7591 (docs/agents.md): absent when OAUTH_DYNAMIC_REGISTRATION=off.
-        **(
-            {
-                "registration_endpoint": issuer + settings.OAUTH_REGISTRATION_PATH,
-                "client_id_metadata_document_supported": True,
-            }
-            if settings.OAUTH_DYNAMIC_REGISTRATION != "off"
-            else {"client_id_metadata_document_supported": False}
-        ),
-    }
-
-
-class JwksView(View):
-    """GET /.well-known/jwks.json (RFC 7517): the public parts of every published signing key.
-
-    Cacheable for five minutes, less than OAUTH_SIGNING_KEY_PUBLISH_AHEAD (ten by default), so a
-    verifier has a rotated-in key before anything is signed with it.
-    """
-
-    http_method_names = ["get", "head", "options"]
-
-    def get(self, request, *args, **kwargs):
-        response = JsonResponse(jwks_document())
-        response["Cache-Control"] = "public, max-age=300"
-        response["Access-Control-Allow-Origin"] = "*"
-        return response
-
-
-class StatusListView(View):
-    """GET /v2/auth/oauth2/status-lists/<number> (draft-ietf-oauth-status-list): the signed
-    `statuslist+jwt` of one list of JWT access tokens' bits (signing.statuslist), public and
-    cacheable for its ttl. An unknown list is 404; no signing key is 503 (`check --deploy` warns)."""
-
-    http_method_names = ["get", "head", "options"]
-
-    def get(self, request, number: int, *args, **kwargs):
-        try:
-            token = status_list_token(number)
-        except (LookupError, SigningKeyUnusable) as exc:
-            # No current key, or one this deployment's encryption key does not open (config.E005).
-            reason = "No signing key" if isinstance(exc, LookupError) else "The signing key cannot be used"
-            response = JsonResponse(
-                {"error": "temporarily_unavailable", "error_description": f"{reason}: the list cannot be signed."},
-                status=503,
-            )
-            response["Retry-After"] = "5"
-            response["Cache-Control"] = "no-store"
-            return response
-        if token is None:
-            response = JsonResponse({"error": "not_found", "error_description": "No such status list."}, status=404)
-            response["Cache-Control"] = "no-store"
-        else:
-            response = HttpResponse(token, content_type="application/statuslist+jwt")
-            response["Cache-Control"] = f"public, max-age={list_ttl()}"
-        response["Access-Control-Allow-Origin"] = "*"
-        return response

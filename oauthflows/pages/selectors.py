@@ -1,8 +1,5 @@
 """Reads about a user's grants."""
 
-import threading
-import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -12,17 +9,9 @@ from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
 from accounts.models import IdentityProvider
-from oauthclients.models import (
-    MAX_ORIGIN_LENGTH,
-    AccessToken,
-    ClientOrigin,
-    ClientStatus,
-    Consent,
-    Grant,
-    OAuthClient,
-    RefreshToken,
-)
+from oauthclients.models import AccessToken, ClientStatus, Grant, OAuthClient, RefreshToken
 from scopes.catalog import OPENID_SCOPES, group_by_resource
+from tokens.models import Consent
 
 
 @dataclass(frozen=True)
@@ -35,9 +24,9 @@ class ConnectedApp:
     # OpenID Connect: "Sign you in" and what profile and email read, as on the consent page.
     identity_lines: tuple[str, ...] = ()
     # RFC 8693: the services reaching others with this app's access for the user ("through
-    # Scheduling MCP"), from their live exchanged tokens (oauthflows.exchange).
+    # Scheduling MCP"), from their live exchanged tokens (oauthflows.token.exchange).
     through: tuple[str, ...] = ()
-    # ID-JAG (oauthflows.idjag): the organizations whose identity providers granted this access,
+    # ID-JAG (oauthflows.token.idjag): the organizations whose identity providers granted this access,
     # with no consent page ("allowed by your organization").
     allowed_by: tuple[str, ...] = ()
 
@@ -150,105 +139,6 @@ def connected_app_get_for_user(*, user, client_id: str) -> ConnectedApp:
         if app.client.client_id == client_id:
             return app
     raise Http404("No such connected app.")
-
-
-# CORS (oauthflows.cors): one origin at a time, never the set of all of them. Open registration
-# makes the number of public clients anyone's to choose; a decision must cost the same with none.
-CORS_ORIGIN_CACHE_SIZE = 4096  # origins remembered per process (the least recently asked go first)
-CORS_ORIGIN_CACHE_SECONDS = 30  # how long another process may answer from before a change
-_cors_answers: OrderedDict[tuple[str, bool], tuple[float, bool]] = OrderedDict()
-_cors_answers_lock = threading.Lock()
-_cors_generation = 0  # bumped by every forget: an answer read before it is not kept after it
-
-
-def _looks_like_origin(origin) -> bool:
-    return isinstance(origin, str) and 0 < len(origin) <= MAX_ORIGIN_LENGTH and "\x00" not in origin
-
-
-def cors_origin_is_registered(*, origin: str, approved_only: bool) -> bool:
-    """Whether a public client users may authorize (with `approved_only`: an approved one) has a
-    redirect URI at exactly this web origin.
-
-    One indexed lookup of this origin (ClientOrigin, kept by oauthclients.services), whatever the
-    number of clients; the answer, yes or no, is kept in this process for CORS_ORIGIN_CACHE_SECONDS
-    among at most CORS_ORIGIN_CACHE_SIZE origins, and forgotten at once in the process that changes
-    a client (oauthflows.cors.cors_origins_changed).
-    """
-    if not _looks_like_origin(origin):
-        return False
-    key = (origin, approved_only)
-    now = time.monotonic()
-    with _cors_answers_lock:
-        known = _cors_answers.get(key)
-        if known is not None and known[0] > now:
-            _cors_answers.move_to_end(key)
-            return known[1]
-        generation = _cors_generation
-    rows = ClientOrigin.objects.filter(origin=origin)
-    answer = (rows.filter(approved=True) if approved_only else rows).exists()
-    with _cors_answers_lock:
-        if generation == _cors_generation:
-            _cors_answers[key] = (now + CORS_ORIGIN_CACHE_SECONDS, answer)
-            _cors_answers.move_to_end(key)
-            while len(_cors_answers) > CORS_ORIGIN_CACHE_SIZE:
-                _cors_answers.popitem(last=False)
-    return answer
-
-
-def cors_origin_answers_forget() -> None:
-    """Drop this process's remembered CORS answers (a client's origins or state changed)."""
-    global _cors_generation
-    with _cors_answers_lock:
-        _cors_generation += 1
-        _cors_answers.clear()
-
-
-def cors_origin_is_clients(*, origin: str, client_id: str) -> bool:
-    """Whether this origin is a web origin of a redirect URI of this client, a public client users
-    may authorize (approved or unverified): one indexed lookup, not cached (a token request)."""
-    if not _looks_like_origin(origin):
-        return False
-    if not isinstance(client_id, str) or not client_id or len(client_id) > 255 or "\x00" in client_id:
-        return False
-    return ClientOrigin.objects.filter(origin=origin, client__client_id=client_id).exists()
-
-
-@dataclass(frozen=True)
-class StandingConsent:
-    """What the user's last Allow for a client granted, and when."""
-
-    authorized_at: datetime
-    scopes: frozenset[str]
-    unrestricted: bool
-
-
-def consent_standing(*, user, client: OAuthClient) -> StandingConsent | None:
-    """The user's standing consent to this client (one query), or None."""
-    row = (
-        Consent.objects.filter(user=user, client=client)
-        .values_list("last_authorized_at", "scope", "unrestricted")
-        .first()
-    )
-    if row is None:
-        return None
-    return StandingConsent(authorized_at=row[0], scopes=frozenset(row[1].split()), unrestricted=row[2])
-
-
-def consent_covers(*, standing: StandingConsent | None, client: OAuthClient, scopes: list[str]) -> bool:
-    """Whether the user's standing consent to this approved client covers these scopes.
-
-    The user's last Allow must have granted at least them (an unrestricted grant covers only an
-    unrestricted request), after the client's last approval, so that nothing users are shown (and
-    nothing they granted) has changed since. Revoking the app under Connected apps, a rejection,
-    a deletion or the user's deactivation deletes the consent, so the page is shown again.
-    """
-    if client.status != ClientStatus.APPROVED or standing is None:
-        return False
-    if client.reviewed_at is not None and standing.authorized_at < client.reviewed_at:
-        return False
-    if not scopes:
-        return standing.unrestricted
-    return set(scopes) <= standing.scopes
 
 
 # OpenID Connect: what a login session carries for the ID token (docs/openid-connect.md).

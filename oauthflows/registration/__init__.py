@@ -1,0 +1,2 @@
+"""Clients that register themselves: RFC 7591 registration and RFC 7592 management (`dynamic`),
+client ID metadata documents (`cimd`)."""
