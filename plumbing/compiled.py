@@ -8,9 +8,11 @@ debug log see it), with the caller's values in the parameter slots. Rows come ba
 model instances the queryset would have made, select_related relations included, built with
 Model.from_db from the loaded columns only.
 
-Only string parameters can be slots: the build function is called with sentinel strings and
-each must come out as one parameter of the compiled SQL, untouched (a lookup that transforms
-its value, such as iexact, is refused at compile time rather than silently wrong).
+Slots are strings, or integers where the build function's parameter is annotated `int`: the
+build function is called with sentinel values and each must come out as one parameter of the
+compiled SQL, untouched (a lookup that transforms its value, such as iexact, is refused at
+compile time rather than silently wrong). `annotations` names values the queryset annotates
+(a subquery, say): each is loaded with the row and set on the root instance under its name.
 
 Replaces: `QuerySet.filter(…).select_related(…).first()` built per request (Django's query
 construction and SQLCompiler.as_sql) in tokens.selectors.access_token_get_valid and
@@ -53,10 +55,23 @@ class CompiledQuery:
     every concrete field. Each model's primary key is always loaded.
     """
 
-    def __init__(self, build: Callable[..., QuerySet], *, load: dict[str, tuple[str, ...] | None]):
+    def __init__(
+        self,
+        build: Callable[..., QuerySet],
+        *,
+        load: dict[str, tuple[str, ...] | None],
+        annotations: tuple[str, ...] = (),
+    ):
         self.build = build
         self.load = load
-        self.arity = len(inspect.signature(build).parameters)
+        self.annotations = annotations
+        parameters = list(inspect.signature(build).parameters.values())
+        self.arity = len(parameters)
+        # An int slot's sentinel: a number no caller's value is, far outside any primary key.
+        self._sentinels = [
+            -(7_300_000_000_000_000_000 + i) if parameter.annotation in (int, "int") else f"\x00compiled-slot-{i}\x00"
+            for i, parameter in enumerate(parameters)
+        ]
         self._compiled: dict[str, tuple] = {}
 
     def _shapes(self, model: type[Model]) -> list[_Shape]:
@@ -81,7 +96,7 @@ class CompiledQuery:
         return shapes
 
     def _compile(self, alias: str) -> tuple:
-        sentinels = [f"\x00compiled-slot-{i}\x00" for i in range(self.arity)]
+        sentinels = self._sentinels
         queryset = self.build(*sentinels)
         shapes = self._shapes(queryset.model)
         lookups = []
@@ -89,23 +104,29 @@ class CompiledQuery:
             for name in shape.attnames:
                 shape.columns.append(len(lookups))
                 lookups.append(f"{shape.path}__{name}" if shape.path else name)
+        extra = list(range(len(lookups), len(lookups) + len(self.annotations)))
+        lookups.extend(self.annotations)
         compiler = queryset.values_list(*lookups).query.get_compiler(using=alias)
         sql, params = compiler.as_sql()
         slots = []
         for param in params:
-            slot = sentinels.index(param) if isinstance(param, str) and param in sentinels else None
+            slot = (
+                sentinels.index(param)
+                if isinstance(param, str | int) and not isinstance(param, bool) and param in sentinels
+                else None
+            )
             slots.append((slot, param))
         found = {slot for slot, _param in slots if slot is not None}
-        if found != set(range(self.arity)) or any(s in sql for s in sentinels):
+        if found != set(range(self.arity)) or any(str(s) in sql for s in sentinels):
             raise ImproperlyConfigured(f"{self.build!r}: every argument must be one untransformed SQL parameter")
         expressions = [select[0] for select in compiler.select[: compiler.col_count]]
         converters = compiler.get_converters(expressions)
-        compiled = (sql, tuple(slots), converters, shapes)
+        compiled = (sql, tuple(slots), converters, shapes, extra)
         self._compiled[alias] = compiled
         return compiled
 
-    def rows(self, *values: str, using: str = DEFAULT_DB_ALIAS) -> list[tuple]:
-        sql, slots, converters, _shapes = self._compiled.get(using) or self._compile(using)
+    def rows(self, *values: str | int, using: str = DEFAULT_DB_ALIAS) -> list[tuple]:
+        sql, slots, converters, _shapes, _extra = self._compiled.get(using) or self._compile(using)
         params = [values[slot] if slot is not None else param for slot, param in slots]
         connection = connections[using]
         with connection.cursor() as cursor:
@@ -121,13 +142,13 @@ class CompiledQuery:
                     row[position] = value
         return rows
 
-    def first(self, *values: str, using: str = DEFAULT_DB_ALIAS) -> Model | None:
+    def first(self, *values: str | int, using: str = DEFAULT_DB_ALIAS) -> Model | None:
         """The first row as a model instance with its select_related relations, or None."""
         rows = self.rows(*values, using=using)
         if not rows:
             return None
         row = rows[0]
-        shapes = self._compiled[using][3]
+        shapes, extra = self._compiled[using][3:]
         instances: dict[str, Model | None] = {}
         for shape in shapes:
             parent = instances.get(shape.parent) if shape.parent is not None else None
@@ -143,4 +164,7 @@ class CompiledQuery:
                 shape.field.set_cached_value(parent, instance)
                 if instance is not None and shape.field.one_to_one and shape.field.remote_field is not None:
                     shape.field.remote_field.set_cached_value(instance, parent)
-        return instances[""]
+        root = instances[""]
+        for name, position in zip(self.annotations, extra, strict=True):
+            setattr(root, name, row[position])
+        return root

@@ -32,7 +32,16 @@ class StandingConsent:
 
 
 def consent_standing(*, user, client: OAuthClient) -> StandingConsent | None:
-    """The user's standing consent to this client (one query), or None."""
+    """The user's standing consent to this client, or None: no query when the client was loaded
+    with it for this user (the authorization pages' client, oauthflows.pages.authorization), else one."""
+    if getattr(client, "standing_user_id", None) == user.pk:
+        if client.standing_authorized_at is None:
+            return None
+        return StandingConsent(
+            authorized_at=client.standing_authorized_at,
+            scopes=frozenset(client.standing_scope.split()),
+            unrestricted=client.standing_unrestricted,
+        )
     row = (
         Consent.objects.filter(user=user, client=client)
         .values_list("last_authorized_at", "scope", "unrestricted")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.db.models import F, FilteredRelation, Q
 from django.http import QueryDict
 from django.utils.translation import gettext
 
@@ -237,15 +238,34 @@ def _by_client_id(client_id: str):
     return OAuthClient.objects.filter(client_id=client_id)[:1]
 
 
+def _by_client_id_with_standing(client_id: str, user_id: int):
+    # The signed-in user's standing consent rides in the client's statement (a LEFT JOIN on the
+    # unique (user, client) index): the consent page costs the floor's statements, not one more.
+    mine = FilteredRelation("consents", condition=Q(consents__user_id=user_id))
+    return (
+        OAuthClient.objects.filter(client_id=client_id)
+        .annotate(mine=mine)
+        .annotate(
+            standing_authorized_at=F("mine__last_authorized_at"),
+            standing_scope=F("mine__scope"),
+            standing_unrestricted=F("mine__unrestricted"),
+        )[:1]
+    )
+
+
 # The authorization request's client, compiled once (plumbing/compiled.py): every column but
 # the logo's bytes (the page links to /logos/, and DOT never reads them), with the owner's name
 # for the consent page's "Developer" line.
-_CLIENT_QUERY = CompiledQuery(
-    _by_client_id,
-    load={
-        "": tuple(f.attname for f in OAuthClient._meta.concrete_fields if f.attname != "logo_png"),
-        "user": ("username", "email", "first_name", "last_name"),
-    },
+_CLIENT_LOAD = {
+    "": tuple(f.attname for f in OAuthClient._meta.concrete_fields if f.attname != "logo_png"),
+    "user": ("username", "email", "first_name", "last_name"),
+}
+_CLIENT_QUERY = CompiledQuery(_by_client_id, load=_CLIENT_LOAD)
+# The same client with the signed-in user's standing consent (tokens.consents.consent_standing).
+_CLIENT_WITH_STANDING_QUERY = CompiledQuery(
+    _by_client_id_with_standing,
+    load=_CLIENT_LOAD,
+    annotations=("standing_authorized_at", "standing_scope", "standing_unrestricted"),
 )
 
 
@@ -272,7 +292,12 @@ def _client(params: QueryDict, user, *, before_login: bool = False) -> OAuthClie
     client_id = client_ids[0]
     client = None
     if len(client_id) <= 255 and "\x00" not in client_id:
-        client = _CLIENT_QUERY.first(client_id)
+        if user is not None and user.is_authenticated:
+            client = _CLIENT_WITH_STANDING_QUERY.first(client_id, user.pk)
+            if client is not None:
+                client.standing_user_id = user.pk
+        else:
+            client = _CLIENT_QUERY.first(client_id)
     if (
         settings.OAUTH_DYNAMIC_REGISTRATION != "off"
         and is_metadata_document_url(client_id)

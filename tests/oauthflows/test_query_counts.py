@@ -58,20 +58,40 @@ def test_the_token_writer_adds_no_statement_to_the_code_exchange_or_the_refresh(
     assert len(inserted) == 1 and '"token_family"' in inserted[0], statements
 
 
-def test_the_consent_page_is_four_statements_even_when_asked_again(browser, confidential):
+def test_the_consent_page_is_the_floors_three_statements_even_when_asked_again(browser, confidential):
+    """bench/floor.py's authorize page makes three (session, user, client): ours too. The standing
+    consent rides in the client's statement (oauthflows.pages.authorization._CLIENT_WITH_STANDING_QUERY)."""
     from tests.oauthflows.helpers import asking_again, authorize_url
 
     client, _secret = confidential
     response, statements = queries(lambda: browser.get(authorize_url(client)))
     assert response.status_code == 200
     # session, user with its profile (profiles.backends: "Signed in as" needs no query of its own),
-    # client, and the user's standing consent with its last grant (one statement: consent_standing)
-    assert len(statements) == 4, statements
+    # and the client with the user's standing consent
+    assert len(statements) == 3, statements
+    assert not any(sql.startswith('SELECT "oauthclients_consent"') for sql in statements)
     # prompt=consent: the page whatever was granted before; the consent is still read, to show
     # what was granted apart from what is new (a step-up)
     response, statements = queries(lambda: browser.get(asking_again(authorize_url(client))))
     assert response.status_code == 200
-    assert len(statements) == 4, statements
+    assert len(statements) == 3, statements
+
+
+def test_the_standing_consent_read_with_the_client_skips_the_page_or_shows_the_step_up(browser, confidential):
+    """The consent loaded with the client decides as the separate lookup did: covered, the code at once
+    (the page skipped); more scopes, the page with what was granted apart from what is new."""
+    from tests.oauthflows.helpers import asking_again, authorize_url
+
+    client, _secret = confidential
+    url = asking_again(authorize_url(client, scope="PROFILE_READ"))
+    assert browser.get(url).status_code == 200
+    allowed = browser.post(url.replace("/auth/oauth2/authorize?", "/auth/oauth2/authorize/allow?"))
+    assert allowed.status_code == 302
+    again = browser.get(authorize_url(client, scope="PROFILE_READ"))
+    assert again.status_code == 302 and "code=" in again["Location"]
+    more = browser.get(authorize_url(client, scope="PROFILE_READ BOOKING_READ"))
+    assert more.status_code == 200
+    assert 'id="access-granted-title"' in more.content.decode()
 
 
 def test_the_consent_post_statements_first_time_and_after(browser, confidential):

@@ -110,3 +110,34 @@ def test_an_unknown_column_is_refused(tokens):
     query = CompiledQuery(lambda checksum: AccessToken.objects.filter(token_checksum=checksum), load={"": ("nope",)})
     with pytest.raises(Exception, match="nope"):
         query.first("x")
+
+
+def test_int_slots_and_annotations_ride_in_the_one_statement(tokens):
+    """A parameter annotated `int` is a slot too, and annotated values come back on the root instance."""
+    from django.db.models import Count, Q
+
+    def build(checksum: str, user_id: int):
+        return (
+            AccessToken.objects.filter(token_checksum=checksum)
+            .annotate(same_user=Count("user", filter=Q(user_id=user_id)))
+            .order_by()[:1]
+        )
+
+    query = CompiledQuery(build, load={"": ("scope",)}, annotations=("same_user",))
+    alice, bob = tokens["alice"], tokens["bob"]
+    with CaptureQueriesContext(connection) as queries:
+        mine = query.first(digest("value-alice"), alice.user_id)
+        theirs = query.first(digest("value-alice"), bob.user_id)
+    assert len(queries) == 2
+    assert (mine.pk, mine.same_user) == (alice.pk, 1)
+    assert (theirs.pk, theirs.same_user) == (alice.pk, 0)
+    assert query.first(digest("value-nobody"), alice.user_id) is None
+
+
+def test_an_int_slot_that_is_not_one_parameter_is_refused(tokens):
+    def build(user_id: int):
+        return AccessToken.objects.filter(user_id__gt=1)  # the slot is not used
+
+    query = CompiledQuery(build, load={"": None})
+    with pytest.raises(ImproperlyConfigured, match="untransformed"):
+        query.first(1)

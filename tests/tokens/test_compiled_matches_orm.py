@@ -5,7 +5,7 @@ queryset, so the SQL follows the models; this checks the rows are read back the 
 import pytest
 
 from oauthclients.models import digest
-from oauthflows.pages.authorization import _CLIENT_QUERY
+from oauthflows.pages.authorization import _CLIENT_QUERY, _CLIENT_WITH_STANDING_QUERY
 from oauthflows.token.oauth2 import _SECRET_QUERY
 from profiles.models import Profile
 from tests.factories import make_client, make_tokens
@@ -24,6 +24,9 @@ def assert_same(compiled_query, *values):
     paths = [path for path in compiled_query.load if path]
     orm = queryset.model.objects.filter(pk__in=queryset.values("pk")).select_related(*paths).first()
     assert compiled is not None and orm is not None
+    if compiled_query.annotations:
+        annotated = queryset.values(*compiled_query.annotations).first()
+        assert {name: getattr(compiled, name) for name in compiled_query.annotations} == annotated
     for path, wanted in compiled_query.load.items():
         mine, theirs = related(compiled, path), related(orm, path)
         names = wanted or [f.attname for f in type(theirs)._meta.concrete_fields]
@@ -54,3 +57,15 @@ def test_the_client_secret_query_matches_the_orm(tokens):
 def test_the_authorization_client_query_matches_the_orm(tokens):
     created, _access = tokens
     assert_same(_CLIENT_QUERY, created.client.client_id)
+
+
+def test_the_authorization_client_query_with_the_standing_consent_matches_the_orm(tokens, end_user, owner):
+    from tokens.consents import consent_record
+
+    created, _access = tokens
+    assert_same(_CLIENT_WITH_STANDING_QUERY, created.client.client_id, end_user.pk)  # no consent: None
+    consent_record(user=end_user, client=created.client, scopes=["PROFILE_READ"])
+    assert_same(_CLIENT_WITH_STANDING_QUERY, created.client.client_id, end_user.pk)
+    loaded = _CLIENT_WITH_STANDING_QUERY.first(created.client.client_id, end_user.pk)
+    assert loaded.standing_scope == "PROFILE_READ" and loaded.standing_unrestricted is False
+    assert _CLIENT_WITH_STANDING_QUERY.first(created.client.client_id, owner.pk).standing_scope is None
