@@ -261,6 +261,7 @@ LANGUAGES = [
     ("en", "English"),
     ("de", "Deutsch"),
     ("ja", "日本語"),
+    ("zh-hans", "简体中文"),
 ]
 LANGUAGE_CODE = "en"
 # Our catalogues; allauth's, Django's and the admin's come with them, as they ship.
