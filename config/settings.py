@@ -262,6 +262,7 @@ LANGUAGES = [
     ("de", "Deutsch"),
     ("ja", "日本語"),
     ("zh-hans", "简体中文"),
+    ("ko", "한국어"),
 ]
 LANGUAGE_CODE = "en"
 # Our catalogues; allauth's, Django's and the admin's come with them, as they ship.
