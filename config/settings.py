@@ -261,6 +261,9 @@ LANGUAGES = [
     ("en", "English"),
     ("de", "Deutsch"),
     ("ar", "العربية"),
+    ("ja", "日本語"),
+    ("zh-hans", "简体中文"),
+    ("ko", "한국어"),
 ]
 LANGUAGE_CODE = "en"
 # Our catalogues; allauth's, Django's and the admin's come with them, as they ship.
