@@ -261,6 +261,7 @@ LANGUAGES = [
     ("en", "English"),
     ("de", "Deutsch"),
     ("fr", "Français"),
+    ("es", "Español"),
 ]
 LANGUAGE_CODE = "en"
 # Our catalogues; allauth's, Django's and the admin's come with them, as they ship.
