@@ -262,6 +262,7 @@ LANGUAGES = [
     ("de", "Deutsch"),
     ("fr", "Français"),
     ("es", "Español"),
+    ("it", "Italiano"),
 ]
 LANGUAGE_CODE = "en"
 # Our catalogues; allauth's, Django's and the admin's come with them, as they ship.
