@@ -264,6 +264,9 @@ LANGUAGES = [
     ("ja", "日本語"),
     ("zh-hans", "简体中文"),
     ("ko", "한국어"),
+    ("fr", "Français"),
+    ("es", "Español"),
+    ("it", "Italiano"),
 ]
 LANGUAGE_CODE = "en"
 # Our catalogues; allauth's, Django's and the admin's come with them, as they ship.

@@ -41,7 +41,7 @@ def test_without_any_hint_a_page_is_english(client, db):
 
 
 def test_the_browsers_language_is_the_first_it_wants_that_is_served(client, db):
-    response = client.get("/accounts/login/", HTTP_ACCEPT_LANGUAGE="tlh, fr-CA;q=0.9, de-AT;q=0.8, en;q=0.5")
+    response = client.get("/accounts/login/", HTTP_ACCEPT_LANGUAGE="tlh, sv-SE;q=0.9, de-AT;q=0.8, en;q=0.5")
     assert lang(response) == '<html lang="de" dir="ltr">' and "Passwort vergessen?" in response.content.decode()
 
 
@@ -72,7 +72,7 @@ def test_ui_locales_outranks_the_persons_choice(browser, end_user, app):
 
 
 def test_an_unsupported_tag_before_a_supported_one_is_skipped(browser, app):
-    page = browser.get(authorize_url(app, prompt="consent", ui_locales="tlh fr-CA de-CH en"))
+    page = browser.get(authorize_url(app, prompt="consent", ui_locales="tlh sv-SE de-CH en"))
     assert lang(page) == '<html lang="de" dir="ltr">' and GERMAN in page.content.decode()
 
 
