@@ -260,6 +260,7 @@ USERSESSIONS_TRACK_ACTIVITY = False
 LANGUAGES = [
     ("en", "English"),
     ("de", "Deutsch"),
+    ("pt-br", "Português (Brasil)"),
 ]
 LANGUAGE_CODE = "en"
 # Our catalogues; allauth's, Django's and the admin's come with them, as they ship.
