@@ -261,6 +261,7 @@ LANGUAGES = [
     ("en", "English"),
     ("de", "Deutsch"),
     ("pt-br", "Português (Brasil)"),
+    ("nl", "Nederlands"),
 ]
 LANGUAGE_CODE = "en"
 # Our catalogues; allauth's, Django's and the admin's come with them, as they ship.
