@@ -260,13 +260,15 @@ USERSESSIONS_TRACK_ACTIVITY = False
 LANGUAGES = [
     ("en", "English"),
     ("de", "Deutsch"),
-    ("ar", "العربية"),
-    ("ja", "日本語"),
-    ("zh-hans", "简体中文"),
-    ("ko", "한국어"),
     ("fr", "Français"),
     ("es", "Español"),
     ("it", "Italiano"),
+    ("pt-br", "Português (Brasil)"),
+    ("nl", "Nederlands"),
+    ("ja", "日本語"),
+    ("zh-hans", "简体中文"),
+    ("ko", "한국어"),
+    ("ar", "العربية"),
 ]
 LANGUAGE_CODE = "en"
 # Our catalogues; allauth's, Django's and the admin's come with them, as they ship.
