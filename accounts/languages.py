@@ -178,7 +178,7 @@ class LanguageForm(forms.Form):
         super().__init__(*args, **kwargs)
         automatic = gettext("Automatic: the language your browser asks for")
         # Each language in its own name, as people look for it.
-        names = [(code, translation.get_language_info(code)["name_local"]) for code, _name in settings.LANGUAGES]
+        names = list(settings.LANGUAGES)  # config/settings.py names each language in itself
         self.fields["language"].choices = [("", automatic), *names]
 
 
