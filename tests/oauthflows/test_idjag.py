@@ -16,8 +16,8 @@ from accounts.models import AccountAuditAction, AccountAuditEvent, AssertionPoli
 from accounts.services import identity_provider_add
 from oauthclients import services
 from oauthclients.models import AccessToken, digest
+from oauthflows.grants import JWT_BEARER
 from oauthflows.token import idjag
-from oauthflows.token.idjag import JWT_BEARER_GRANT
 from tests.factories import make_client
 from tests.oauthflows.helpers import METADATA, basic, token_request
 from tests.oauthflows.idjag_helpers import OrganizationProvider
@@ -71,7 +71,7 @@ def linked(org, end_user):
 
 def grant(api, agent, assertion, **extra):
     client, secret = agent
-    data = {"grant_type": JWT_BEARER_GRANT, "assertion": assertion, "resource": MCP} | extra
+    data = {"grant_type": JWT_BEARER.grant_type, "assertion": assertion, "resource": MCP} | extra
     data = {key: value for key, value in data.items() if value is not None}
     return token_request(api, data, auth=basic(client.client_id, secret))
 
@@ -86,7 +86,7 @@ def claims_for(agent, settings, **extra):
 
 
 def test_the_metadata_lists_the_jwt_bearer_grant(api, db):
-    assert JWT_BEARER_GRANT in api.get(METADATA).json()["grant_types_supported"]
+    assert JWT_BEARER.grant_type in api.get(METADATA).json()["grant_types_supported"]
 
 
 def test_an_allowed_assertion_gets_a_token_with_no_consent_page(api, browser, org, agent, allowed, linked, settings):
