@@ -3,9 +3,10 @@
 A service that received a user's token (bound to it, RFC 8707) never passes that token on (MCP
 security best practices, "token passthrough"; SECURITY.md, "One service acting for a user at
 another"): it trades it here for one bound to the downstream service. An oauthlib grant type,
-registered with the server in oauthflows.token.oauth2.Server, so that the token endpoint, client
-authentication, the token generator (opaque or JWT) and the error answers are the ones every
-other grant uses.
+declared in oauthflows.grants (TOKEN_EXCHANGE) and dispatched to by oauthflows.token.oauth2.Server,
+so that the token endpoint, client authentication, the token generator (opaque or JWT), the one
+writer of token rows (through oauthflows.token.single), the answer and the error answers are the
+ones every other grant uses.
 
 The rules, each refused with its RFC 6749 §5.2 / RFC 8693 §2.2.2 error:
 
