@@ -31,7 +31,7 @@ from oauthflows.grants import (
     token_response,
 )
 from oauthflows.registration import dynamic
-from oauthflows.token.endpoints import DEFAULT_DESCRIPTIONS, TokenView
+from oauthflows.token.endpoints import DEFAULT_DESCRIPTIONS, REQUEST_ATTRIBUTE_NAMES, TokenView
 from oauthflows.token.oauth2 import Server, Validator
 from oauthflows.token.openapi import SCHEMAS
 from operations.access import GRANT_TYPE_LABELS
@@ -146,8 +146,19 @@ def test_oauthlib_dispatches_exactly_the_declared_grants():
 def test_the_token_endpoint_accepts_each_declared_grants_parameters():
     for grant in GRANTS:
         assert grant.parameters <= TokenView.accepted, grant.grant_type
-    # What the endpoint refuses as an oauthlib attribute name is unchanged by deriving the list.
-    assert {"code", "redirect_uri", "code_verifier", "refresh_token", "scope", "resource"} <= TokenView.accepted
+    # The names it takes although oauthlib's Request answers them as attributes are exactly these:
+    # a grant declaring a parameter named like one (`client`, `user`, ...) would let it stand in.
+    assert TokenView.accepted & REQUEST_ATTRIBUTE_NAMES == {
+        "client_id",
+        "client_secret",
+        "grant_type",
+        "code",
+        "redirect_uri",
+        "code_verifier",
+        "refresh_token",
+        "scope",
+        "resource",
+    }
 
 
 def test_the_openapi_document_describes_each_grants_request_and_answer():
