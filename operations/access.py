@@ -12,19 +12,13 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils.functional import empty
 
+from oauthflows.grants import GRANT_TYPES as DECLARED_GRANT_TYPES
 from plumbing.ratelimit import per_client
 from plumbing.requestparams import request_json_pairs
 
-GRANT_TYPES = frozenset(
-    {
-        "authorization_code",
-        "refresh_token",
-        "client_credentials",
-        "urn:ietf:params:oauth:grant-type:token-exchange",
-        "urn:ietf:params:oauth:grant-type:jwt-bearer",
-        "urn:ietf:params:oauth:grant-type:device_code",
-    }
-)
+# The metrics' grant_type labels: every grant the endpoint takes (oauthflows.grants), and two it
+# refuses that clients commonly try, so that their attempts are counted by name.
+GRANT_TYPES = frozenset({*DECLARED_GRANT_TYPES, "client_credentials", "urn:ietf:params:oauth:grant-type:device_code"})
 # RFC 6749 §5.2, RFC 8707 and RFC 8693's invalid_target, and what our middleware answers.
 TOKEN_ERRORS = frozenset(
     {

@@ -2,9 +2,10 @@
 
 Every grant stores what it issues here: the code and refresh grants (oauthflows.token.oauth2
 `Validator.save_bearer_token`, the access token with its refresh token), the token exchange
-(oauthflows.token.exchange, RFC 8693) and the ID-JAG grant (oauthflows.token.idjag, RFC 7523). Each row records
-its lineage (`Lineage`: the grant family, the assertion's issuer, the token it was exchanged
-from), so that ending a durable ancestor ends every descendant, whatever the grant
+(oauthflows.token.exchange, RFC 8693) and the ID-JAG grant (oauthflows.token.idjag, RFC 7523), both
+through oauthflows.token.single; tests/tokens/test_one_token_writer.py fails on any other writer.
+Each row records its lineage (`Lineage`: the grant family, the assertion's issuer, the token it was
+exchanged from), so that ending a durable ancestor ends every descendant, whatever the grant
 (oauthclients.models.AccessTokenQuerySet; SECURITY.md, "One service acting for a user at another").
 
 The code exchange and the refresh are hot paths measured against a floor (`make bench`): the

@@ -10,8 +10,8 @@ from oauth2_provider.views.oidc import ConnectDiscoveryInfoView
 
 from accounts.selectors import ACR_VALUES_SUPPORTED
 from oauthclients.models import IdTokenAlgorithm
+from oauthflows.grants import GRANT_TYPES
 from oauthflows.pages.authorization import PROMPT_VALUES
-from oauthflows.token.endpoints import GRANT_TYPES
 from oauthflows.token.userinfo import EMAIL_CLAIMS, PROFILE_CLAIMS
 from plumbing.languages import ui_locales_supported
 from scopes.catalog import OPENID_SCOPES, SCOPE_NAMES

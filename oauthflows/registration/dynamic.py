@@ -42,6 +42,7 @@ from oauthclients.services import (
     client_self_register,
 )
 from oauthclients.validators import MAX_REDIRECT_URIS, MAX_URI_LENGTH, has_line_break_or_control, url_host
+from oauthflows.grants import AUTHORIZATION_CODE, GRANTS
 from plumbing.requestparams import NOT_UNICODE, unicode_scalars_only
 from scopes.catalog import UnknownScopeError, parse_scopes, sort_scopes
 
@@ -50,7 +51,8 @@ AUTH_METHODS = {
     "client_secret_basic": ClientKind.CONFIDENTIAL,
     "client_secret_post": ClientKind.CONFIDENTIAL,
 }
-GRANT_TYPES = ("authorization_code", "refresh_token")
+# RFC 7591 grant_types: the grants a client registers for (oauthflows.grants, `registrable`).
+GRANT_TYPES = tuple(grant.grant_type for grant in GRANTS if grant.registrable)
 MAX_CONTACTS = 10
 MAX_SHORT_TEXT = 255
 MAX_BODY_BYTES = 16 * 1024
@@ -138,15 +140,15 @@ def metadata_validate(data: dict) -> dict:
     if len(redirect_uris) > MAX_REDIRECT_URIS:
         raise RegistrationError("invalid_redirect_uri", f"At most {MAX_REDIRECT_URIS} redirect URIs can be registered.")
 
-    grant_types = _string_list(data, "grant_types", default=["authorization_code"], max_items=5)
+    code = AUTHORIZATION_CODE.grant_type
+    grant_types = _string_list(data, "grant_types", default=[code], max_items=5)
     if unsupported := [g for g in grant_types if g not in GRANT_TYPES]:
         raise RegistrationError(
             "invalid_client_metadata",
-            f"Unsupported grant_types: {', '.join(map(repr, unsupported))}. Supported: authorization_code, "
-            "refresh_token.",
+            f"Unsupported grant_types: {', '.join(map(repr, unsupported))}. Supported: {', '.join(GRANT_TYPES)}.",
         )
-    if "authorization_code" not in grant_types:
-        raise RegistrationError("invalid_client_metadata", "grant_types must include authorization_code.")
+    if code not in grant_types:
+        raise RegistrationError("invalid_client_metadata", f"grant_types must include {code}.")
     response_types = _string_list(data, "response_types", default=["code"], max_items=5)
     if set(response_types) != {"code"}:
         raise RegistrationError("invalid_client_metadata", "response_types must be code, the only one supported.")

@@ -6,7 +6,6 @@ oauthflows.discovery's.
 
 import json
 
-from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.db import transaction
 from django.http import HttpResponse, JsonResponse
@@ -20,9 +19,8 @@ from rest_framework.permissions import AllowAny
 from rest_framework.views import APIView
 
 from oauthclients.selectors import client_is_public
+from oauthflows.grants import GRANT_TYPES, GRANTS, GRANTS_BY_TYPE, GrantType, grant_types_text, token_response
 from oauthflows.token.clientcall import ClientCall, client_call
-from oauthflows.token.exchange import TOKEN_EXCHANGE_GRANT
-from oauthflows.token.idjag import JWT_BEARER_GRANT
 from oauthflows.token.oauth2 import request_attribute_names, request_started_at
 from oauthflows.token.openapi import introspect_schema, revoke_schema, token_schema
 from plumbing.errors import service_unavailable
@@ -38,7 +36,6 @@ from signing.keys import SigningKeyUnusable
 
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
 JSON_CONTENT_TYPE = "application/json"
-GRANT_TYPES = ("authorization_code", "refresh_token", TOKEN_EXCHANGE_GRANT, JWT_BEARER_GRANT)
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 REQUEST_ATTRIBUTE_NAMES = request_attribute_names()
 CLIENT_PARAMS = frozenset({"client_id", "client_secret"})
@@ -47,9 +44,7 @@ DEFAULT_DESCRIPTIONS = {
     "invalid_grant": (
         "The authorization code or refresh token is invalid, expired, revoked or was issued to another client."
     ),
-    "unsupported_grant_type": (
-        f"grant_type must be authorization_code, refresh_token, {TOKEN_EXCHANGE_GRANT} or {JWT_BEARER_GRANT}."
-    ),
+    "unsupported_grant_type": f"grant_type must be {grant_types_text()}.",
     "invalid_scope": "The requested scope is invalid or wider than the original grant.",
     "unauthorized_client": "This client may not use this grant type.",
 }
@@ -243,7 +238,7 @@ class ClientEndpoint(OAuthLibMixin, APIView):
 
 @token_schema
 class TokenView(ClientEndpoint):
-    """POST /v2/auth/oauth2/token: authorization_code and refresh_token grants (spec §4.2, §4.3)."""
+    """POST /v2/auth/oauth2/token (spec §4.2, §4.3): the grants of oauthflows.grants."""
 
     errors = frozenset(
         {
@@ -256,15 +251,9 @@ class TokenView(ClientEndpoint):
             "invalid_target",
         }
     )  # RFC 6749 §5.2 and RFC 8707 §2, nothing else
-    accepted = CLIENT_PARAMS | {
-        "grant_type",
-        "code",
-        "redirect_uri",
-        "code_verifier",
-        "refresh_token",
-        "scope",
-        "resource",
-    }
+    # Each grant's parameters, as it declares them (oauthflows.grants).
+    accepted = CLIENT_PARAMS.union(*(grant.parameters for grant in GRANTS))
+    grant: GrantType | None = None  # the request's, once its parameters are read
 
     def unsupported(self, params):
         # RFC 6749 §5.2: an unsupported grant type is reported as such, whatever else the body
@@ -279,16 +268,11 @@ class TokenView(ClientEndpoint):
         if not grant_type:
             return "invalid_request", "The grant_type parameter is required."
         # Any other grant_type was refused as unsupported_grant_type before the checks (unsupported).
-        if grant_type == TOKEN_EXCHANGE_GRANT:
+        self.grant = GRANTS_BY_TYPE[grant_type]
+        if self.grant.resource_servers_allowed:
             # RFC 8693: the one grant a resource server may use (oauthflows.token.exchange checks the rest).
             client_call.get().resource_servers_allowed = True
-        if grant_type == "authorization_code" and not params.get("redirect_uri"):
-            # RFC 6749 §4.1.3: required because the authorization request always carries one.
-            return (
-                "invalid_request",
-                "The redirect_uri parameter is required and must equal the authorization request's.",
-            )
-        return None
+        return self.grant.check(params) if self.grant.check else None
 
     def respond(self, request):
         started = request_started_at.set(timezone.now())
@@ -312,25 +296,8 @@ class TokenView(ClientEndpoint):
         return status, body
 
     def success(self, data):
-        if data.get("issued_token_type"):
-            # RFC 8693 §2.2.1: an exchanged token, without a refresh token.
-            return _json(
-                {key: data[key] for key in ("access_token", "issued_token_type", "token_type", "expires_in", "scope")}
-            )
-        if "refresh_token" not in data:
-            # RFC 7523 (oauthflows.token.idjag): no refresh token; a new assertion is the way to continue.
-            return _json({key: data[key] for key in ("access_token", "token_type", "expires_in", "scope")})
-        return _json(
-            {
-                "access_token": data["access_token"],
-                "refresh_token": data["refresh_token"],
-                "token_type": "bearer",
-                "expires_in": int(data.get("expires_in", settings.OAUTH_ACCESS_TOKEN_LIFETIME)),
-                "scope": data.get("scope", "") or "",
-            }
-            # OpenID Connect Core §3.1.3.3: with `openid` granted, the ID token (oauthflows.token.oauth2).
-            | ({"id_token": data["id_token"]} if data.get("id_token") else {})
-        )
+        # The one answer of every grant (oauthflows.grants.token_response).
+        return _json(token_response(self.grant, data))
 
 
 def _check_token_param(params) -> tuple[str, str] | None:

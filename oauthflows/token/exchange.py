@@ -3,9 +3,10 @@
 A service that received a user's token (bound to it, RFC 8707) never passes that token on (MCP
 security best practices, "token passthrough"; SECURITY.md, "One service acting for a user at
 another"): it trades it here for one bound to the downstream service. An oauthlib grant type,
-registered with the server in oauthflows.token.oauth2.Server, so that the token endpoint, client
-authentication, the token generator (opaque or JWT) and the error answers are the ones every
-other grant uses.
+declared in oauthflows.grants (TOKEN_EXCHANGE) and dispatched to by oauthflows.token.oauth2.Server,
+so that the token endpoint, client authentication, the token generator (opaque or JWT), the one
+writer of token rows (through oauthflows.token.single), the answer and the error answers are the
+ones every other grant uses.
 
 The rules, each refused with its RFC 6749 §5.2 / RFC 8693 §2.2.2 error:
 
@@ -26,10 +27,9 @@ The rules, each refused with its RFC 6749 §5.2 / RFC 8693 §2.2.2 error:
   the subject token, and comes with no refresh token.
 """
 
-import json
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import cache
 
 from django.conf import settings
@@ -38,34 +38,21 @@ from django.db import connections, router
 from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749 import errors
-from oauthlib.oauth2.rfc6749.grant_types.base import GrantTypeBase
 
 from oauthclients.exchangetargets import exchange_target_get
 from oauthclients.models import AccessToken, ClientKind, ClientStatus, ExchangeTarget, OAuthClient, RefreshToken, digest
 from oauthclients.tier import ceiling_refusal
-from oauthflows.token.clientcall import issued_tell
+from oauthflows.grants import ACCESS_TOKEN_TYPE, ExchangeState
+from oauthflows.token.single import SingleTokenGrant
 from plumbing.compiled import quoted_columns
 from scopes.catalog import SCOPE_NAMES
 from tokens.selectors import MAX_TOKEN_LENGTH
-from tokens.services import Lineage, access_token_issue
-
-TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
-ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"  # RFC 8693 §3
+from tokens.services import Lineage
 
 SUBJECT_REFUSED = (
     "The subject_token is not a live access token bound to this resource server (unknown, expired, revoked, "
     "or issued for another audience)."
 )
-
-
-@dataclass(frozen=True)
-class Exchange:
-    """What the token generator (oauthflows.token.oauth2.generate_access_token) and the save read."""
-
-    act: dict | None
-    lifetime: int
-    lineage: Lineage  # what the new token descends from (tokens.services)
-    auth_time: datetime | None
 
 
 def _param(request, name: str):
@@ -300,8 +287,10 @@ def _look_up(*, caller: OAuthClient, uri: str, raw: str | None) -> Looked:
     return Looked(target=target, any_target=any_target, subject=subject, family=family, auth_time=auth_time)
 
 
-class TokenExchangeGrant(GrantTypeBase):
-    """grant_type=urn:ietf:params:oauth:grant-type:token-exchange (RFC 8693 §2)."""
+class TokenExchangeGrant(SingleTokenGrant):
+    """grant_type=urn:ietf:params:oauth:grant-type:token-exchange (RFC 8693 §2; oauthflows.grants.TOKEN_EXCHANGE)."""
+
+    state = ExchangeState
 
     def validate_token_request(self, request) -> None:
         # RFC 8693 §2.1: the subject is an access token, and an access token is what is issued.
@@ -366,42 +355,4 @@ class TokenExchangeGrant(GrantTypeBase):
         # The subject's lineage carried on (its family, its assertion's issuer), and the subject
         # itself for the audit: ending any ancestor ends this token too (tokens.services).
         lineage = Lineage.of_exchange(subject, family=looked.family)
-        request._exchange = Exchange(act=act, lifetime=lifetime, lineage=lineage, auth_time=looked.auth_time)
-
-    def create_token_response(self, request, token_handler):
-        headers = self._get_default_headers()
-        try:
-            self.validate_token_request(request)
-        except errors.OAuth2Error as exc:
-            headers.update(exc.headers)
-            return headers, exc.json, exc.status_code
-        exchange = request._exchange
-        request.expires_in = exchange.lifetime
-        value = token_handler.token_generator(request)
-        access_token_exchanged_save(value=value, request=request)
-        token = {
-            "access_token": value,
-            "issued_token_type": ACCESS_TOKEN_TYPE,  # RFC 8693 §2.2.1
-            "token_type": "Bearer",
-            "expires_in": exchange.lifetime,
-            "scope": " ".join(request.scopes),
-        }
-        return headers, json.dumps(token), 200
-
-
-def access_token_exchanged_save(*, value: str, request) -> AccessToken:
-    """Store the exchanged token's row with its lineage: no refresh token (RFC 8693 §2.2.1)."""
-    exchange: Exchange = request._exchange
-    access = access_token_issue(
-        value=value,
-        user=request.user,
-        client=request.client,
-        scope=" ".join(request.scopes),
-        expires=timezone.now() + timedelta(seconds=exchange.lifetime),
-        resource=list(request.resource),
-        lineage=exchange.lineage,
-        jwt_status=getattr(request, "_jwt_status", None),
-        act=exchange.act,
-    )
-    issued_tell(access)
-    return access
+        request.grant_state = ExchangeState(act=act, lifetime=lifetime, lineage=lineage, auth_time=looked.auth_time)

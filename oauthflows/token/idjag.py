@@ -43,7 +43,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -52,19 +52,17 @@ from jwcrypto import jwk, jws
 from jwcrypto.common import JWException
 from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749 import errors
-from oauthlib.oauth2.rfc6749.grant_types.base import GrantTypeBase
 
 from accounts.audit import account_audit_record
 from accounts.identity import upstream_person
 from accounts.models import AccountAuditAction, AssertionPolicy, AssertionUse, IdentityProvider
-from oauthclients.models import AccessToken, ClientKind, ClientStatus, OAuthClient, digest
+from oauthclients.models import ClientKind, ClientStatus, OAuthClient, digest
 from oauthclients.tier import ceiling_refusal
+from oauthflows.grants import AssertionState
 from oauthflows.registration.cimd import MetadataFetcher
-from oauthflows.token.clientcall import issued_tell
-from oauthflows.token.exchange import Exchange
-from tokens.services import Lineage, access_token_issue
+from oauthflows.token.single import SingleTokenGrant
+from tokens.services import Lineage
 
-JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 ID_JAG_TYPE = "oauth-id-jag+jwt"
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 MAX_LIFETIME_SECONDS = 300  # an assertion is for now, not for later
@@ -279,8 +277,11 @@ def _assertion_use(provider: IdentityProvider, claims: dict) -> None:
         _refuse("The assertion was used already (jti).")
 
 
-class JwtBearerGrant(GrantTypeBase):
-    """grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer with an ID-JAG (RFC 7523 §2.1)."""
+class JwtBearerGrant(SingleTokenGrant):
+    """grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer with an ID-JAG (RFC 7523 §2.1;
+    oauthflows.grants.JWT_BEARER)."""
+
+    state = AssertionState
 
     def validate_token_request(self, request) -> None:
         assertion = request._params.get("assertion")
@@ -314,9 +315,8 @@ class JwtBearerGrant(GrantTypeBase):
         request.user = user
         request.scopes = scopes
         request.resource = [resource]
-        request._assertion = provider
-        request._exchange = Exchange(
-            act=None,
+        request.grant_state = AssertionState(
+            provider=provider,
             lifetime=oauth2_settings.ACCESS_TOKEN_EXPIRE_SECONDS,
             # No family (no refresh token): what ends it is the organization's deny, the user's
             # revocation under Connected apps, and what ends any grant (tokens.services).
@@ -324,42 +324,9 @@ class JwtBearerGrant(GrantTypeBase):
             auth_time=issued,
         )
 
-    def create_token_response(self, request, token_handler):
-        headers = self._get_default_headers()
-        try:
-            self.validate_token_request(request)
-        except errors.OAuth2Error as exc:
-            headers.update(exc.headers)
-            return headers, exc.json, exc.status_code
-        lifetime = request._exchange.lifetime
-        request.expires_in = lifetime
-        value = token_handler.token_generator(request)
-        access_token_asserted_save(value=value, request=request)
-        token = {
-            "access_token": value,
-            "token_type": "Bearer",
-            "expires_in": lifetime,
-            "scope": " ".join(request.scopes),
-        }
-        return headers, json.dumps(token), 200
-
-
-def access_token_asserted_save(*, value: str, request) -> AccessToken:
-    """Store the token's row with its lineage (the provider's issuer) and audit it: granted by the
-    organization's provider."""
-    provider: IdentityProvider = request._assertion
-    exchange: Exchange = request._exchange
-    with transaction.atomic(savepoint=False):
-        access = access_token_issue(
-            value=value,
-            user=request.user,
-            client=request.client,
-            scope=" ".join(request.scopes),
-            expires=timezone.now() + timedelta(seconds=exchange.lifetime),
-            resource=list(request.resource),
-            lineage=exchange.lineage,
-            jwt_status=getattr(request, "_jwt_status", None),
-        )
+    def issued(self, access, request, state: AssertionState) -> None:
+        """Audited: granted by the organization's provider (in the token row's transaction)."""
+        provider = state.provider
         account_audit_record(
             actor=None,
             user=request.user,
@@ -370,5 +337,3 @@ def access_token_asserted_save(*, value: str, request) -> AccessToken:
             scopes=list(request.scopes),
             resource=list(request.resource),
         )
-    issued_tell(access)
-    return access

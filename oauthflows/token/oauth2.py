@@ -32,6 +32,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
+from django.utils.module_loading import import_string
 from jwcrypto import jwk, jws, jwt
 from oauth2_provider.models import revoke_access_token
 from oauth2_provider.oauth2_backends import OAuthLibCore
@@ -57,9 +58,8 @@ from oauthclients.models import (
 from oauthclients.selectors import resource_uri_known
 from oauthclients.tier import ceiling_refusal
 from oauthclients.validators import resource_uri_problem
+from oauthflows.grants import GRANTS, CodeState, GrantState, RefreshState, SingleTokenState, grant_state
 from oauthflows.token.clientcall import client_call, issued_tell
-from oauthflows.token.exchange import TOKEN_EXCHANGE_GRANT, TokenExchangeGrant
-from oauthflows.token.idjag import JWT_BEARER_GRANT, JwtBearerGrant
 from plumbing.compiled import CompiledQuery
 from plumbing.requestparams import basic_credentials, request_json_pairs
 from scopes.verifiers import audience_includes
@@ -83,10 +83,7 @@ request_started_at: contextvars.ContextVar[datetime | None] = contextvars.Contex
 # a token, revocation or introspection request is processed.
 HOOK_REQUEST_ATTRIBUTES = frozenset(
     {
-        "_grant",
-        "_new_token_family",
-        "_jwt_status",
-        "_exchange",
+        "grant_state",  # the grant's typed state (oauthflows.grants)
         "auth_time",
         "sid",
         "amr",
@@ -115,7 +112,7 @@ def request_attribute_names() -> frozenset[str]:
     """Every name under which oauthlib's Request answers an attribute lookup.
 
     oauthlib's Request serves every query and body parameter as an attribute (`__getattr__`), so a
-    parameter named like an attribute that is set later (`client`, `_grant`,
+    parameter named like an attribute that is set later (`client`, `grant_state`,
     `refresh_token_instance`, ...) would be read in its place by code that runs before it is set.
     The endpoints refuse such names unless they are parameters the endpoint takes.
     """
@@ -129,13 +126,33 @@ def generate_token(request=None) -> str:
     return secrets.token_urlsafe(32)
 
 
+def _state(request) -> GrantState:
+    """The grant's typed state (oauthflows.grants); a bare one if the grant set none."""
+    state = grant_state(request, GrantState)
+    if state is None:
+        state = request.grant_state = GrantState()
+    return state
+
+
+def _code_state(request) -> CodeState:
+    """The authorization_code grant's state, begun by the first hook that needs it."""
+    state = grant_state(request, CodeState)
+    if state is None:
+        state = request.grant_state = CodeState()
+    return state
+
+
+def _code_grant(request) -> Grant | None:
+    """The code's grant row, as validate_code loaded or claimed it (no second read)."""
+    state = grant_state(request, CodeState)
+    return state.grant if state is not None else None
+
+
 def _authenticated_at(request) -> datetime | None:
     """When the user logged in for this grant: the presented refresh token's record on refresh,
-    the code's on exchange (None for one from before it was recorded)."""
-    previous = getattr(request, "refresh_token_instance", None)
-    if previous is not None:
-        return previous.auth_time
-    return getattr(getattr(request, "_grant", None), "auth_time", None)
+    the code's on exchange, the subject's or the assertion's (None when it was not recorded)."""
+    state = grant_state(request, GrantState)
+    return state.login_time() if state is not None else None
 
 
 def generate_access_token(request=None) -> str:
@@ -144,11 +161,12 @@ def generate_access_token(request=None) -> str:
     audience = _resource_list(request) if request is not None else []
     if not issues_jwt(audience):
         return generate_token()
-    # RFC 8693 (oauthflows.token.exchange): the subject's login time, its remaining life, and `act`.
-    exchange = getattr(request, "_exchange", None)
-    authenticated = exchange.auth_time if exchange else _authenticated_at(request)
+    state = _state(request)
+    # RFC 8693 (oauthflows.token.exchange) and ID-JAG: the token's own lifetime, and `act`.
+    single = state if isinstance(state, SingleTokenState) else None
+    authenticated = state.login_time()
     try:
-        token, request._jwt_status = access_token_jwt(
+        token, state.jwt_status = access_token_jwt(
             user_pk=request.user.pk,
             client_id=request.client.client_id,
             scope=" ".join(request.scopes or []),
@@ -156,8 +174,8 @@ def generate_access_token(request=None) -> str:
             # When no login time was recorded (a session or refresh token from before it was), the
             # time of issue: the user's consent or the refresh is then the latest known presence.
             auth_time=int(authenticated.timestamp()) if authenticated else int(time.time()),
-            lifetime=exchange.lifetime if exchange else oauth2_settings.ACCESS_TOKEN_EXPIRE_SECONDS,
-            act=exchange.act if exchange else None,
+            lifetime=single.lifetime if single else oauth2_settings.ACCESS_TOKEN_EXPIRE_SECONDS,
+            act=single.act if single else None,
         )
     except NoSigningKey as exc:
         raise errors.InvalidRequestError(
@@ -399,9 +417,9 @@ class Validator(OAuth2Validator):
 
     def _grant(self, code, request) -> Grant | None:
         """The grant for this code and client, locked for the rest of the request's transaction."""
-        cached = getattr(request, "_grant", None)
-        if cached is not None:
-            return cached
+        state = _code_state(request)
+        if state.grant is not None:
+            return state.grant
         if not isinstance(code, str) or not code or len(code) > 512:
             return None
         grant = self._grant_claimed(code, request)
@@ -412,7 +430,7 @@ class Validator(OAuth2Validator):
                 .select_related("user")
                 .first()
             )
-        request._grant = grant
+        state.grant = grant
         return grant
 
     @staticmethod
@@ -434,7 +452,7 @@ class Validator(OAuth2Validator):
         grant, family = claimed
         Grant._meta.get_field("application").set_cached_value(grant, client)
         grant.claimed = True
-        request._new_token_family = family
+        _code_state(request).family = family
         _mark_claimed()
         return grant
 
@@ -506,7 +524,7 @@ class Validator(OAuth2Validator):
     def get_authorization_code_scopes(self, client_id, code, redirect_uri, request):
         # Not called on the token path (Server sends every exchange to the OpenID grant); kept
         # right for oauthlib's dispatcher all the same: the grant already loaded, else one read.
-        grant = getattr(request, "_grant", None)
+        grant = _code_grant(request)
         if grant is None:
             if not isinstance(code, str) or not code or len(code) > 512:
                 return []
@@ -516,7 +534,7 @@ class Validator(OAuth2Validator):
     def get_authorization_code_nonce(self, client_id, code, redirect_uri, request):
         # OpenID Connect Core §3.1.3.6: the nonce of the authorization request, from the grant that
         # validate_code loaded or claimed (no second read).
-        grant = getattr(request, "_grant", None)
+        grant = _code_grant(request)
         return (grant.nonce or None) if grant is not None else None
 
     def invalidate_authorization_code(self, client_id, code, request, *args, **kwargs):
@@ -527,7 +545,7 @@ class Validator(OAuth2Validator):
             raise errors.InvalidGrantError(request=request)
         # Kept (not deleted) until it expires, so that a replay can be recognised.
         grant.used_at = timezone.now()
-        grant.token_family = getattr(request, "_new_token_family", None)
+        grant.token_family = _code_state(request).family
         grant.save(update_fields=["used_at", "token_family", "updated"])
 
     def _check_and_set_request_resource(self, request):
@@ -545,7 +563,7 @@ class Validator(OAuth2Validator):
     def get_id_token_dictionary(self, token, token_handler, request):
         """The claims DOT and oauthlib do not add (they add aud, iat, nonce, at_hash): iss, sub,
         exp, auth_time (the login the grant recorded), sid and jti. Identity claims are userinfo's."""
-        grant = getattr(request, "_grant", None)
+        grant = _code_grant(request)
         now = timezone.now()
         expires = now + timedelta(seconds=oauth2_settings.ID_TOKEN_EXPIRE_SECONDS)
         auth_time = getattr(grant, "auth_time", None) or request.user.last_login or now
@@ -615,7 +633,9 @@ class Validator(OAuth2Validator):
         """
         now = timezone.now()
         expires = now + timedelta(seconds=token.get("expires_in", oauth2_settings.ACCESS_TOKEN_EXPIRE_SECONDS))
-        previous = getattr(request, "refresh_token_instance", None)
+        refresh = grant_state(request, RefreshState)
+        previous = refresh.presented if refresh is not None else None
+        code = grant_state(request, CodeState)
         with transaction.atomic(savepoint=False):
             if previous is not None:
                 # RFC 6749 §6 / RFC 9700 §4.14.2: rotation. The old refresh token is dead from
@@ -628,7 +648,7 @@ class Validator(OAuth2Validator):
                         AccessToken.objects.filter(pk=previous.access_token_id)._raw_delete(AccessToken.objects.db)
                 family = previous.token_family or uuid.uuid4()
             else:
-                family = getattr(request, "_new_token_family", None) or uuid.uuid4()
+                family = (code.family if code is not None else None) or uuid.uuid4()
             access = access_token_issue(
                 value=token["access_token"],
                 user=request.user,
@@ -637,14 +657,14 @@ class Validator(OAuth2Validator):
                 expires=expires,
                 resource=_resource_list(request),
                 lineage=Lineage(family=family),
-                jwt_status=getattr(request, "_jwt_status", None),
+                jwt_status=_state(request).jwt_status,
                 source_refresh_token=previous,
                 refresh_value=token["refresh_token"],
                 auth_time=_authenticated_at(request),
             )
         issued_tell(access)
-        request._new_token_family = family
-        request.refresh_token_instance = None
+        if code is not None:
+            code.family = family  # for invalidate_authorization_code, which oauthlib calls next
 
     def validate_refresh_token(self, refresh_token, client, request, *args, **kwargs):
         if not isinstance(refresh_token, str) or not refresh_token or len(refresh_token) > 512:
@@ -659,7 +679,7 @@ class Validator(OAuth2Validator):
                 _mark_claimed()
                 request.user = claimed.user
                 request.refresh_token = refresh_token
-                request.refresh_token_instance = claimed
+                request.grant_state = RefreshState(presented=claimed)
                 _audience_set(request, list(claimed.resource or []))
                 return True
         # The full path. Lock the row for the rest of the request: a concurrent refresh of the same
@@ -701,9 +721,14 @@ class Validator(OAuth2Validator):
         _within_ceiling(client, rt.access_token.scope.split(), request)
         request.user = rt.user
         request.refresh_token = refresh_token
-        request.refresh_token_instance = rt
+        request.grant_state = RefreshState(presented=rt)
         _audience_set(request, list(rt.resource or []))
         return True
+
+    def get_original_scopes(self, refresh_token, request, *args, **kwargs):
+        # DOT's reads `request.refresh_token_instance`; here the presented token is the refresh
+        # grant's state, and always has its access token (validate_refresh_token made sure).
+        return grant_state(request, RefreshState).presented.access_token.scope
 
     # --- revocation (RFC 7009) and introspection (RFC 7662) ------------------------------------
 
@@ -828,11 +853,13 @@ class Server(OpenIDServer):
 
     def __init__(self, request_validator, *args, **kwargs):
         super().__init__(request_validator, *args, **kwargs)
-        self._grant_types["authorization_code"] = self.openid_connect_auth
-        # RFC 8693: resource servers trade a user's token for one bound to another (oauthflows.token.exchange).
-        self._grant_types[TOKEN_EXCHANGE_GRANT] = TokenExchangeGrant(request_validator)
-        # RFC 7523 with an ID-JAG: an organization's identity provider grants, no consent page (oauthflows.token.idjag).
-        self._grant_types[JWT_BEARER_GRANT] = JwtBearerGrant(request_validator)
+        # Exactly the declared grants (oauthflows.grants), each to the grant object it names: ours
+        # (the exchange, ID-JAG), or oauthlib's own (the OpenID grant for codes, the refresh grant).
+        # oauthlib's others (password, client_credentials, device code) are not dispatched to at all.
+        self._grant_types = {grant.grant_type: self._handler(grant.handler, request_validator) for grant in GRANTS}
+
+    def _handler(self, handler: str, request_validator):
+        return import_string(handler)(request_validator) if "." in handler else getattr(self, handler)
 
 
 class Backend(OAuthLibCore):

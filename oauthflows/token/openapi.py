@@ -6,8 +6,9 @@ responses in tests/openapi.
 from django.conf import settings
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_view
 
+from oauthflows.grants import AUTHORIZATION_CODE, CLIENT_PROPERTIES, GRANTS, REFRESH_TOKEN, TOKEN_TYPE
+from oauthflows.grants import string_schema as _string
 from plumbing.openapi import no_store, ref, www_authenticate
-from scopes.catalog import SCOPE_NAMES
 
 TAGS = ["OAuth 2.0"]
 BODY_REQUIRED = {"oauth2_token", "oauth2_revoke", "oauth2_introspect"}  # operation ids
@@ -16,20 +17,6 @@ MEDIA_TYPES = ("application/x-www-form-urlencoded", "application/json")
 
 # RFC 6749 §5.2: error_description is printable ASCII without '"' and '\'.
 DESCRIPTION_PATTERN = r"^[\x20\x21\x23-\x5B\x5D-\x7E]*$"
-SCOPE_LIST = (
-    "Space-separated scope names (" + ", ".join(f"`{name}`" for name in SCOPE_NAMES[:3]) + ", …; "
-    "see the metadata document's `scopes_supported`)."
-)
-
-
-def _string(description: str, **extra) -> dict:
-    return {"type": "string", "description": description, **extra}
-
-
-CLIENT_PROPERTIES = {
-    "client_id": _string("Required unless the client authenticates with HTTP Basic."),
-    "client_secret": _string("client_secret_post. Never together with HTTP Basic."),
-}
 
 
 def _oauth_error(codes: list[str], description: str) -> dict:
@@ -46,97 +33,14 @@ def _oauth_error(codes: list[str], description: str) -> dict:
 
 
 SCHEMAS = {
-    "AuthorizationCodeTokenRequest": {
-        "type": "object",
-        "description": "Exchange an authorization code (RFC 6749 §4.1.3, PKCE RFC 7636 §4.5).",
-        "required": ["grant_type", "code", "redirect_uri"],
-        "properties": {
-            "grant_type": {"type": "string", "enum": ["authorization_code"]},
-            "code": _string("The code from the authorization response. Single use; lives 60 seconds by default."),
-            "redirect_uri": _string("Exactly the redirect_uri of the authorization request."),
-            "code_verifier": _string(
-                "PKCE verifier: required if the authorization request carried a code_challenge "
-                "(always, for public clients), refused otherwise.",
-                minLength=43,
-                maxLength=128,
-                pattern=r"^[A-Za-z0-9\-._~]{43,128}$",
-            ),
-            **CLIENT_PROPERTIES,
-        },
-    },
-    "RefreshTokenRequest": {
-        "type": "object",
-        "description": "Refresh (RFC 6749 §6). The refresh token is rotated: the response carries a new one "
-        "and the old one, with its access token, stops working.",
-        "required": ["grant_type", "refresh_token"],
-        "properties": {
-            "grant_type": {"type": "string", "enum": ["refresh_token"]},
-            "refresh_token": _string("The latest refresh token of this authorization."),
-            "scope": _string("Optional narrowing; at most the scopes originally granted. " + SCOPE_LIST),
-            **CLIENT_PROPERTIES,
-        },
-    },
-    "TokenExchangeRequest": {
-        "type": "object",
-        "description": "RFC 8693 token exchange, for a resource server calling another one for a user "
-        "(docs/agents.md): the access token it received, for one bound to the downstream service that an "
-        "administrator allowed it. No refresh token.",
-        "required": ["grant_type", "subject_token", "subject_token_type", "resource"],
-        "properties": {
-            "grant_type": {"type": "string", "enum": ["urn:ietf:params:oauth:grant-type:token-exchange"]},
-            "subject_token": _string("An access token bound to the calling resource server."),
-            "subject_token_type": {"type": "string", "enum": ["urn:ietf:params:oauth:token-type:access_token"]},
-            "requested_token_type": {"type": "string", "enum": ["urn:ietf:params:oauth:token-type:access_token"]},
-            "resource": _string("The downstream resource server's resource URI (or send it as `audience`)."),
-            "audience": _string("The same as `resource`."),
-            "scope": _string("Optional narrowing; at most the subject token's scopes. " + SCOPE_LIST),
-            **CLIENT_PROPERTIES,
-        },
-    },
+    # Each grant's request and answer, as it declares them (oauthflows.grants).
+    **{grant.request_schema[0]: grant.openapi_request() for grant in GRANTS},
+    **dict(grant.response_schema for grant in GRANTS),
     "TokenRequest": {
-        "oneOf": [ref("AuthorizationCodeTokenRequest"), ref("RefreshTokenRequest"), ref("TokenExchangeRequest")],
+        "oneOf": [ref(grant.request_schema[0]) for grant in GRANTS],
         "discriminator": {
             "propertyName": "grant_type",
-            "mapping": {
-                "authorization_code": "#/components/schemas/AuthorizationCodeTokenRequest",
-                "refresh_token": "#/components/schemas/RefreshTokenRequest",
-                "urn:ietf:params:oauth:grant-type:token-exchange": "#/components/schemas/TokenExchangeRequest",
-            },
-        },
-    },
-    "TokenResponse": {
-        "type": "object",
-        "description": "RFC 6749 §5.1. Exactly these members.",
-        "required": ["access_token", "refresh_token", "token_type", "expires_in", "scope"],
-        "additionalProperties": False,
-        "properties": {
-            "access_token": _string("Send as `Authorization: Bearer <access_token>` to /v2."),
-            "refresh_token": _string("Single use: every refresh returns a new one."),
-            "token_type": {"type": "string", "enum": ["bearer"]},
-            "expires_in": {
-                "type": "integer",
-                "enum": [settings.OAUTH_ACCESS_TOKEN_LIFETIME],
-                "description": "Seconds the access token lives.",
-            },
-            "scope": _string("The granted scopes, space-separated; empty for a legacy client's unrestricted token."),
-        },
-    },
-    "ExchangedTokenResponse": {
-        "type": "object",
-        "description": "RFC 8693 §2.2.1. Exactly these members: no refresh token.",
-        "required": ["access_token", "issued_token_type", "token_type", "expires_in", "scope"],
-        "additionalProperties": False,
-        "properties": {
-            "access_token": _string("Bound to the downstream resource server only."),
-            "issued_token_type": {"type": "string", "enum": ["urn:ietf:params:oauth:token-type:access_token"]},
-            "token_type": {"type": "string", "enum": ["Bearer"]},
-            "expires_in": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": settings.OAUTH_ACCESS_TOKEN_LIFETIME,
-                "description": "Seconds: never more than the subject token had left.",
-            },
-            "scope": _string("The scopes of the new token, space-separated."),
+            "mapping": {grant.grant_type: f"#/components/schemas/{grant.request_schema[0]}" for grant in GRANTS},
         },
     },
     "TokenError": _oauth_error(
@@ -252,9 +156,8 @@ _CLIENT_AUTH_TEXT = (
 token_schema = extend_schema_view(
     post=extend_schema(
         operation_id="oauth2_token",
-        summary="Token endpoint: exchange a code, refresh",
-        description="RFC 6749 §3.2. Grants: `authorization_code` (with PKCE), `refresh_token`, and RFC 8693 token "
-        "exchange for resource servers. " + _CLIENT_AUTH_TEXT,
+        summary="Token endpoint: exchange a code, refresh, exchange a token, trade an assertion",
+        description="RFC 6749 §3.2. Grants: " + "; ".join(grant.summary for grant in GRANTS) + ". " + _CLIENT_AUTH_TEXT,
         tags=TAGS,
         auth=CLIENT_AUTH,
         request=_request("TokenRequest"),
@@ -264,7 +167,8 @@ token_schema = extend_schema_view(
         ],
         responses={
             200: OpenApiResponse(
-                {"oneOf": [ref("TokenResponse"), ref("ExchangedTokenResponse")]}, description="Tokens issued."
+                {"oneOf": [ref(name) for name in dict(grant.response_schema for grant in GRANTS)]},
+                description="Tokens issued: each grant's answer.",
             ),
             400: OpenApiResponse(
                 ref("TokenError"), description="The request is malformed, or the code or refresh token is not valid."
@@ -277,7 +181,7 @@ token_schema = extend_schema_view(
                 "Exchange a code",
                 request_only=True,
                 value={
-                    "grant_type": "authorization_code",
+                    "grant_type": AUTHORIZATION_CODE.grant_type,
                     "code": "…",
                     "redirect_uri": "https://app.example.com/callback",
                     "client_id": "…",
@@ -287,7 +191,12 @@ token_schema = extend_schema_view(
             OpenApiExample(
                 "Refresh",
                 request_only=True,
-                value={"grant_type": "refresh_token", "refresh_token": "…", "client_id": "…", "client_secret": "cs_…"},
+                value={
+                    "grant_type": REFRESH_TOKEN.grant_type,
+                    "refresh_token": "…",
+                    "client_id": "…",
+                    "client_secret": "cs_…",
+                },
             ),
             OpenApiExample(
                 "Tokens",
@@ -296,7 +205,7 @@ token_schema = extend_schema_view(
                 value={
                     "access_token": "…",
                     "refresh_token": "…",
-                    "token_type": "bearer",
+                    "token_type": TOKEN_TYPE,
                     "expires_in": settings.OAUTH_ACCESS_TOKEN_LIFETIME,
                     "scope": "PROFILE_READ BOOKING_READ",
                 },

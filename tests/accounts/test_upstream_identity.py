@@ -23,8 +23,8 @@ from accounts.services import identity_provider_add
 from accounts.socialadapter import SocialAccountAdapter
 from oauthclients import services
 from oauthclients.models import AccessToken, digest
+from oauthflows.grants import JWT_BEARER
 from oauthflows.token import idjag
-from oauthflows.token.idjag import JWT_BEARER_GRANT
 from tests.accounts.test_identity_providers import _upstream_login
 from tests.browser.upstream_provider import Upstream, upstream_package  # noqa: F401 - a fixture
 from tests.clients.test_mcp_idjag_oidc_provider import (
@@ -81,7 +81,7 @@ def allow(client) -> None:
 
 def presented(agent, assertion: str):
     client, secret = agent
-    data = {"grant_type": JWT_BEARER_GRANT, "assertion": assertion, "resource": MCP, "scope": "BOOKING_READ"}
+    data = {"grant_type": JWT_BEARER.grant_type, "assertion": assertion, "resource": MCP, "scope": "BOOKING_READ"}
     return token_request(Client(enforce_csrf_checks=True), data, auth=basic(client.client_id, secret))
 
 

@@ -33,8 +33,9 @@ from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuth
 from accounts.services import identity_provider_add
 from oauthclients import services
 from oauthclients.models import AccessToken, digest
+from oauthflows.grants import JWT_BEARER
 from oauthflows.token import idjag
-from oauthflows.token.idjag import ID_JAG_TYPE, JWT_BEARER_GRANT
+from oauthflows.token.idjag import ID_JAG_TYPE
 from tests.browser.upstream_provider import TOKEN_EXCHANGE, Upstream, upstream_package  # noqa: F401
 from tests.clients.test_client_libraries import TIMEOUT
 from tests.clients.test_mcp_agent import MemoryStorage, bookings_service, call_tools, mcp_server  # noqa: F401
@@ -206,7 +207,7 @@ def allow_assertions(client) -> None:
 def presented(agent, assertion: str):
     """The agent's RFC 7523 JWT bearer grant here, with its secret."""
     client, secret = agent
-    data = {"grant_type": JWT_BEARER_GRANT, "assertion": assertion, "resource": MCP}
+    data = {"grant_type": JWT_BEARER.grant_type, "assertion": assertion, "resource": MCP}
     return token_request(Client(enforce_csrf_checks=True), data, auth=basic(client.client_id, secret))
 
 

@@ -16,11 +16,12 @@ from accounts.models import AccountAuditAction, AccountAuditEvent, AssertionPoli
 from accounts.services import identity_provider_add
 from oauthclients import services
 from oauthclients.models import AccessToken, digest
+from oauthflows.grants import JWT_BEARER
 from oauthflows.token import idjag
-from oauthflows.token.idjag import JWT_BEARER_GRANT
 from tests.factories import make_client
-from tests.oauthflows.helpers import METADATA, basic, token_request
+from tests.oauthflows.helpers import METADATA, TOKEN, basic, token_request
 from tests.oauthflows.idjag_helpers import OrganizationProvider
+from tests.openapi.conformance import assert_conforms, assert_request_documented
 
 MCP = "http://127.0.0.1:8931/mcp"
 
@@ -71,7 +72,7 @@ def linked(org, end_user):
 
 def grant(api, agent, assertion, **extra):
     client, secret = agent
-    data = {"grant_type": JWT_BEARER_GRANT, "assertion": assertion, "resource": MCP} | extra
+    data = {"grant_type": JWT_BEARER.grant_type, "assertion": assertion, "resource": MCP} | extra
     data = {key: value for key, value in data.items() if value is not None}
     return token_request(api, data, auth=basic(client.client_id, secret))
 
@@ -86,7 +87,7 @@ def claims_for(agent, settings, **extra):
 
 
 def test_the_metadata_lists_the_jwt_bearer_grant(api, db):
-    assert JWT_BEARER_GRANT in api.get(METADATA).json()["grant_types_supported"]
+    assert JWT_BEARER.grant_type in api.get(METADATA).json()["grant_types_supported"]
 
 
 def test_an_allowed_assertion_gets_a_token_with_no_consent_page(api, browser, org, agent, allowed, linked, settings):
@@ -104,6 +105,19 @@ def test_an_allowed_assertion_gets_a_token_with_no_consent_page(api, browser, or
     assert "Acme Agent" in page and "your organization (ACME)" in page
     browser.post(f"/settings/apps/{agent[0].client_id}/revoke/")
     assert not AccessToken.objects.filter(pk=row.pk).exists()
+
+
+def test_the_grant_and_its_answer_are_what_the_openapi_document_says(api, org, agent, allowed, linked, settings):
+    client, secret = agent
+    assertion = org.assertion(**claims_for(agent, settings))
+    body = {"grant_type": JWT_BEARER.grant_type, "assertion": assertion, "resource": MCP, "scope": "BOOKING_READ"}
+    assert_request_documented("post", TOKEN, "application/json", body)
+    response = token_request(api, body, auth=basic(client.client_id, secret))
+    assert_conforms("post", TOKEN, response)
+    answer = response.json()
+    # The one answer of every grant (oauthflows.grants.token_response): the spec's `bearer`.
+    assert set(answer) == {"access_token", "token_type", "expires_in", "scope"}
+    assert answer["token_type"] == "bearer" and answer["expires_in"] == settings.OAUTH_ACCESS_TOKEN_LIFETIME
 
 
 def test_the_person_may_be_found_by_a_verified_address_in_the_providers_domain(

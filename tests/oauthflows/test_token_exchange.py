@@ -14,8 +14,8 @@ from django.utils import timezone
 from oauthclients import services
 from oauthclients.exchangetargets import UnknownExchangeTarget, client_exchange_targets_set, exchange_target_uris
 from oauthclients.models import AccessToken, AuditAction, ClientAuditEvent, ClientStatus, digest
+from oauthflows.grants import ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE
 from oauthflows.pages.services import connected_app_revoke
-from oauthflows.token.exchange import ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE_GRANT
 from signing.keys import signing_key_create
 from signing.models import StatusRevocation
 from signing.statuslist import allocator
@@ -65,7 +65,7 @@ def user_tokens(browser, api, app, *, resource=MCP, scope=GRANTED) -> dict:
 def trade(api, caller, subject_token, *, auth=True, **extra):
     client, secret = caller
     data = {
-        "grant_type": TOKEN_EXCHANGE_GRANT,
+        "grant_type": TOKEN_EXCHANGE.grant_type,
         "subject_token": subject_token,
         "subject_token_type": ACCESS_TOKEN_TYPE,
         "resource": BOOKINGS,
@@ -95,7 +95,7 @@ def test_a_resource_server_trades_the_users_token_for_one_bound_to_the_allowed_s
     assert response["Cache-Control"] == "no-store"
     body = response.json()
     assert set(body) == {"access_token", "issued_token_type", "token_type", "expires_in", "scope"}  # no refresh token
-    assert body["issued_token_type"] == ACCESS_TOKEN_TYPE and body["token_type"] == "Bearer"
+    assert body["issued_token_type"] == ACCESS_TOKEN_TYPE and body["token_type"] == "bearer"
     assert body["scope"] == "BOOKING_READ"
     claims = introspect(api, bookings, body["access_token"])
     assert claims["active"] is True
@@ -315,7 +315,7 @@ def test_the_subject_token_in_the_url_is_refused(api, mcp, allowed):
     client, secret = mcp
     response = api.post(
         "/v2/auth/oauth2/token?subject_token=abc",
-        data=f"grant_type={TOKEN_EXCHANGE_GRANT}",
+        data=f"grant_type={TOKEN_EXCHANGE.grant_type}",
         content_type="application/x-www-form-urlencoded",
         HTTP_AUTHORIZATION=basic(client.client_id, secret),
     )
@@ -334,7 +334,9 @@ def test_a_resource_server_still_cannot_use_the_other_grants(api, mcp):
 
 
 def test_metadata_lists_token_exchange(api):
-    assert TOKEN_EXCHANGE_GRANT in api.get("/.well-known/oauth-authorization-server").json()["grant_types_supported"]
+    assert (
+        TOKEN_EXCHANGE.grant_type in api.get("/.well-known/oauth-authorization-server").json()["grant_types_supported"]
+    )
 
 
 def test_the_command_sets_the_targets_and_audits_it(mcp, bookings, calendar, reviewer):
