@@ -55,6 +55,13 @@ def on_starting(server):
     default = server.cfg.settings["control_socket"].default
     if server.cfg.control_socket == default:  # neither GUNICORN_CONTROL_SOCKET nor --control-socket
         server.cfg.set("control_socket", control_socket_for(server.cfg.bind, default))
+    if server.cfg.control_socket:
+        # gunicorn makes the socket's folder when it is missing, by a check then a mkdir: two servers
+        # starting in the same instant both see it missing and the second fails ("File exists") and
+        # runs without its socket. Made here first, tolerating one that exists, they both have it.
+        folder = os.path.dirname(server.cfg.control_socket)
+        if folder:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
 
 
 def post_fork(server, worker):

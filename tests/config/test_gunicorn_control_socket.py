@@ -72,3 +72,34 @@ def test_without_the_configuration_two_servers_share_one_socket_and_the_first_to
         with _server(tmp_path, free_port(), config=()):
             assert _started(shared)
         assert not shared.exists()  # the second server is still running, and cannot be reached
+
+
+def test_the_sockets_folder_is_made_before_gunicorn_races_to_make_it(tmp_path, monkeypatch):
+    """gunicorn checks, then makes, the socket's folder: two servers starting at once collide
+    ("File exists") and one runs without its socket. on_starting makes it first, and a folder that
+    is already there (the other server's) is fine."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "metrics"))
+    spec = importlib.util.spec_from_file_location("gunicorn_config_under_test", "config/gunicorn.py")
+    config = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(config)
+
+    class Cfg:
+        def __init__(self, path):
+            self.control_socket = path
+            self.bind = ["127.0.0.1:8001"]
+            self.settings = {"control_socket": SimpleNamespace(default=str(tmp_path / "default" / "gunicorn.ctl"))}
+
+        def set(self, name, value):
+            setattr(self, name, value)
+
+    folder = tmp_path / "home" / ".gunicorn"
+    for _ in range(2):  # the first server makes it, the second finds it there
+        config.on_starting(SimpleNamespace(cfg=Cfg(str(folder / "gunicorn.ctl"))))
+        assert folder.is_dir()
+    config.on_starting(SimpleNamespace(cfg=Cfg(str(tmp_path / "default" / "gunicorn.ctl"))))
+    assert (tmp_path / "default").is_dir()  # gunicorn's default, renamed per address, in the same folder
+    off = Cfg(None)
+    config.on_starting(SimpleNamespace(cfg=off))  # --no-control-socket: nothing to make
