@@ -193,3 +193,24 @@ def test_an_expired_code_or_a_rejected_app_is_not_listed(browser, confidential, 
     assert client.name in browser.get(APPS).content.decode()
     services.client_reject(client=client, actor=reviewer, reason="Not what it said it was.")
     assert "No application has access" in browser.get(APPS).content.decode()
+
+
+def test_an_approved_app_that_registered_itself_names_no_developer_and_leaves_no_dangling_dot(
+    browser, api, confidential
+):
+    """Its owner is the registry's internal account, not a developer anyone knows (as on the consent
+    page); with no website, nothing follows the developer line."""
+    from oauthclients.models import OAuthClient
+
+    client, secret = confidential
+    client.refresh_from_db()
+    snapshot = {**(client.approved_snapshot or {}), "website_url": ""}
+    OAuthClient.objects.filter(pk=client.pk).update(
+        registration_source=OAuthClient.RegistrationSource.DCR, website_url="", approved_snapshot=snapshot
+    )
+    connect(browser, api, client, secret)
+    html = browser.get(APPS).content.decode()
+    assert "By a developer nobody knows: the app registered itself" in html
+    assert f"<bdi>{client.user.get_username()}</bdi>" not in html
+    line = html[html.index("By a developer nobody knows") :].split("</p>")[0]
+    assert "·" not in line
