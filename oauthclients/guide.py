@@ -75,7 +75,10 @@ def integration_guide_render(*, issuer: str | None = None, client: OAuthClient |
     numbers = itertools.count(1)
     html = re.sub(
         "<table>",
-        lambda _match: f'<div class="scroll" tabindex="0" role="region" aria-label="Table {next(numbers)}"><table>',
+        lambda _match: '<div class="scroll" tabindex="0" role="region" aria-label="{}"><table>'.format(
+            # Translators: how a screen reader names the guide's Nth table (a region that scrolls on a phone).
+            gettext("Table %(number)s") % {"number": next(numbers)}
+        ),
         html,
     )
     return html.replace("</table>", "</table></div>")
