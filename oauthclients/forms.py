@@ -57,13 +57,13 @@ class ClientForm(forms.Form):
         label=_("Privacy policy URL"),
         required=False,
         widget=forms.URLInput(attrs={"placeholder": "https://example.com/privacy"}),
-        help_text="Optional. Linked from the consent screen.",
+        help_text=_("Optional. Linked from the consent screen."),
     )
     terms_url = forms.CharField(
         label=_("Terms of service URL"),
         required=False,
         widget=forms.URLInput(attrs={"placeholder": "https://example.com/terms"}),
-        help_text="Optional. Linked from the consent screen.",
+        help_text=_("Optional. Linked from the consent screen."),
     )
     logo = forms.FileField(
         label=_("Logo"),

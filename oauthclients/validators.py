@@ -169,7 +169,8 @@ def validate_redirect_uris(uris: list[str]) -> list[str]:
     if len(uris) > MAX_REDIRECT_URIS:
         # Report the count alone: validating (and echoing) thousands of lines helps nobody.
         raise ValidationError(
-            f"A client can have at most {MAX_REDIRECT_URIS} redirect URIs (got {len(uris)}).",
+            gettext("A client can have at most %(limit)s redirect URIs (got %(count)s).")
+            % {"limit": MAX_REDIRECT_URIS, "count": len(uris)},
             code="redirect_uris_too_many",
         )
     for uri in uris:

@@ -3,29 +3,30 @@
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from oauthclients.models.clients import ClientKind, OAuthClient
 
 
 class AuditAction(models.TextChoices):
-    CLIENT_CREATED = "client.created", "Client created"
-    CLIENT_UPDATED = "client.updated", "Client edited"
-    CLIENT_RESUBMITTED = "client.resubmitted", "Client sent back to review"
-    CLIENT_APPROVED = "client.approved", "Client approved"
-    CLIENT_REJECTED = "client.rejected", "Client rejected"
-    CLIENT_SCOPES_SET = "client.scopes_set", "Client scopes set"
-    SECRET_CREATED = "secret.created", "Secret created"
-    SECRET_REVOKED = "secret.revoked", "Secret revoked"
-    GRANT_AUTHORIZED = "grant.authorized", "User authorized the app"
-    GRANT_DENIED = "grant.denied", "User denied the app"
-    CLIENT_DELETED = "client.deleted", "Client deleted by its owner"
-    ACCESS_REVOKED = "grant.access_revoked", "User revoked the app's access"
-    FAMILY_REVOKED = "grant.family_revoked", "Token family revoked on replay"
-    USER_DEACTIVATED = "grant.user_deactivated", "User deactivated: their access ended"
-    CLIENT_SELF_REGISTERED = "client.self_registered", "Client registered itself"
-    CLIENT_UNUSED_REMOVED = "client.unused_removed", "Unused self-registration removed"
-    EXCHANGE_TARGETS_SET = "client.exchange_targets_set", "Token exchange targets set"
-    REGISTRATION_TOKEN_ISSUED = "client.registration_token_issued", "Registration access token issued"
+    CLIENT_CREATED = "client.created", _("Client created")
+    CLIENT_UPDATED = "client.updated", _("Client edited")
+    CLIENT_RESUBMITTED = "client.resubmitted", _("Client sent back to review")
+    CLIENT_APPROVED = "client.approved", _("Client approved")
+    CLIENT_REJECTED = "client.rejected", _("Client rejected")
+    CLIENT_SCOPES_SET = "client.scopes_set", _("Client scopes set")
+    SECRET_CREATED = "secret.created", _("Secret created")
+    SECRET_REVOKED = "secret.revoked", _("Secret revoked")
+    GRANT_AUTHORIZED = "grant.authorized", _("User authorized the app")
+    GRANT_DENIED = "grant.denied", _("User denied the app")
+    CLIENT_DELETED = "client.deleted", _("Client deleted by its owner")
+    ACCESS_REVOKED = "grant.access_revoked", _("User revoked the app's access")
+    FAMILY_REVOKED = "grant.family_revoked", _("Token family revoked on replay")
+    USER_DEACTIVATED = "grant.user_deactivated", _("User deactivated: their access ended")
+    CLIENT_SELF_REGISTERED = "client.self_registered", _("Client registered itself")
+    CLIENT_UNUSED_REMOVED = "client.unused_removed", _("Unused self-registration removed")
+    EXCHANGE_TARGETS_SET = "client.exchange_targets_set", _("Token exchange targets set")
+    REGISTRATION_TOKEN_ISSUED = "client.registration_token_issued", _("Registration access token issued")
 
 
 class ClientAuditEvent(models.Model):
