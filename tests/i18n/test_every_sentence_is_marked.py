@@ -74,29 +74,52 @@ def _key(entry: polib.POEntry) -> tuple:
     return (entry.msgctxt, entry.msgid, entry.msgid_plural or None)
 
 
+def missing_from(committed: polib.POFile, extracted: polib.POFile) -> list[str]:
+    catalogue = {_key(entry) for entry in committed if not entry.obsolete}
+    return [entry.msgid[:80] for entry in extracted if _key(entry) not in catalogue]
+
+
 @pytest.fixture
-def extracted(tmp_path, settings, monkeypatch):
-    """The catalogue makemessages writes today for German, made beside a copy of the tree (links to
-    our sources) so that nothing in locale/ is touched."""
+def extract(tmp_path, settings, monkeypatch):
+    """extract(extra={path: text}): the catalogue makemessages writes today for German, made beside
+    a copy of the tree (links to our sources, plus `extra` files) so that nothing in locale/ is
+    touched. Also returns the committed locale/de catalogue."""
     if shutil.which("xgettext") is None or shutil.which("msgmerge") is None:
         pytest.skip("GNU gettext (xgettext, msgmerge) is not installed: apt-get install gettext")
     committed = polib.pofile(str(po_path("de")))  # read before LOCALE_PATHS points at the copy
     base = Path(settings.BASE_DIR)
-    for entry in base.iterdir():
-        if entry.name not in SOURCES_LEFT_OUT and not entry.name.startswith("."):
-            (tmp_path / entry.name).symlink_to(entry)
-    (tmp_path / "locale").mkdir()
-    settings.LOCALE_PATHS = [tmp_path / "locale"]
-    monkeypatch.chdir(tmp_path)
-    call_command(
-        "makemessages", locale=["de"], symlinks=True, no_location=True, no_wrap=True, keep_pot=True, verbosity=0
-    )
-    return polib.pofile(str(tmp_path / "locale" / "django.pot")), committed
+
+    def run(extra: dict[str, str] | None = None) -> tuple[polib.POFile, polib.POFile]:
+        for entry in base.iterdir():
+            if entry.name not in SOURCES_LEFT_OUT and not entry.name.startswith("."):
+                (tmp_path / entry.name).symlink_to(entry)
+        for relative, text in (extra or {}).items():
+            (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / relative).write_text(text)
+        (tmp_path / "locale").mkdir()
+        settings.LOCALE_PATHS = [tmp_path / "locale"]
+        monkeypatch.chdir(tmp_path)
+        call_command(
+            "makemessages", locale=["de"], symlinks=True, no_location=True, no_wrap=True, keep_pot=True, verbosity=0
+        )
+        return polib.pofile(str(tmp_path / "locale" / "django.pot")), committed
+
+    return run
 
 
-def test_the_catalogue_holds_every_marked_sentence(extracted):
-    extracted, committed = extracted
+def test_the_catalogue_holds_every_marked_sentence(extract):
+    extracted, committed = extract()
     assert len(extracted) > 300, "makemessages found too few messages: did it read our sources?"
-    catalogue = {_key(entry) for entry in committed if not entry.obsolete}
-    missing = [entry.msgid[:80] for entry in extracted if _key(entry) not in catalogue]
-    assert missing == [], "run `make messages`, then translate the new entries in every shipped language"
+    assert missing_from(committed, extracted) == [], (
+        "run `make messages`, then translate the new entries in every shipped language"
+    )
+
+
+def test_the_catalogue_check_finds_a_sentence_marked_but_not_in_the_catalogue(extract):
+    extracted, committed = extract(
+        {
+            "newapp/templates/newapp/page.html": '{% load i18n %}<p>{% translate "A sentence no catalogue has" %}</p>',
+            "newapp/views.py": 'from django.utils.translation import gettext\n\nTEXT = gettext("Nor this one")\n',
+        }
+    )
+    assert sorted(missing_from(committed, extracted)) == ["A sentence no catalogue has", "Nor this one"]
