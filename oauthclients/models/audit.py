@@ -48,7 +48,7 @@ class ClientAuditEvent(models.Model):
 
     class Meta:
         ordering = ["-created", "-id"]
-        verbose_name = "audit event"
+        verbose_name = _("audit event")
         indexes = [models.Index(fields=["client", "-created"])]
 
     def __str__(self):

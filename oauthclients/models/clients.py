@@ -203,8 +203,8 @@ class OAuthClient(AbstractApplication):
     objects = ApplicationManager()
 
     class Meta(AbstractApplication.Meta):
-        verbose_name = "OAuth client"
-        verbose_name_plural = "OAuth clients"
+        verbose_name = _("OAuth client")
+        verbose_name_plural = _("OAuth clients")
         ordering = ["-created"]
         constraints = [
             models.CheckConstraint(condition=Q(status__in=ClientStatus.values), name="oauthclient_status_valid"),
