@@ -15,6 +15,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin
 from django.utils.text import slugify
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import AccountAuditEvent, IdentityProvider
 from accounts.services import (
@@ -35,16 +36,18 @@ def _domains(text: str) -> list[str]:
 
 class IdentityProviderForm(forms.ModelForm):
     client_secret = forms.CharField(
-        label="Client secret",
+        label=_("Client secret"),
         # Never sent back to the browser, not even after a failed submission (render_value=False).
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
         required=False,
-        help_text="Shown once, at the provider. Stored sealed; never shown here. Leave empty to keep the current one.",
+        help_text=_(
+            "Shown once, at the provider. Stored sealed; never shown here. Leave empty to keep the current one."
+        ),
     )
     domains_text = forms.CharField(
-        label="Domains",
+        label=_("Domains"),
         required=False,
-        help_text="Email domains this provider is authoritative for, separated by spaces (e.g. acme.example).",
+        help_text=_("Email domains this provider is authoritative for, separated by spaces (e.g. acme.example)."),
     )
 
     class Meta:
@@ -59,14 +62,14 @@ class IdentityProviderForm(forms.ModelForm):
             self.fields["issuer"].disabled = True
         else:
             self.fields["client_secret"].required = True
-            self.fields["client_secret"].help_text = "Stored sealed; never shown again."
+            self.fields["client_secret"].help_text = _("Stored sealed; never shown again.")
 
     def clean_name(self):
         name = self.cleaned_data["name"]
         # The slug names the provider in allauth's URLs and in every account link: one per name.
         taken = IdentityProvider.objects.filter(slug=slugify(name)[:40]).exclude(pk=self.instance.pk)
         if taken.exists():
-            raise forms.ValidationError("Another identity provider has this name.")
+            raise forms.ValidationError(_("Another identity provider has this name."))
         return name
 
 
@@ -77,14 +80,14 @@ class IdentityProviderAdmin(admin.ModelAdmin):
     readonly_fields = ("slug", "redirect_uri")
     fields = ("name", "issuer", "client_id", "client_secret", "domains_text", "enforce", "slug", "redirect_uri")
 
-    @admin.display(description="Domains")
+    @admin.display(description=_("Domains"))
     def domain_list(self, obj) -> str:
         return ", ".join(obj.domains)
 
-    @admin.display(description="Redirect URI to register at the provider")
+    @admin.display(description=_("Redirect URI to register at the provider"))
     def redirect_uri(self, obj) -> str:
         if not obj or not obj.pk:
-            return "Shown once the provider is saved."
+            return _("Shown once the provider is saved.")
         return identity_provider_redirect_uri(provider=obj, issuer=settings.OAUTH_ISSUER)
 
     def save_model(self, request, obj, form, change):

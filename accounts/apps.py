@@ -2,13 +2,14 @@ from allauth.account.apps import AccountConfig
 from django.apps import AppConfig
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext_lazy as _
 
 
 class AccountsConfig(AppConfig):
     """Our side of the login: django-allauth's adapters, the staff rule, upstream identity providers."""
 
     name = "accounts"
-    verbose_name = "Accounts and identity providers"
+    verbose_name = _("Accounts and identity providers")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:

@@ -2,39 +2,40 @@
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class AccountAuditAction(models.TextChoices):
-    SECOND_FACTOR_ADDED = "second_factor_added", "Second factor added"
-    SECOND_FACTOR_REMOVED = "second_factor_removed", "Second factor removed"
-    RECOVERY_CODES_REGENERATED = "recovery_codes_regenerated", "Recovery codes regenerated"
-    IDENTITY_PROVIDER_ADDED = "identity_provider_added", "Identity provider added"
-    IDENTITY_PROVIDER_CHANGED = "identity_provider_changed", "Identity provider changed"
-    IDENTITY_PROVIDER_REMOVED = "identity_provider_removed", "Identity provider removed"
-    UPSTREAM_ACCOUNT_CREATED = "upstream_account_created", "Account created from an identity provider"
-    UPSTREAM_ACCOUNT_LINKED = "upstream_account_linked", "Identity provider linked by authoritative email"
-    UPSTREAM_LINK_REFUSED = "upstream_link_refused", "Identity provider sign-in refused (email of another account)"
+    SECOND_FACTOR_ADDED = "second_factor_added", _("Second factor added")
+    SECOND_FACTOR_REMOVED = "second_factor_removed", _("Second factor removed")
+    RECOVERY_CODES_REGENERATED = "recovery_codes_regenerated", _("Recovery codes regenerated")
+    IDENTITY_PROVIDER_ADDED = "identity_provider_added", _("Identity provider added")
+    IDENTITY_PROVIDER_CHANGED = "identity_provider_changed", _("Identity provider changed")
+    IDENTITY_PROVIDER_REMOVED = "identity_provider_removed", _("Identity provider removed")
+    UPSTREAM_ACCOUNT_CREATED = "upstream_account_created", _("Account created from an identity provider")
+    UPSTREAM_ACCOUNT_LINKED = "upstream_account_linked", _("Identity provider linked by authoritative email")
+    UPSTREAM_LINK_REFUSED = "upstream_link_refused", _("Identity provider sign-in refused (email of another account)")
     UNPROVEN_ADDRESS_RELEASED = (
         "unproven_address_released",
-        "Email address nobody proved given to the person an identity provider vouches for",
+        _("Email address nobody proved given to the person an identity provider vouches for"),
     )
     # The value predates passkeys; each use of the break-glass is one, password or passkey (detail: method).
     SUPERUSER_PASSWORD_LOGIN = (
         "superuser_password_login",
-        "Superuser signed in here, not through the enforced provider (break-glass)",
+        _("Superuser signed in here, not through the enforced provider (break-glass)"),
     )
     ENFORCED_STEP_REFUSED = (
         "enforced_step_refused",
-        "Refused: a change that would free an account from its organization's provider",
+        _("Refused: a change that would free an account from its organization's provider"),
     )
-    SIGNED_OUT_EVERYWHERE = "signed_out_everywhere", "Signed out everywhere"
-    ASSERTIONS_ALLOWED = "assertions_allowed", "Identity provider allowed to assert for a client (ID-JAG)"
-    ASSERTIONS_DENIED = "assertions_denied", "Identity provider no longer allowed to assert for a client"
-    ASSERTION_GRANTED = "assertion_granted", "Access granted by an identity provider's assertion (ID-JAG)"
+    SIGNED_OUT_EVERYWHERE = "signed_out_everywhere", _("Signed out everywhere")
+    ASSERTIONS_ALLOWED = "assertions_allowed", _("Identity provider allowed to assert for a client (ID-JAG)")
+    ASSERTIONS_DENIED = "assertions_denied", _("Identity provider no longer allowed to assert for a client")
+    ASSERTION_GRANTED = "assertion_granted", _("Access granted by an identity provider's assertion (ID-JAG)")
     # Users, groups, email addresses, someone's second factors and upstream links (accounts.admin_audit).
-    ADMIN_ADDED = "admin_added", "Added in the admin"
-    ADMIN_CHANGED = "admin_changed", "Changed in the admin"
-    ADMIN_DELETED = "admin_deleted", "Deleted in the admin"
+    ADMIN_ADDED = "admin_added", _("Added in the admin")
+    ADMIN_CHANGED = "admin_changed", _("Changed in the admin")
+    ADMIN_DELETED = "admin_deleted", _("Deleted in the admin")
 
 
 class AccountAuditEvent(models.Model):

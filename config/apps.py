@@ -1,5 +1,6 @@
 from django.apps import AppConfig
 from django.contrib.auth.signals import user_logged_in
+from django.utils.translation import gettext_lazy as _
 
 
 class ProjectConfig(AppConfig):
@@ -8,7 +9,7 @@ class ProjectConfig(AppConfig):
 
     name = "config"
     label = "project"
-    verbose_name = "Project"
+    verbose_name = _("Project")
 
     def ready(self):
         # Imported in ready(): this module is imported while the app registry loads, before the models.

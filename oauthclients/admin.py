@@ -23,6 +23,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
+from django.utils.text import format_lazy
 from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from oauthclients import selectors, services
@@ -69,20 +70,30 @@ class ClientAddForm(forms.Form):
     owner = forms.ModelChoiceField(queryset=get_user_model().objects.filter(is_active=True))
     name = forms.CharField()
     client_type = forms.ChoiceField(
-        label="Kind", choices=ClientKind.choices, initial=ClientKind.CONFIDENTIAL, widget=forms.RadioSelect
+        label=gettext_lazy("Kind"),
+        choices=ClientKind.choices,
+        initial=ClientKind.CONFIDENTIAL,
+        widget=forms.RadioSelect,
     )
     redirect_uris = forms.CharField(
-        label="Redirect URIs",
+        label=gettext_lazy("Redirect URIs"),
         widget=forms.Textarea(attrs={"rows": 4}),
         required=False,
-        help_text=f"One per line, up to {MAX_REDIRECT_URIS}. None for a resource server.",
+        help_text=format_lazy(
+            gettext_lazy("One per line, up to {count}. None for a resource server."), count=MAX_REDIRECT_URIS
+        ),
     )
     post_logout_redirect_uris = forms.CharField(
-        label="Post-logout redirect URIs",
+        label=gettext_lazy("Post-logout redirect URIs"),
         widget=forms.Textarea(attrs={"rows": 2}),
         required=False,
-        help_text=f"Optional, one per line, up to {MAX_REDIRECT_URIS}: where OpenID Connect logout may send users "
-        "besides the redirect URIs.",
+        help_text=format_lazy(
+            gettext_lazy(
+                "Optional, one per line, up to {count}: where OpenID Connect logout may send users besides the "
+                "redirect URIs."
+            ),
+            count=MAX_REDIRECT_URIS,
+        ),
     )
     scopes = forms.MultipleChoiceField(
         choices=[
@@ -91,31 +102,37 @@ class ClientAddForm(forms.Form):
         ],
         widget=forms.CheckboxSelectMultiple,
         required=False,
-        help_text="At least one, unless the client is legacy.",
+        help_text=gettext_lazy("At least one, unless the client is legacy."),
     )
-    website_url = forms.CharField(label="Website URL", required=False, help_text="Not needed for a resource server.")
+    website_url = forms.CharField(
+        label=gettext_lazy("Website URL"), required=False, help_text=gettext_lazy("Not needed for a resource server.")
+    )
     # Required for applications by services.client_create (its error lands here); a resource server has none.
     purpose = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
     is_legacy = forms.BooleanField(
-        label="Legacy",
+        label=gettext_lazy("Legacy"),
         required=False,
-        help_text="Only to register a client that predates scopes: no scopes, tokens unrestricted.",
+        help_text=gettext_lazy("Only to register a client that predates scopes: no scopes, tokens unrestricted."),
     )
-    approve = forms.BooleanField(label="Approve at once", required=False)
+    approve = forms.BooleanField(label=gettext_lazy("Approve at once"), required=False)
     resource_uri = forms.CharField(
-        label="Resource URI",
+        label=gettext_lazy("Resource URI"),
         required=False,
         max_length=MAX_URI_LENGTH,
-        help_text="Resource servers only: the service's OAUTH_RESOURCE_URI, which apps name in `resource` "
-        "(RFC 8707) to get tokens bound to it.",
+        help_text=gettext_lazy(
+            "Resource servers only: the service's OAUTH_RESOURCE_URI, which apps name in `resource` (RFC 8707) "
+            "to get tokens bound to it."
+        ),
     )
     token_format = forms.ChoiceField(
-        label="Token format",
+        label=gettext_lazy("Token format"),
         choices=TokenFormat.choices,
         initial=TokenFormat.OPAQUE,
         required=False,
-        help_text="Resource servers with a resource URI only: JWT access tokens it verifies itself "
-        "(scopes.jwt, docs/verifying-tokens.md), or opaque tokens it introspects.",
+        help_text=gettext_lazy(
+            "Resource servers with a resource URI only: JWT access tokens it verifies itself (scopes.jwt, "
+            "docs/verifying-tokens.md), or opaque tokens it introspects."
+        ),
     )
 
     def __init__(self, *args, admin_site, **kwargs):
@@ -135,13 +152,13 @@ class ClientAddForm(forms.Form):
 class RejectForm(forms.Form):
     reason = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 4, "cols": 60}),
-        help_text="Shown to the owner, who can edit the client and send it back to review.",
-        error_messages={"required": "Give the owner a reason for the rejection."},
+        help_text=gettext_lazy("Shown to the owner, who can edit the client and send it back to review."),
+        error_messages={"required": gettext_lazy("Give the owner a reason for the rejection.")},
     )
 
 
 class RevokeSecretForm(forms.Form):
-    secret = forms.MultipleChoiceField(error_messages={"required": "Choose the secret to revoke."})
+    secret = forms.MultipleChoiceField(error_messages={"required": gettext_lazy("Choose the secret to revoke.")})
 
     def __init__(self, *args, secret_ids, **kwargs):
         super().__init__(*args, **kwargs)
@@ -152,7 +169,7 @@ class RevokeSecretForm(forms.Form):
 class StatusFilter(admin.SimpleListFilter):
     """Status, defaulting to the review queue: an administrator lands on what waits for them."""
 
-    title = "status"
+    title = gettext_lazy("status")
     # The same parameter as a plain field filter, so that existing links keep working.
     parameter_name = "status__exact"
     ALL = "all"
@@ -173,7 +190,7 @@ class StatusFilter(admin.SimpleListFilter):
         return request.GET.get(cls.parameter_name) or cls.default_for(request)
 
     def lookups(self, request, model_admin):
-        return [*ClientStatus.choices, (self.ALL, "All")]
+        return [*ClientStatus.choices, (self.ALL, gettext("All"))]
 
     def value(self):
         return super().value() or self.default
@@ -194,9 +211,9 @@ class StatusFilter(admin.SimpleListFilter):
 def _risk_tags(scope) -> str:
     tags = []
     if scope.name.endswith("_WRITE"):
-        tags.append(format_html('<span class="risk write">{}</span>', "can change"))
+        tags.append(format_html('<span class="risk write">{}</span>', gettext("can change")))
     if scope.level is ScopeLevel.ORGANIZATION:
-        tags.append(format_html('<span class="risk org">{}</span>', "organization-wide"))
+        tags.append(format_html('<span class="risk org">{}</span>', gettext("organization-wide")))
     return format_html_join(" ", "{}", ((tag,) for tag in tags))
 
 
@@ -236,7 +253,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
             },
         ),
         (
-            "Review",
+            gettext_lazy("Review"),
             {
                 "fields": (
                     "status",
@@ -249,7 +266,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
             },
         ),
         (
-            "Access",
+            gettext_lazy("Access"),
             {
                 "fields": (
                     "scope_names",
@@ -260,8 +277,8 @@ class OAuthClientAdmin(admin.ModelAdmin):
                 )
             },
         ),
-        ("Secrets", {"fields": ("secrets_display",)}),
-        ("History", {"fields": ("created", "updated", "audit_trail", "audit_events_link")}),
+        (gettext_lazy("Secrets"), {"fields": ("secrets_display",)}),
+        (gettext_lazy("History"), {"fields": ("created", "updated", "audit_trail", "audit_events_link")}),
     )
     # All of it: review state moves only through Approve/Reject, the rest through the owner's edit.
     readonly_fields = tuple(field for _title, options in fieldsets for field in options["fields"])
@@ -295,76 +312,88 @@ class OAuthClientAdmin(admin.ModelAdmin):
         queue = StatusFilter.shown(request) in (ClientStatus.PENDING, ClientStatus.UNVERIFIED)
         return ["created", "id"] if queue else ["-created", "-id"]
 
-    @admin.display(description="created", ordering="created")
+    @admin.display(description=gettext_lazy("created"), ordering="created")
     def created_date(self, client):
         return format_html(
             '<time datetime="{}">{}</time>', client.created.isoformat(), client.created.date().isoformat()
         )
 
-    @admin.display(description="status", ordering="status")
+    @admin.display(description=gettext_lazy("status"), ordering="status")
     def status_display(self, client):
         # A self-registered app named like a verified one is flagged here and on its consent page.
         lookalike = client.verified_name_like
         if lookalike:
             return format_html(
-                '{} <span class="risk write" title="Named like the verified app {}">named like “{}”</span>',
+                '{} <span class="risk write" title="{}">{}</span>',
                 client.get_status_display().split(" (")[0],
-                lookalike,
-                lookalike,
+                gettext("Named like the verified app %(name)s") % {"name": lookalike},
+                gettext("named like “%(name)s”") % {"name": lookalike},
             )
         return client.get_status_display().split(" (")[0]
 
-    @admin.display(description="self-registration")
+    @admin.display(description=gettext_lazy("self-registration"))
     def self_registration(self, client):
         if not client.is_self_registered:
-            return "No: registered by its owner."
-        source = "a client ID metadata document" if client.registration_source == "cimd" else "dynamic registration"
+            return gettext("No: registered by its owner.")
+        source = (
+            gettext("a client ID metadata document")
+            if client.registration_source == "cimd"
+            else gettext("dynamic registration")
+        )
         parts = [
-            f"Yes, through {source} (RFC 7591 / docs/agents.md). While unverified, users can grant it only "
-            f"{', '.join(sorted(unverified_ceiling()))}; approving it makes its registered scopes "
-            "usable, rejecting it ends every token."
+            gettext(
+                "Yes, through %(source)s (RFC 7591 / docs/agents.md). While unverified, users can grant it only "
+                "%(scopes)s; approving it makes its registered scopes usable, rejecting it ends every token."
+            )
+            % {"source": source, "scopes": ", ".join(sorted(unverified_ceiling()))}
         ]
         lookalike = selectors.verified_name_like(client)
         if lookalike:
-            parts.append(f"Its name is like the verified app “{lookalike}”: it is not that app.")
+            parts.append(
+                gettext("Its name is like the verified app “%(name)s”: it is not that app.") % {"name": lookalike}
+            )
         return format_html_join(mark_safe(""), "<p>{}</p>", ((part,) for part in parts))
 
-    @admin.display(description="client ID", ordering="client_id")
+    @admin.display(description=gettext_lazy("client ID"), ordering="client_id")
     def client_id_short(self, client):
         # The 40 characters would push the list past 1280 px; search finds a client by its full ID.
         return format_html('<code title="{}">{}…</code>', client.client_id, client.client_id[:10])
 
-    @admin.display(description="legacy")
+    @admin.display(description=gettext_lazy("legacy"))
     def legacy_display(self, client):
         # A sentence about this client, not the field's generic help text under a ✗.
         if client.is_legacy:
-            return "Yes: registered before scopes existed, so its tokens are not restricted by scope."
-        return "No: its tokens carry the scopes users granted."
+            return gettext("Yes: registered before scopes existed, so its tokens are not restricted by scope.")
+        return gettext("No: its tokens carry the scopes users granted.")
 
-    @admin.display(description="owner", ordering="user__username")
+    @admin.display(description=gettext_lazy("owner"), ordering="user__username")
     def owner_display(self, client):
         return client.user.get_username()
 
-    @admin.display(description="kind", ordering="client_type")
+    @admin.display(description=gettext_lazy("kind"), ordering="client_type")
     def kind_display(self, client):
         return client.get_client_type_display().split(" (")[0]
 
-    @admin.display(description="owner")
+    @admin.display(description=gettext_lazy("owner"))
     def owner_link(self, client):
         url = reverse("admin:auth_user_change", args=[client.user_id])
-        return format_html('<a href="{}">{}</a> ({})', url, client.user.get_username(), client.user.email or "no email")
+        return format_html(
+            '<a href="{}">{}</a> ({})', url, client.user.get_username(), client.user.email or gettext("no email")
+        )
 
-    @admin.display(description="logo")
+    @admin.display(description=gettext_lazy("logo"))
     def logo_display(self, client):
         if not client.has_logo:
-            return "None"
+            return gettext("None")
         url = reverse("admin:oauthclients_oauthclient_logo", args=[client.pk]) + f"?v={client.review_digest()[:12]}"
-        return format_html('<img src="{}" alt="Logo of {}" width="64" height="64">', url, client.name)
+        return format_html(
+            '<img src="{}" alt="{}" width="64" height="64">', url, gettext("Logo of %(name)s") % {"name": client.name}
+        )
 
-    @admin.display(description="scopes")
+    @admin.display(description=gettext_lazy("scopes"))
     def scope_names(self, client):
         if client.is_legacy:
-            return "None: legacy client, tokens are not restricted by scope."
+            return gettext("None: legacy client, tokens are not restricted by scope.")
         rows = [
             format_html(
                 "<li><strong>{}</strong> · {} ({}) <code>{}</code> {}</li>",
@@ -379,20 +408,20 @@ class OAuthClientAdmin(admin.ModelAdmin):
         ]
         return format_html('<ul class="scope-review">{}</ul>', format_html_join("", "{}", ((row,) for row in rows)))
 
-    @admin.display(description="changes since the last approval")
+    @admin.display(description=gettext_lazy("changes since the last approval"))
     def changes_since_approval(self, client):
         changes = client.changes_since_approval()
         if changes is None:
-            return "Never approved." if client.status != ClientStatus.APPROVED else "—"
+            return gettext("Never approved.") if client.status != ClientStatus.APPROVED else "—"
         if not changes:
-            return "None."
+            return gettext("None.")
         return format_html_join(mark_safe(""), "<p>{}</p>", ((change,) for change in changes))
 
-    @admin.display(description="secrets")
+    @admin.display(description=gettext_lazy("secrets"))
     def secrets_display(self, client):
         """By hint only: digests are never shown. (A table of our own: the tabular inline's empty headers fail axe.)"""
         if not client.is_confidential:
-            return "None: a public client uses PKCE."
+            return gettext("None: a public client uses PKCE.")
         rows = format_html_join(
             "",
             "<tr><td><code>{}…</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -400,42 +429,47 @@ class OAuthClientAdmin(admin.ModelAdmin):
                 (
                     secret.hint,
                     _when(secret.created),
-                    _when(secret.last_used_at) if secret.last_used_at else "never",
-                    "active" if secret.is_active else "revoked " + _when(secret.revoked_at),
+                    _when(secret.last_used_at) if secret.last_used_at else gettext("never"),
+                    gettext("active")
+                    if secret.is_active
+                    else gettext("revoked %(when)s") % {"when": _when(secret.revoked_at)},
                 )
                 for secret in selectors.client_secret_list(client=client)
             ),
         )
         return format_html(
-            '<table class="secrets-review"><thead><tr><th scope="col">Secret</th><th scope="col">Created</th>'
-            '<th scope="col">Last used</th><th scope="col">State</th></tr></thead><tbody>{}</tbody></table>',
+            '<table class="secrets-review"><thead><tr><th scope="col">{}</th><th scope="col">{}</th>'
+            '<th scope="col">{}</th><th scope="col">{}</th></tr></thead><tbody>{}</tbody></table>',
+            gettext("Secret"),
+            gettext("Created"),
+            gettext("Last used"),
+            gettext("State"),
             rows,
         )
 
-    @admin.display(description="audit trail (latest 20)")
+    @admin.display(description=gettext_lazy("audit trail (latest 20)"))
     def audit_trail(self, client):
         events = client.audit_events.select_related("actor", "user")[:20]
-        return (
-            format_html_join(
-                mark_safe(""),
-                '<p><time datetime="{}">{}</time> · {}</p>',
-                ((event.created.isoformat(), _when(event.created), event.sentence()) for event in events),
-            )
-            or "No events."
-        )
+        return format_html_join(
+            mark_safe(""),
+            '<p><time datetime="{}">{}</time> · {}</p>',
+            ((event.created.isoformat(), _when(event.created), event.sentence()) for event in events),
+        ) or gettext("No events.")
 
-    @admin.display(description="redirect URIs")
+    @admin.display(description=gettext_lazy("redirect URIs"))
     def redirect_uri_lines(self, client):
         return format_html_join(mark_safe("<br>"), "{}", ((uri,) for uri in client.redirect_uri_list))
 
-    @admin.display(description="post-logout redirect URIs")
+    @admin.display(description=gettext_lazy("post-logout redirect URIs"))
     def post_logout_redirect_uri_lines(self, client):
         return format_html_join(mark_safe("<br>"), "{}", ((uri,) for uri in client.post_logout_redirect_uri_list))
 
-    @admin.display(description="audit events")
+    @admin.display(description=gettext_lazy("audit events"))
     def audit_events_link(self, client):
         url = reverse("admin:oauthclients_clientauditevent_changelist")
-        return format_html('<a href="{}?client__id__exact={}">All events of this client</a>', url, client.pk)
+        return format_html(
+            '<a href="{}?client__id__exact={}">{}</a>', url, client.pk, gettext("All events of this client")
+        )
 
     # --- Approve and Reject from the change page: a confirmation page each, then one service call ---
 
@@ -524,13 +558,15 @@ class OAuthClientAdmin(admin.ModelAdmin):
             except (ApplicationError, ValidationError) as exc:
                 self.message_user(request, _error_text(exc), messages.ERROR)
             else:
-                self.message_user(request, f"Approved {client.name}. Any user can now authorize it.")
+                self.message_user(
+                    request, gettext("Approved %(name)s. Any user can now authorize it.") % {"name": client.name}
+                )
             return redirect("admin:oauthclients_oauthclient_change", client.pk)
         return self._review_page(
             request,
             client,
             template="approve_client.html",
-            title=f"Approve {client.name}?",
+            title=gettext("Approve %(name)s?") % {"name": client.name},
             review=self._review(client),
         )
 
@@ -544,10 +580,17 @@ class OAuthClientAdmin(admin.ModelAdmin):
             except (ApplicationError, ValidationError) as exc:
                 self.message_user(request, _error_text(exc), messages.ERROR)
             else:
-                self.message_user(request, f"Rejected {client.name}. Its tokens stop working; the owner sees why.")
+                self.message_user(
+                    request,
+                    gettext("Rejected %(name)s. Its tokens stop working; the owner sees why.") % {"name": client.name},
+                )
             return redirect("admin:oauthclients_oauthclient_change", client.pk)
         return self._review_page(
-            request, client, template="reject_client.html", title=f"Reject {client.name}?", form=form
+            request,
+            client,
+            template="reject_client.html",
+            title=gettext("Reject %(name)s?") % {"name": client.name},
+            form=form,
         )
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
@@ -587,9 +630,9 @@ class OAuthClientAdmin(admin.ModelAdmin):
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
             if data.get("resource_uri") and data["client_type"] != ClientKind.RESOURCE_SERVER:
-                form.add_error("resource_uri", "Only a resource server has a resource URI.")
+                form.add_error("resource_uri", gettext("Only a resource server has a resource URI."))
             if data.get("token_format") == TokenFormat.JWT and data["client_type"] != ClientKind.RESOURCE_SERVER:
-                form.add_error("token_format", "Only a resource server has a token format.")
+                form.add_error("token_format", gettext("Only a resource server has a token format."))
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
             try:
@@ -610,7 +653,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
                 self.log_addition(request, created.client, [{"added": {}}])
                 issued = [(created.client, created.secret)] if created.secret else []
                 return self._one_time_secrets_page(
-                    request, title="OAuth client created", client=created.client, issued=issued
+                    request, title=gettext("OAuth client created"), client=created.client, issued=issued
                 )
         return TemplateResponse(
             request,
@@ -618,7 +661,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
             {
                 **self.admin_site.each_context(request),
                 "opts": self.opts,
-                "title": "Add OAuth client",
+                "title": gettext("Add OAuth client"),
                 "form": form,
                 "media": self.media + form.media,
             },
@@ -656,8 +699,9 @@ class OAuthClientAdmin(admin.ModelAdmin):
             },
         )
 
-    def _each(self, request, calls, *, done: tuple[str, str]) -> list:
-        """Run each (client, service call); report every refusal with its client, then the count done."""
+    def _each(self, request, calls, *, done) -> list:
+        """Run each (client, service call); report every refusal with its client, then the count done
+        (`done(count)`: the sentence, in the administrator's language)."""
         results = []
         with review_email_failures() as mail_failed:
             for client, call in calls:
@@ -666,18 +710,20 @@ class OAuthClientAdmin(admin.ModelAdmin):
                 except (ApplicationError, ValidationError) as exc:
                     self.message_user(request, f"{client} ({client.client_id}): {_error_text(exc)}", messages.ERROR)
         if results:
-            self.message_user(request, ngettext(*done, len(results)) % len(results))
+            self.message_user(request, done(len(results)))
         if mail_failed:
             self.message_user(
                 request,
-                "Done, but the email to the owner could not be sent for: "
-                + ", ".join(mail_failed)
-                + ". See the server log; tell the owners another way.",
+                gettext(
+                    "Done, but the email to the owner could not be sent for: %(clients)s. See the server log; "
+                    "tell the owners another way."
+                )
+                % {"clients": ", ".join(mail_failed)},
                 messages.WARNING,
             )
         return results
 
-    @admin.action(description="Approve selected clients", permissions=["change"])
+    @admin.action(description=gettext_lazy("Approve selected clients"), permissions=["change"])
     def approve_clients(self, request, queryset):
         """A confirmation page showing every selected client in full; each approval is bound to what it showed."""
         clients = list(queryset.select_related("user"))
@@ -685,7 +731,7 @@ class OAuthClientAdmin(admin.ModelAdmin):
             return self._action_page(
                 request,
                 "approve_clients.html",
-                title="Approve clients",
+                title=gettext("Approve clients"),
                 queryset=clients,
                 action="approve_clients",
                 reviews=[self._review(client) for client in clients],
@@ -702,17 +748,21 @@ class OAuthClientAdmin(admin.ModelAdmin):
             )
             for client in clients
         ]
-        self._each(request, calls, done=("Approved %d client.", "Approved %d clients."))
+        self._each(
+            request,
+            calls,
+            done=lambda n: ngettext("Approved %(count)s client.", "Approved %(count)s clients.", n) % {"count": n},
+        )
         return None
 
-    @admin.action(description="Reject selected clients", permissions=["change"])
+    @admin.action(description=gettext_lazy("Reject selected clients"), permissions=["change"])
     def reject_clients(self, request, queryset):
         form = RejectForm(request.POST if "post" in request.POST else None)
         if not form.is_valid():
             return self._action_page(
                 request,
                 "reject_clients.html",
-                title="Reject clients",
+                title=gettext("Reject clients"),
                 queryset=queryset,
                 action="reject_clients",
                 form=form,
@@ -722,7 +772,11 @@ class OAuthClientAdmin(admin.ModelAdmin):
             (client, partial(services.client_reject, client=client, actor=request.user, reason=reason))
             for client in queryset
         ]
-        self._each(request, calls, done=("Rejected %d client.", "Rejected %d clients."))
+        self._each(
+            request,
+            calls,
+            done=lambda n: ngettext("Rejected %(count)s client.", "Rejected %(count)s clients.", n) % {"count": n},
+        )
         return None
 
     def _token_format_set(self, request, queryset, token_format: str):
@@ -738,25 +792,35 @@ class OAuthClientAdmin(admin.ModelAdmin):
             )
             for client in queryset
         ]
-        self._each(request, calls, done=("Changed %d resource server.", "Changed %d resource servers."))
+        self._each(
+            request,
+            calls,
+            done=lambda n: (
+                ngettext("Changed %(count)s resource server.", "Changed %(count)s resource servers.", n) % {"count": n}
+            ),
+        )
 
-    @admin.action(description="Resource servers: issue JWT access tokens", permissions=["change"])
+    @admin.action(description=gettext_lazy("Resource servers: issue JWT access tokens"), permissions=["change"])
     def issue_jwt_access_tokens(self, request, queryset):
         self._token_format_set(request, queryset, TokenFormat.JWT)
 
-    @admin.action(description="Resource servers: issue opaque access tokens", permissions=["change"])
+    @admin.action(description=gettext_lazy("Resource servers: issue opaque access tokens"), permissions=["change"])
     def issue_opaque_access_tokens(self, request, queryset):
         self._token_format_set(request, queryset, TokenFormat.OPAQUE)
 
-    @admin.action(description="Create a new secret", permissions=["change"])
+    @admin.action(description=gettext_lazy("Create a new secret"), permissions=["change"])
     def create_secret(self, request, queryset):
         calls = [
             (client, partial(services.client_secret_create, client=client, actor=request.user)) for client in queryset
         ]
-        issued = self._each(request, calls, done=("Created %d secret.", "Created %d secrets."))
+        issued = self._each(
+            request,
+            calls,
+            done=lambda n: ngettext("Created %(count)s secret.", "Created %(count)s secrets.", n) % {"count": n},
+        )
         if not issued:
             return None
-        return self._one_time_secrets_page(request, title="New client secrets", issued=issued)
+        return self._one_time_secrets_page(request, title=gettext("New client secrets"), issued=issued)
 
     @admin.action(
         description=gettext_lazy("Self-registered clients: issue a registration access token"), permissions=["change"]
@@ -771,7 +835,12 @@ class OAuthClientAdmin(admin.ModelAdmin):
         issued = self._each(
             request,
             calls,
-            done=("Issued %d registration access token.", "Issued %d registration access tokens."),
+            done=lambda n: (
+                ngettext(
+                    "Issued %(count)s registration access token.", "Issued %(count)s registration access tokens.", n
+                )
+                % {"count": n}
+            ),
         )
         if not issued:
             return None
@@ -787,19 +856,19 @@ class OAuthClientAdmin(admin.ModelAdmin):
             },
         )
 
-    @admin.action(description="Revoke a secret", permissions=["change"])
+    @admin.action(description=gettext_lazy("Revoke a secret"), permissions=["change"])
     def revoke_secret(self, request, queryset):
         clients = [(client, list(selectors.client_secret_list_active(client=client))) for client in queryset]
         client_of = {secret.pk: client for client, secrets in clients for secret in secrets}
         if not client_of:
-            self.message_user(request, "None of the selected clients has an active secret.", messages.WARNING)
+            self.message_user(request, gettext("None of the selected clients has an active secret."), messages.WARNING)
             return None
         form = RevokeSecretForm(request.POST if "post" in request.POST else None, secret_ids=list(client_of))
         if not form.is_valid():
             return self._action_page(
                 request,
                 "revoke_secret.html",
-                title="Revoke a secret",
+                title=gettext("Revoke a secret"),
                 queryset=queryset,
                 action="revoke_secret",
                 form=form,
@@ -814,7 +883,11 @@ class OAuthClientAdmin(admin.ModelAdmin):
             )
             for secret_id in map(int, form.cleaned_data["secret"])
         ]
-        self._each(request, calls, done=("Revoked %d secret.", "Revoked %d secrets."))
+        self._each(
+            request,
+            calls,
+            done=lambda n: ngettext("Revoked %(count)s secret.", "Revoked %(count)s secrets.", n) % {"count": n},
+        )
         return None
 
 
@@ -841,7 +914,7 @@ class ClientAuditEventAdmin(ReadOnlyAdmin):
     readonly_fields = ("sentence",)
     date_hierarchy = "created"
 
-    @admin.display(description="what happened")
+    @admin.display(description=gettext_lazy("what happened"))
     def sentence(self, event):
         return event.sentence()
 

@@ -4,6 +4,7 @@ after a recent sign-in with the second factor (accounts.middleware.RECENT_LOGIN_
 
 from django import forms
 from django.contrib import admin
+from django.utils.translation import gettext
 
 from oauthclients.exchangetargets import client_exchange_targets_set, exchange_target_uris
 from oauthclients.models import ClientKind, ClientStatus, ExchangeTarget, OAuthClient
@@ -18,9 +19,9 @@ class ExchangeTargetForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         servers = OAuthClient.objects.filter(client_type=ClientKind.RESOURCE_SERVER, deleted_at__isnull=True)
         self.fields["client"].queryset = servers
-        self.fields["client"].label = "Resource server (the caller)"
+        self.fields["client"].label = gettext("Resource server (the caller)")
         self.fields["target"].queryset = servers.filter(status=ClientStatus.APPROVED).exclude(resource_uri="")
-        self.fields["target"].label = "May exchange toward"
+        self.fields["target"].label = gettext("May exchange toward")
 
 
 @admin.register(ExchangeTarget)

@@ -1,6 +1,7 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class OAuthClientsConfig(AppConfig):
     name = "oauthclients"
-    verbose_name = "OAuth clients"
+    verbose_name = _("OAuth clients")

@@ -50,20 +50,20 @@ class ClientForm(forms.Form):
     website_url = forms.CharField(
         label=_("Website"),
         required=False,
-        widget=forms.URLInput(attrs={"placeholder": "https://example.com", "required": True}),
+        widget=forms.URLInput(attrs={"placeholder": "https://example.com", "required": True, "dir": "ltr"}),
         help_text=_("Shown to users on the consent screen."),
     )
     privacy_policy_url = forms.CharField(
         label=_("Privacy policy URL"),
         required=False,
-        widget=forms.URLInput(attrs={"placeholder": "https://example.com/privacy"}),
-        help_text="Optional. Linked from the consent screen.",
+        widget=forms.URLInput(attrs={"placeholder": "https://example.com/privacy", "dir": "ltr"}),
+        help_text=_("Optional. Linked from the consent screen."),
     )
     terms_url = forms.CharField(
         label=_("Terms of service URL"),
         required=False,
-        widget=forms.URLInput(attrs={"placeholder": "https://example.com/terms"}),
-        help_text="Optional. Linked from the consent screen.",
+        widget=forms.URLInput(attrs={"placeholder": "https://example.com/terms", "dir": "ltr"}),
+        help_text=_("Optional. Linked from the consent screen."),
     )
     logo = forms.FileField(
         label=_("Logo"),
@@ -83,7 +83,9 @@ class ClientForm(forms.Form):
         # Room for the most a valid list can hold. The validator reports every bad line, so an
         # unbounded textarea would turn a 2 MB post into a 15 MB error page.
         max_length=MAX_REDIRECT_URIS * (MAX_URI_LENGTH + 2),
-        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "autocapitalize": "off", "required": True}),
+        widget=forms.Textarea(
+            attrs={"rows": 4, "spellcheck": "false", "autocapitalize": "off", "required": True, "dir": "ltr"}
+        ),
         help_text=format_lazy(
             _(
                 "One per line, 1 to {count}. https only (plain http only for localhost, 127.0.0.1 "
@@ -97,7 +99,7 @@ class ClientForm(forms.Form):
         label=_("Post-logout redirect URIs"),
         required=False,
         max_length=MAX_REDIRECT_URIS * (MAX_URI_LENGTH + 2),
-        widget=forms.Textarea(attrs={"rows": 2, "spellcheck": "false", "autocapitalize": "off"}),
+        widget=forms.Textarea(attrs={"rows": 2, "spellcheck": "false", "autocapitalize": "off", "dir": "ltr"}),
         help_text=format_lazy(
             _(
                 "Optional, one per line, at most {count}, the same rules as redirect URIs: where "

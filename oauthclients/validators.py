@@ -169,7 +169,8 @@ def validate_redirect_uris(uris: list[str]) -> list[str]:
     if len(uris) > MAX_REDIRECT_URIS:
         # Report the count alone: validating (and echoing) thousands of lines helps nobody.
         raise ValidationError(
-            f"A client can have at most {MAX_REDIRECT_URIS} redirect URIs (got {len(uris)}).",
+            gettext("A client can have at most %(limit)s redirect URIs (got %(count)s).")
+            % {"limit": MAX_REDIRECT_URIS, "count": len(uris)},
             code="redirect_uris_too_many",
         )
     for uri in uris:
@@ -208,10 +209,32 @@ def resource_uri_problem(uri) -> str | None:
     return "must use https (http only on localhost, 127.0.0.1 or [::1])"
 
 
+def _resource_uri_sentences() -> dict[str, str]:
+    """resource_uri_problem's words (English: the token endpoint's error_description) as whole
+    sentences in the administrator's language, for the admin's form."""
+    return {
+        f"must be an absolute URI of at most {MAX_URI_LENGTH} characters": gettext(
+            "The resource URI must be an absolute URI of at most %(limit)s characters."
+        )
+        % {"limit": MAX_URI_LENGTH},
+        "cannot contain spaces or control characters": gettext(
+            "The resource URI cannot contain spaces or control characters."
+        ),
+        "is not a valid URI": gettext("The resource URI is not a valid URI."),
+        "cannot have a query or a fragment": gettext("The resource URI cannot have a query or a fragment."),
+        "cannot hold a user name or password": gettext("The resource URI cannot hold a user name or password."),
+        "must be an absolute URI with a host": gettext("The resource URI must be an absolute URI with a host."),
+        "must use https (http only on localhost, 127.0.0.1 or [::1])": gettext(
+            "The resource URI must use https (http only on localhost, 127.0.0.1 or [::1])."
+        ),
+    }
+
+
 def validate_resource_uri(uri: str) -> str:
     problem = resource_uri_problem(uri)
     if problem:
-        raise ValidationError(f"The resource URI {problem}.", code="invalid")
+        sentence = _resource_uri_sentences().get(problem) or f"The resource URI {problem}."
+        raise ValidationError(sentence, code="invalid")
     return uri
 
 

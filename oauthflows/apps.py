@@ -1,11 +1,12 @@
 from corsheaders.signals import check_request_enabled
 from django.apps import AppConfig
 from django.db.models.signals import post_save
+from django.utils.translation import gettext_lazy as _
 
 
 class OAuthFlowsConfig(AppConfig):
     name = "oauthflows"
-    verbose_name = "OAuth flows"
+    verbose_name = _("OAuth flows")
 
     def ready(self):
         # Imported in ready(): this module is imported while the app registry loads, before the models.

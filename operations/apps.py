@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class OperationsConfig(AppConfig):
@@ -6,7 +7,7 @@ class OperationsConfig(AppConfig):
     (docs/operating.md). It reads the other apps; no app imports it."""
 
     name = "operations"
-    verbose_name = "Operations"
+    verbose_name = _("Operations")
 
     def ready(self):
         # Imported in ready(): this module is imported while the app registry loads, before the models.

@@ -1,6 +1,7 @@
 from django.apps import AppConfig
 from django.db import connections
 from django.db.models.signals import post_migrate, pre_migrate
+from django.utils.translation import gettext_lazy as _
 
 
 def _status_triggers_uninstall(sender, using="default", **kwargs):
@@ -25,7 +26,7 @@ class SigningConfig(AppConfig):
     """Signing keys, JWT access tokens and token status lists (docs/architecture.md)."""
 
     name = "signing"
-    verbose_name = "Signing keys and token status lists"
+    verbose_name = _("Signing keys and token status lists")
 
     def ready(self):
         # The status list triggers are this app's (signing.statuslist). Django sends the migrate

@@ -6,6 +6,7 @@ They were the registry's until they moved here; their tables kept the registry's
 
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from oauthclients.algorithms import SIGNING_ALGORITHMS
 
@@ -36,7 +37,7 @@ class SigningKey(models.Model):
     class Meta:
         db_table = "oauthclients_signingkey"
         ordering = ["-signs_from", "-id"]
-        verbose_name = "signing key"
+        verbose_name = _("signing key")
 
     def __str__(self):
         return f"{self.algorithm} key {self.kid}"
@@ -56,7 +57,7 @@ class StatusList(models.Model):
 
     class Meta:
         db_table = "oauthclients_statuslist"
-        verbose_name = "token status list"
+        verbose_name = _("token status list")
 
     def __str__(self):
         return f"Token status list {self.number}"

@@ -3,29 +3,31 @@
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from oauthclients.models.clients import ClientKind, OAuthClient
 
 
 class AuditAction(models.TextChoices):
-    CLIENT_CREATED = "client.created", "Client created"
-    CLIENT_UPDATED = "client.updated", "Client edited"
-    CLIENT_RESUBMITTED = "client.resubmitted", "Client sent back to review"
-    CLIENT_APPROVED = "client.approved", "Client approved"
-    CLIENT_REJECTED = "client.rejected", "Client rejected"
-    CLIENT_SCOPES_SET = "client.scopes_set", "Client scopes set"
-    SECRET_CREATED = "secret.created", "Secret created"
-    SECRET_REVOKED = "secret.revoked", "Secret revoked"
-    GRANT_AUTHORIZED = "grant.authorized", "User authorized the app"
-    GRANT_DENIED = "grant.denied", "User denied the app"
-    CLIENT_DELETED = "client.deleted", "Client deleted by its owner"
-    ACCESS_REVOKED = "grant.access_revoked", "User revoked the app's access"
-    FAMILY_REVOKED = "grant.family_revoked", "Token family revoked on replay"
-    USER_DEACTIVATED = "grant.user_deactivated", "User deactivated: their access ended"
-    CLIENT_SELF_REGISTERED = "client.self_registered", "Client registered itself"
-    CLIENT_UNUSED_REMOVED = "client.unused_removed", "Unused self-registration removed"
-    EXCHANGE_TARGETS_SET = "client.exchange_targets_set", "Token exchange targets set"
-    REGISTRATION_TOKEN_ISSUED = "client.registration_token_issued", "Registration access token issued"
+    CLIENT_CREATED = "client.created", _("Client created")
+    CLIENT_UPDATED = "client.updated", _("Client edited")
+    CLIENT_RESUBMITTED = "client.resubmitted", _("Client sent back to review")
+    CLIENT_APPROVED = "client.approved", _("Client approved")
+    CLIENT_REJECTED = "client.rejected", _("Client rejected")
+    CLIENT_SCOPES_SET = "client.scopes_set", _("Client scopes set")
+    SECRET_CREATED = "secret.created", _("Secret created")
+    SECRET_REVOKED = "secret.revoked", _("Secret revoked")
+    GRANT_AUTHORIZED = "grant.authorized", _("User authorized the app")
+    GRANT_DENIED = "grant.denied", _("User denied the app")
+    CLIENT_DELETED = "client.deleted", _("Client deleted by its owner")
+    ACCESS_REVOKED = "grant.access_revoked", _("User revoked the app's access")
+    FAMILY_REVOKED = "grant.family_revoked", _("Token family revoked on replay")
+    USER_DEACTIVATED = "grant.user_deactivated", _("User deactivated: their access ended")
+    CLIENT_SELF_REGISTERED = "client.self_registered", _("Client registered itself")
+    CLIENT_UNUSED_REMOVED = "client.unused_removed", _("Unused self-registration removed")
+    EXCHANGE_TARGETS_SET = "client.exchange_targets_set", _("Token exchange targets set")
+    REGISTRATION_TOKEN_ISSUED = "client.registration_token_issued", _("Registration access token issued")
 
 
 class ClientAuditEvent(models.Model):
@@ -46,7 +48,7 @@ class ClientAuditEvent(models.Model):
 
     class Meta:
         ordering = ["-created", "-id"]
-        verbose_name = "audit event"
+        verbose_name = _("audit event")
         indexes = [models.Index(fields=["client", "-created"])]
 
     def __str__(self):
@@ -54,66 +56,116 @@ class ClientAuditEvent(models.Model):
 
     def sentence(self) -> str:
         """The event as a sentence an administrator reads in the audit trail, instead of its JSON."""
-        who = self.actor.get_username() if self.actor_id and self.actor else "The system"
-        user = self.user.get_username() if self.user_id and self.user else "a user"
+        # In the administrator's language; what was typed (a reason), names and scopes as they are.
+        who = self.actor.get_username() if self.actor_id and self.actor else gettext("The system")
+        user = self.user.get_username() if self.user_id and self.user else gettext("a user")
         detail = self.detail or {}
 
         def listed(key: str) -> str:
             values = detail.get(key) or []
             # Field names read as words ("website url"); scope names stay as written (BOOKING_READ).
             words = key in ("changed", "because")
-            return ", ".join(str(value).replace("_", " ") if words else str(value) for value in values) or "nothing"
+            return ", ".join(str(value).replace("_", " ") if words else str(value) for value in values) or gettext(
+                "nothing"
+            )
+
+        def created() -> str:
+            if detail.get("kind") == ClientKind.RESOURCE_SERVER:
+                return gettext("%(who)s registered the resource server (introspection only).") % {"who": who}
+            kind = detail.get("kind", gettext("unknown kind"))
+            if detail.get("legacy"):
+                return gettext("%(who)s registered the client (%(kind)s, legacy) with scopes %(scopes)s.") % {
+                    "who": who,
+                    "kind": kind,
+                    "scopes": listed("scopes"),
+                }
+            return gettext("%(who)s registered the client (%(kind)s) with scopes %(scopes)s.") % {
+                "who": who,
+                "kind": kind,
+                "scopes": listed("scopes"),
+            }
+
+        def counts(*keys: str) -> dict:
+            return {key: detail.get(key, 0) for key in keys}
 
         sentences = {
-            AuditAction.CLIENT_CREATED: lambda: (
-                f"{who} registered the resource server (introspection only)."
-                if detail.get("kind") == ClientKind.RESOURCE_SERVER
-                else f"{who} registered the client ({detail.get('kind', 'unknown kind')}"
-                + (", legacy" if detail.get("legacy") else "")
-                + f") with scopes {listed('scopes')}."
+            AuditAction.CLIENT_CREATED: created,
+            AuditAction.CLIENT_UPDATED: lambda: (
+                gettext("%(who)s edited %(fields)s.") % {"who": who, "fields": listed("changed")}
             ),
-            AuditAction.CLIENT_UPDATED: lambda: f"{who} edited {listed('changed')}.",
-            AuditAction.CLIENT_SCOPES_SET: lambda: f"{who} set the scopes to {listed('scopes')}.",
-            AuditAction.CLIENT_RESUBMITTED: lambda: f"The client went back to review because of {listed('because')}.",
-            AuditAction.CLIENT_APPROVED: lambda: f"{who} approved the client.",
-            AuditAction.CLIENT_REJECTED: lambda: f"{who} rejected the client: “{detail.get('reason', '')}”",
+            AuditAction.CLIENT_SCOPES_SET: lambda: (
+                gettext("%(who)s set the scopes to %(scopes)s.") % {"who": who, "scopes": listed("scopes")}
+            ),
+            AuditAction.CLIENT_RESUBMITTED: lambda: (
+                gettext("The client went back to review because of %(fields)s.") % {"fields": listed("because")}
+            ),
+            AuditAction.CLIENT_APPROVED: lambda: gettext("%(who)s approved the client.") % {"who": who},
+            AuditAction.CLIENT_REJECTED: lambda: (
+                gettext("%(who)s rejected the client: “%(reason)s”") % {"who": who, "reason": detail.get("reason", "")}
+            ),
             AuditAction.CLIENT_DELETED: lambda: (
-                f"{who} deleted the client; {detail.get('revoked_refresh_tokens', 0)} refresh tokens and "
-                f"{detail.get('revoked_access_tokens', 0)} access tokens were revoked."
+                gettext(
+                    "%(who)s deleted the client; %(revoked_refresh_tokens)s refresh tokens and "
+                    "%(revoked_access_tokens)s access tokens were revoked."
+                )
+                % {"who": who, **counts("revoked_refresh_tokens", "revoked_access_tokens")}
             ),
-            AuditAction.SECRET_CREATED: lambda: f"{who} created a secret (it starts with {detail.get('hint', '')}).",
-            AuditAction.SECRET_REVOKED: lambda: f"{who} revoked the secret that starts with {detail.get('hint', '')}.",
+            AuditAction.SECRET_CREATED: lambda: (
+                gettext("%(who)s created a secret (it starts with %(hint)s).")
+                % {"who": who, "hint": detail.get("hint", "")}
+            ),
+            AuditAction.SECRET_REVOKED: lambda: (
+                gettext("%(who)s revoked the secret that starts with %(hint)s.")
+                % {"who": who, "hint": detail.get("hint", "")}
+            ),
             AuditAction.GRANT_AUTHORIZED: lambda: (
-                f"{user} authorized the app"
-                + (" with full access." if detail.get("unrestricted") else f" for {listed('scopes')}.")
+                gettext("%(user)s authorized the app with full access.") % {"user": user}
+                if detail.get("unrestricted")
+                else gettext("%(user)s authorized the app for %(scopes)s.") % {"user": user, "scopes": listed("scopes")}
             ),
-            AuditAction.GRANT_DENIED: lambda: f"{user} denied the app.",
-            AuditAction.ACCESS_REVOKED: lambda: f"{user} revoked the app's access.",
+            AuditAction.GRANT_DENIED: lambda: gettext("%(user)s denied the app.") % {"user": user},
+            AuditAction.ACCESS_REVOKED: lambda: gettext("%(user)s revoked the app's access.") % {"user": user},
             AuditAction.USER_DEACTIVATED: lambda: (
-                f"{user} was deactivated; {detail.get('revoked_refresh_tokens', 0)} refresh tokens, "
-                f"{detail.get('revoked_access_tokens', 0)} access tokens and {detail.get('revoked_codes', 0)} "
-                "unexchanged codes of this app ended."
+                gettext(
+                    "%(user)s was deactivated; %(revoked_refresh_tokens)s refresh tokens, %(revoked_access_tokens)s "
+                    "access tokens and %(revoked_codes)s unexchanged codes of this app ended."
+                )
+                % {"user": user, **counts("revoked_refresh_tokens", "revoked_access_tokens", "revoked_codes")}
             ),
             AuditAction.CLIENT_SELF_REGISTERED: lambda: (
-                f"The client registered itself ({detail.get('source', 'dcr')}, {detail.get('kind', 'unknown kind')}) "
-                f"as {detail.get('status', 'unverified')} with scopes {listed('scopes')}."
+                gettext("The client registered itself (%(source)s, %(kind)s) as %(status)s with scopes %(scopes)s.")
+                % {
+                    "source": detail.get("source", "dcr"),
+                    "kind": detail.get("kind", gettext("unknown kind")),
+                    "status": detail.get("status", "unverified"),
+                    "scopes": listed("scopes"),
+                }
             ),
             AuditAction.CLIENT_UNUSED_REMOVED: lambda: (
-                f"The system removed the self-registered client: nobody authorized it within "
-                f"{detail.get('days', '?')} days."
+                gettext("The system removed the self-registered client: nobody authorized it within %(days)s days.")
+                % {"days": detail.get("days", "?")}
             ),
             AuditAction.EXCHANGE_TARGETS_SET: lambda: (
-                f"{who} allowed token exchange toward {listed('targets')}."
+                gettext("%(who)s allowed token exchange toward %(targets)s.")
+                % {"who": who, "targets": listed("targets")}
                 if detail.get("targets")
-                else f"{who} allowed token exchange toward nothing."
+                else gettext("%(who)s allowed token exchange toward nothing.") % {"who": who}
             ),
             AuditAction.REGISTRATION_TOKEN_ISSUED: lambda: (
-                f"{who} issued a registration access token"
-                + ("; the previous one no longer works." if detail.get("replaced") else ".")
+                (
+                    gettext("%(who)s issued a registration access token; the previous one no longer works.")
+                    if detail.get("replaced")
+                    else gettext("%(who)s issued a registration access token.")
+                )
+                % {"who": who}
             ),
             AuditAction.FAMILY_REVOKED: lambda: (
-                f"{'An authorization code' if 'code' in detail.get('reason', '') else 'A refresh token'} "
-                f"was replayed for {user}; its token family was revoked."
+                (
+                    gettext("An authorization code was replayed for %(user)s; its token family was revoked.")
+                    if "code" in detail.get("reason", "")
+                    else gettext("A refresh token was replayed for %(user)s; its token family was revoked.")
+                )
+                % {"user": user}
             ),
         }
         make = sentences.get(self.action)

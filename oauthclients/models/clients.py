@@ -68,8 +68,8 @@ class TokenFormat(models.TextChoices):
     """What a resource server receives (docs/verifying-tokens.md): opaque tokens it introspects, or
     RFC 9068 JWTs it verifies itself (scopes.jwt) and learns their revocation from a status list."""
 
-    OPAQUE = "opaque", "Opaque (introspection)"
-    JWT = "jwt", "JWT (RFC 9068, verified by the resource server)"
+    OPAQUE = "opaque", _("Opaque (introspection)")
+    JWT = "jwt", _("JWT (RFC 9068, verified by the resource server)")
 
 
 @dataclass(frozen=True)
@@ -121,18 +121,18 @@ class OAuthClient(AbstractApplication):
     post_logout_redirect_uris = models.TextField(
         blank=True,
         default="",
-        verbose_name="post-logout redirect URIs",
-        help_text="Where the app may send users after logging them out (besides its redirect URIs).",
+        verbose_name=_("post-logout redirect URIs"),
+        help_text=_("Where the app may send users after logging them out (besides its redirect URIs)."),
     )
     hash_client_secret = models.BooleanField(default=False, editable=False)
 
-    purpose = models.TextField(blank=True, help_text="What the application does with the access it asks for.")
-    website_url = models.URLField(max_length=MAX_LINK_URL_LENGTH, verbose_name="website URL")
+    purpose = models.TextField(blank=True, help_text=_("What the application does with the access it asks for."))
+    website_url = models.URLField(max_length=MAX_LINK_URL_LENGTH, verbose_name=_("website URL"))
     privacy_policy_url = models.URLField(
-        max_length=MAX_LINK_URL_LENGTH, blank=True, default="", verbose_name="privacy policy URL"
+        max_length=MAX_LINK_URL_LENGTH, blank=True, default="", verbose_name=_("privacy policy URL")
     )
     terms_url = models.URLField(
-        max_length=MAX_LINK_URL_LENGTH, blank=True, default="", verbose_name="terms of service URL"
+        max_length=MAX_LINK_URL_LENGTH, blank=True, default="", verbose_name=_("terms of service URL")
     )
     # The developer's upload, validated and re-encoded to a small PNG (validators.logo_reencode),
     # served from this origin by views.client_logo: a consent page never loads a third-party image.
@@ -142,8 +142,8 @@ class OAuthClient(AbstractApplication):
     scopes = models.TextField(blank=True, default="")
     is_legacy = models.BooleanField(
         default=False,
-        verbose_name="legacy",
-        help_text="Created before scopes existed: no scopes, tokens unrestricted.",
+        verbose_name=_("legacy"),
+        help_text=_("Created before scopes existed: no scopes, tokens unrestricted."),
     )
 
     status = models.CharField(max_length=16, choices=ClientStatus.choices, default=ClientStatus.PENDING)
@@ -165,16 +165,17 @@ class OAuthClient(AbstractApplication):
         max_length=MAX_URI_LENGTH,
         blank=True,
         default="",
-        verbose_name="resource URI",
-        help_text="Resource servers only: the URI apps name in `resource` (RFC 8707) to get tokens for it.",
+        verbose_name=_("resource URI"),
+        help_text=_("Resource servers only: the URI apps name in `resource` (RFC 8707) to get tokens for it."),
     )
     # Resource servers only: the format of the access tokens whose audience is this resource URI.
     token_format = models.CharField(
         max_length=8,
         choices=TokenFormat.choices,
         default=TokenFormat.OPAQUE,
-        help_text="Resource servers only: JWT access tokens (RFC 9068) it verifies itself, or opaque ones "
-        "it introspects.",
+        help_text=_(
+            "Resource servers only: JWT access tokens (RFC 9068) it verifies itself, or opaque ones it introspects."
+        ),
     )
     # A self-registered client's RFC 7591 metadata that has no column of its own (contacts,
     # software_id and _version, logo_uri: kept and returned, never fetched or shown).
@@ -191,8 +192,8 @@ class OAuthClient(AbstractApplication):
         max_length=8,
         choices=IdTokenAlgorithm.choices,
         default=IdTokenAlgorithm.RS256,
-        verbose_name="ID token algorithm",
-        help_text="How ID tokens for this client are signed: RS256 (the OpenID Connect default) or ES256.",
+        verbose_name=_("ID token algorithm"),
+        help_text=_("How ID tokens for this client are signed: RS256 (the OpenID Connect default) or ES256."),
     )
 
     # The name as users read it (validators.name_skeleton, UTS #39): an unverified client named like
@@ -202,8 +203,8 @@ class OAuthClient(AbstractApplication):
     objects = ApplicationManager()
 
     class Meta(AbstractApplication.Meta):
-        verbose_name = "OAuth client"
-        verbose_name_plural = "OAuth clients"
+        verbose_name = _("OAuth client")
+        verbose_name_plural = _("OAuth clients")
         ordering = ["-created"]
         constraints = [
             models.CheckConstraint(condition=Q(status__in=ClientStatus.values), name="oauthclient_status_valid"),
@@ -487,7 +488,7 @@ class ClientSecret(models.Model):
 
     client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="secrets")
     digest = models.CharField(max_length=64, unique=True, editable=False)
-    hint = models.CharField(max_length=16, editable=False, help_text="The first characters, to tell secrets apart.")
+    hint = models.CharField(max_length=16, editable=False, help_text=_("The first characters, to tell secrets apart."))
     created = models.DateTimeField(default=timezone.now, editable=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"

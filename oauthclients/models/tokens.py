@@ -5,6 +5,7 @@ and migrations stay in this app, since DOT's applied migrations name it (docs/ar
 
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 from oauth2_provider.models import AbstractAccessToken, AbstractGrant, AbstractIDToken, AbstractRefreshToken
 
 from oauthclients.models.clients import OAuthClient
@@ -27,7 +28,7 @@ class Grant(AbstractGrant):
     amr = models.CharField(max_length=64, blank=True, default="", editable=False)
 
     class Meta(AbstractGrant.Meta):
-        verbose_name = "authorization code"
+        verbose_name = _("authorization code")
 
 
 class AccessTokenQuerySet(models.QuerySet):

@@ -21,3 +21,14 @@ def test_field_names_read_as_words(approved):
         client=approved.client, action=AuditAction.CLIENT_UPDATED, detail={"changed": ["website_url", "name"]}
     )
     assert event.sentence() == "The system edited website url, name."
+
+
+def test_a_sentence_is_in_the_administrators_language_with_names_and_scopes_as_they_are(approved):
+    from django.utils import translation
+
+    event = ClientAuditEvent(
+        client=approved.client, action=AuditAction.CLIENT_SCOPES_SET, detail={"scopes": ["BOOKING_READ"]}
+    )
+    with translation.override("de"):
+        assert event.sentence() == "Das System hat die Scopes auf BOOKING_READ gesetzt."
+    assert event.sentence() == "The system set the scopes to BOOKING_READ."

@@ -193,3 +193,29 @@ def test_it_refuses_a_custom_scheme_that_is_not_a_reverse_domain_and_says_why(ur
 )
 def test_loopback_ip_redirects_are_compared_without_their_port(uri, expected):
     assert loopback_ip_redirect_without_port(uri) == expected
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "",
+        "https://api.example.com/a b",
+        "https://api.example.com:port/",
+        "https://api.example.com/?q=1",
+        "https://user:pw@api.example.com/",
+        "https:///path",
+        "ftp://api.example.com/",
+    ],
+)
+def test_each_resource_uri_problem_is_a_whole_sentence_in_the_administrators_language(uri):
+    from django.core.exceptions import ValidationError
+    from django.utils import translation
+
+    from oauthclients.validators import validate_resource_uri
+
+    with pytest.raises(ValidationError) as english:
+        validate_resource_uri(uri)
+    with translation.override("de"), pytest.raises(ValidationError) as german:
+        validate_resource_uri(uri)
+    assert english.value.messages[0].startswith("The resource URI ")
+    assert german.value.messages[0].startswith("Die Ressourcen-URI ")
