@@ -101,6 +101,8 @@ bench: $(BENCH_STAMP)
 # the .mo committed beside it. A new language: make messages LANGUAGE=pt_BR, then its line in
 # config/settings.py LANGUAGES once its .po is complete (tests/i18n/test_catalogues.py checks).
 MESSAGES_IGNORE := --ignore='tests/*' --ignore='bench/*' --ignore='examples/*' --ignore='docs/*' --ignore='staticfiles/*' --ignore='locale/*'
+# Debug on, as for `make run`: no secret key is needed to read the templates and the code.
+messages: export DJANGO_DEBUG ?= 1
 messages: $(STAMP)
 	$(BIN)/python manage.py makemessages $(if $(LANGUAGE),-l $(LANGUAGE),--all) $(MESSAGES_IGNORE) --no-location --no-wrap
 	$(BIN)/python manage.py compilemessages --ignore='.venv/*' --ignore='staticfiles/*'
