@@ -738,13 +738,20 @@ class Validator(OAuth2Validator):
     def revoke_token(self, token, token_type_hint, request, *args, **kwargs):
         found = self._own_token(token, token_type_hint, request)
         if isinstance(found, AccessToken):
-            revoke_access_token(found)  # and its refresh token, so it cannot mint a new one
+            # The tokens exchanged from it (RFC 8693, its lineage: tokens.services) end with it.
+            with transaction.atomic():
+                AccessToken.objects.exchanged_from_token(found).delete()  # status bits set too
+                revoke_access_token(found)  # and its refresh token, so it cannot mint a new one
         elif isinstance(found, RefreshToken):
-            # A refresh token stands for the whole authorization: its family goes, access tokens too.
+            # A refresh token stands for the whole authorization: its family goes, access tokens
+            # too, and what was exchanged from them (AccessTokenQuerySet.descending_from_family).
             if found.token_family:
                 RefreshToken.revoke_family(found.token_family)
             else:
-                found.revoke()
+                with transaction.atomic():
+                    if found.access_token_id:
+                        AccessToken.objects.exchanged_from_token(AccessToken(pk=found.access_token_id)).delete()
+                    found.revoke()
 
     def introspect_token(self, token, token_type_hint, request, *args, **kwargs):
         client = request.client
