@@ -60,11 +60,11 @@ class AccessTokenQuerySet(models.QuerySet):
         the ID-JAG tokens and every token exchanged from one (`assertion_issuer` carried on)."""
         return self.filter(application=client, assertion_issuer=issuer) if issuer else self.none()
 
-    def exchanged_from_token(self, token):
-        """The tokens exchanged from `token` (RFC 8693), and from those, to the end of the chain
-        (`exchanged_from`): what the revocation of `token` at /revoke ends with it. One indexed
+    def exchanged_from_token(self, token_pk: int):
+        """The tokens exchanged from the access token `token_pk` (RFC 8693), and from those, to the
+        end of the chain (`exchanged_from`): what its revocation at /revoke ends with it. One indexed
         query per link of the chain (a chain is as long as the services that exchanged in turn)."""
-        found, frontier = [], [token.pk]
+        found, frontier = [], [token_pk]
         while frontier:
             frontier = list(self.model.objects.filter(exchanged_from_id__in=frontier).values_list("pk", flat=True))
             found += frontier

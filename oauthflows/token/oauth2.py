@@ -740,7 +740,7 @@ class Validator(OAuth2Validator):
         if isinstance(found, AccessToken):
             # The tokens exchanged from it (RFC 8693, its lineage: tokens.services) end with it.
             with transaction.atomic():
-                AccessToken.objects.exchanged_from_token(found).delete()  # status bits set too
+                AccessToken.objects.exchanged_from_token(found.pk).delete()  # status bits set too
                 revoke_access_token(found)  # and its refresh token, so it cannot mint a new one
         elif isinstance(found, RefreshToken):
             # A refresh token stands for the whole authorization: its family goes, access tokens
@@ -750,7 +750,7 @@ class Validator(OAuth2Validator):
             else:
                 with transaction.atomic():
                     if found.access_token_id:
-                        AccessToken.objects.exchanged_from_token(AccessToken(pk=found.access_token_id)).delete()
+                        AccessToken.objects.exchanged_from_token(found.access_token_id).delete()
                     found.revoke()
 
     def introspect_token(self, token, token_type_hint, request, *args, **kwargs):
