@@ -111,6 +111,14 @@ def client_tokens_end(client) -> bool:
     return client is None or client.status == ClientStatus.REJECTED
 
 
+def client_serves_q(relation: str = "") -> Q:
+    """The clients (through `relation`) that stand as reviewed: approved and not deleted. A resource
+    server a token may be bound to (RFC 8707), exchanged toward (RFC 8693) or issued as a JWT for;
+    an app whose approved name and logo are shown to users."""
+    prefix = f"{relation}__" if relation else ""
+    return Q(**{f"{prefix}status": ClientStatus.APPROVED, f"{prefix}deleted_at__isnull": True})
+
+
 def client_tokens_live_q(relation: str) -> Q:
     """client_tokens_end's twin for querysets: rows whose client (through `relation`) keeps its tokens."""
     return Q(**{f"{relation}__isnull": False}) & ~Q(**{f"{relation}__status": ClientStatus.REJECTED})

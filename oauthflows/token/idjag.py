@@ -57,8 +57,8 @@ from oauthlib.oauth2.rfc6749.grant_types.base import GrantTypeBase
 from accounts.audit import account_audit_record
 from accounts.identity import upstream_person
 from accounts.models import AccountAuditAction, AssertionPolicy, AssertionUse, IdentityProvider
-from oauthclients.models import AccessToken, ClientKind, ClientStatus, OAuthClient, digest
-from oauthclients.policy import Door, client_may_act
+from oauthclients.models import AccessToken, ClientKind, OAuthClient, digest
+from oauthclients.policy import Door, client_may_act, client_serves_q
 from oauthclients.tier import ceiling_refusal
 from oauthflows.registration.cimd import MetadataFetcher
 from oauthflows.token.clientcall import issued_tell
@@ -229,7 +229,7 @@ def _check_claims(claims: dict, *, client: OAuthClient, requested_resource: str 
     if not isinstance(resource, str):
         _refuse("The assertion must name the resource (resource).")
     if not OAuthClient.objects.filter(
-        client_type=ClientKind.RESOURCE_SERVER, resource_uri=resource, status=ClientStatus.APPROVED
+        client_serves_q(), client_type=ClientKind.RESOURCE_SERVER, resource_uri=resource
     ).exists():
         _refuse("The assertion's resource is not a resource server of this service.", InvalidTarget)
     if requested_resource and requested_resource != resource:

@@ -765,7 +765,7 @@ class Validator(OAuth2Validator):
             if live is None or live.pk != found.pk:
                 return None
             return self._claims(found, "access_token", found.scope, found.expires)
-        if isinstance(found, RefreshToken) and found.revoked is None and found.access_token_id:
+        if isinstance(found, RefreshToken) and found.access_token_id:  # revoked: none left (tokens.liveness)
             access = AccessToken.objects.filter(pk=found.access_token_id).only("scope", "expires").first()
             if access is None:
                 return None
