@@ -216,7 +216,9 @@ def _lookup_sql(alias: str) -> str:
         f"FROM (SELECT 1) one "
         f"LEFT JOIN {clients} t ON t.{c['id']} = (SELECT z.{c['id']} FROM {targets} y "
         f"JOIN {clients} z ON z.{c['id']} = y.{x['target']} WHERE y.{x['client']} = %(caller)s "
-        f"AND z.{c['resource_uri']} = %(uri)s AND z.{c['client_type']} = %(kind)s AND z.{c['status']} = %(approved)s "
+        f"AND z.{c['resource_uri']} = %(uri)s AND z.{c['client_type']} = %(kind)s "
+        # oauthclients.policy.client_serves_q: approved, not deleted (this twin's ORM function reads it).
+        f"AND z.{c['status']} = '{ClientStatus.APPROVED.value}' "
         f"AND z.{c['deleted_at']} IS NULL LIMIT 1) "
         f"LEFT JOIN {tokens} a ON a.{a['token_checksum']} = %(checksum)s "
         f"LEFT JOIN {clients} app ON app.{c['id']} = a.{a['application']} "
@@ -230,7 +232,6 @@ def _look_up_in_one_statement(alias: str, *, caller: OAuthClient, uri: str, raw:
         "caller": caller.pk,
         "uri": uri,
         "kind": ClientKind.RESOURCE_SERVER,
-        "approved": ClientStatus.APPROVED,
         # An over-long or missing token matches no digest (and is refused as unknown).
         "checksum": digest(raw) if raw and len(raw) <= MAX_TOKEN_LENGTH else "",
     }
