@@ -260,10 +260,11 @@ class Validator(OAuth2Validator):
     # --- client authentication -------------------------------------------------------------
 
     # The token, revocation and introspection endpoints start with one of these three hooks. Each
-    # sets `pending_client_may_authenticate`: OAuthClient.is_usable then lets a *pending* client
-    # authenticate here (any pending client, whoever it belongs to), because what it may then
-    # redeem is held to its owner's own grants by the check right below, which validate_code and
-    # validate_refresh_token call. The two halves of one rule, side by side.
+    # sets `pending_client_may_authenticate`: DOT's OAuthClient.is_usable (and authenticate_client
+    # itself) then ask oauthclients.policy at its CLIENT_AUTHENTICATION door, which lets a *pending*
+    # client authenticate here (any pending client, whoever it belongs to), because what it may then
+    # redeem is held to its owner's own grants by the policy's GRANT door right below, which
+    # validate_code and validate_refresh_token call. The two halves of one rule, side by side.
 
     def client_authentication_required(self, request, *args, **kwargs):
         request.pending_client_may_authenticate = True
