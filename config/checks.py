@@ -11,7 +11,8 @@ from django.db import DatabaseError
 
 from accounts.hashers import MINIMUM_MEMORY_KIB, MINIMUM_TIME_COST
 from oauthclients.algorithms import SIGNING_ALGORITHMS
-from oauthclients.models import ClientKind, ClientStatus, OAuthClient, TokenFormat
+from oauthclients.models import ClientKind, OAuthClient, TokenFormat
+from oauthclients.policy import client_serves_q
 from signing.keys import signing_key_current, signing_keys_problems
 from signing.models import SigningKey
 from signing.statuslist import status_triggers_missing
@@ -205,7 +206,7 @@ def _jwt_signing_key_ready() -> list:
     OAUTH_JWT_ACCESS_TOKEN_ALGORITHM: a retired one does not sign."""
     algorithm = settings.OAUTH_JWT_ACCESS_TOKEN_ALGORITHM
     jwt_servers = OAuthClient.objects.filter(
-        client_type=ClientKind.RESOURCE_SERVER, token_format=TokenFormat.JWT, status=ClientStatus.APPROVED
+        client_serves_q(), client_type=ClientKind.RESOURCE_SERVER, token_format=TokenFormat.JWT
     )
     if not jwt_servers.exists() or signing_key_current(algorithm) is not None:
         return []

@@ -7,7 +7,8 @@ from django.contrib import admin
 from django.utils.translation import gettext
 
 from oauthclients.exchangetargets import client_exchange_targets_set, exchange_target_uris
-from oauthclients.models import ClientKind, ClientStatus, ExchangeTarget, OAuthClient
+from oauthclients.models import ClientKind, ExchangeTarget, OAuthClient
+from oauthclients.policy import client_serves_q
 
 
 class ExchangeTargetForm(forms.ModelForm):
@@ -20,7 +21,7 @@ class ExchangeTargetForm(forms.ModelForm):
         servers = OAuthClient.objects.filter(client_type=ClientKind.RESOURCE_SERVER, deleted_at__isnull=True)
         self.fields["client"].queryset = servers
         self.fields["client"].label = gettext("Resource server (the caller)")
-        self.fields["target"].queryset = servers.filter(status=ClientStatus.APPROVED).exclude(resource_uri="")
+        self.fields["target"].queryset = servers.filter(client_serves_q()).exclude(resource_uri="")
         self.fields["target"].label = gettext("May exchange toward")
 
 

@@ -5,7 +5,8 @@ from django.db import transaction
 
 from oauthclients.audit import audit_record
 from oauthclients.exceptions import ApplicationError, ClientKindError
-from oauthclients.models import AuditAction, ClientKind, ClientStatus, ExchangeTarget, OAuthClient
+from oauthclients.models import AuditAction, ClientKind, ExchangeTarget, OAuthClient
+from oauthclients.policy import client_serves_q
 
 
 class UnknownExchangeTarget(ApplicationError):
@@ -16,10 +17,9 @@ def _resource_servers(uris: list[str]) -> dict[str, OAuthClient]:
     return {
         server.resource_uri: server
         for server in OAuthClient.objects.filter(
+            client_serves_q(),
             client_type=ClientKind.RESOURCE_SERVER,
             resource_uri__in=uris,
-            status=ClientStatus.APPROVED,
-            deleted_at__isnull=True,
         )
     }
 
@@ -53,11 +53,10 @@ def exchange_target_get(*, client: OAuthClient, resource_uri: str) -> OAuthClien
     """The approved, live resource server at `resource_uri` that `client` may exchange toward, or None."""
     return (
         OAuthClient.objects.filter(
+            client_serves_q(),
             exchange_sources__client=client,
             client_type=ClientKind.RESOURCE_SERVER,
             resource_uri=resource_uri,
-            status=ClientStatus.APPROVED,
-            deleted_at__isnull=True,
         )
         .only("pk", "client_id", "resource_uri", "name")
         .first()

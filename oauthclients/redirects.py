@@ -17,28 +17,21 @@ logout), one rule:
 - anything else (rejected, deleted): no.
 
 Refused, the door shows a 400 page (a page at logout) that names the app as unverified and gives
-the redirect host as text, not a link.
+the redirect host as text, not a link. The rule is oauthclients.policy's REDIRECT door.
 """
 
 from urllib.parse import urlsplit
 
 from django.utils.translation import gettext
 
-from oauthclients.models import ClientStatus, OAuthClient
+from oauthclients.models import OAuthClient
+from oauthclients.policy import Door, client_may_act
 from oauthclients.validators import is_private_use_redirect
 
 
 def redirect_trusted(*, client: OAuthClient, user, consent_shown: bool = False) -> bool:
     """Whether the browser of `user` may be sent to one of `client`'s registered URIs now."""
-    if client.deleted_at is not None:
-        return False
-    if client.status == ClientStatus.APPROVED:
-        return True
-    if client.status == ClientStatus.PENDING:
-        return bool(getattr(user, "is_authenticated", False)) and user.pk == client.user_id
-    if client.status == ClientStatus.UNVERIFIED:
-        return consent_shown
-    return False
+    return client_may_act(client, user, Door.REDIRECT, consent_shown=consent_shown)
 
 
 def redirect_host(uri: str) -> str:
@@ -55,7 +48,7 @@ def redirect_refusal(*, client: OAuthClient, user, uri: str, consent_shown: bool
     """Why the browser is not sent to `uri` (the page's text), or None when it may be."""
     if redirect_trusted(client=client, user=user, consent_shown=consent_shown):
         return None
-    if client.status == ClientStatus.UNVERIFIED:
+    if client.is_unverified:
         return gettext(
             "“%(name)s” is an unverified application: it registered itself and this service's "
             "administrators have not reviewed it, so you are not sent on to its address (%(host)s) from here."

@@ -9,6 +9,7 @@ from django.db.models import Case, CharField, OuterRef, QuerySet, Subquery, Valu
 from django.shortcuts import get_object_or_404
 
 from oauthclients.models import ClientKind, ClientSecret, ClientStatus, OAuthClient, digest
+from oauthclients.policy import Door, client_may_act, client_serves_q
 
 
 def _owned(owner) -> QuerySet[OAuthClient]:
@@ -51,12 +52,7 @@ def client_logo_get(*, client_id: str) -> bytes | None:
     """
     try:
         row = (
-            OAuthClient.objects.filter(
-                client_id=client_id,
-                status=ClientStatus.APPROVED,
-                deleted_at__isnull=True,
-                approved_logo_png__isnull=False,
-            )
+            OAuthClient.objects.filter(client_serves_q(), client_id=client_id, approved_logo_png__isnull=False)
             .exclude(client_type=ClientKind.RESOURCE_SERVER)
             .values_list("approved_logo_png", flat=True)
             .first()
@@ -133,7 +129,7 @@ def resource_uri_known(uri: str) -> bool:
     if uri == settings.OAUTH_RESOURCE_URI:
         return True
     return OAuthClient.objects.filter(
-        client_type=ClientKind.RESOURCE_SERVER, resource_uri=uri, status=ClientStatus.APPROVED, deleted_at__isnull=True
+        client_serves_q(), client_type=ClientKind.RESOURCE_SERVER, resource_uri=uri
     ).exists()
 
 
@@ -152,9 +148,9 @@ def resource_names(uris) -> list[tuple[str, str]]:
 def _verified_named(skeleton) -> QuerySet[OAuthClient]:
     # Approved apps (never resource servers, never deleted) whose name reads as `skeleton`. An
     # approved client's name is the one users are shown: an edit of it sends it back to review.
-    return OAuthClient.objects.filter(
-        name_skeleton=skeleton, status=ClientStatus.APPROVED, deleted_at__isnull=True
-    ).exclude(client_type=ClientKind.RESOURCE_SERVER)
+    return OAuthClient.objects.filter(client_serves_q(), name_skeleton=skeleton).exclude(
+        client_type=ClientKind.RESOURCE_SERVER
+    )
 
 
 def verified_name_like(client: OAuthClient) -> str | None:
@@ -182,12 +178,10 @@ def client_get_for_registration_token(*, client_id: str, token: str) -> OAuthCli
     """The RFC 7591 client that `token` (its RFC 7592 registration access token) manages, or None:
     an unknown client, a wrong token, a rejected or deleted client are alike (RFC 7592 §2)."""
     given = digest(token)  # computed whatever the client, so that no answer is faster
-    client = (
-        OAuthClient.objects.filter(client_id=client_id, registration_source=OAuthClient.RegistrationSource.DCR)
-        .exclude(status=ClientStatus.REJECTED)
-        .first()
-    )
-    if client is None or not client.registration_token_digest:
+    client = OAuthClient.objects.filter(
+        client_id=client_id, registration_source=OAuthClient.RegistrationSource.DCR
+    ).first()
+    if not client_may_act(client, None, Door.CLIENT_AUTHENTICATION) or not client.registration_token_digest:
         return None
     if not hmac.compare_digest(client.registration_token_digest, given):
         return None

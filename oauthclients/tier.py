@@ -9,7 +9,7 @@ next refresh too. Approval lifts it (status approved); rejection ends every toke
 
 from django.conf import settings
 
-from oauthclients.models import ClientStatus, OAuthClient
+from oauthclients.models import OAuthClient
 from scopes.catalog import OPENID_SCOPES
 
 
@@ -21,7 +21,7 @@ def unverified_ceiling() -> frozenset[str]:
 
 def beyond_ceiling(client: OAuthClient | None, scopes) -> list[str]:
     """The scopes among `scopes` an unverified client may not get (empty for any other client)."""
-    if client is None or client.status != ClientStatus.UNVERIFIED:
+    if client is None or not client.is_unverified:
         return []
     ceiling = unverified_ceiling()
     return [name for name in scopes if name not in ceiling]

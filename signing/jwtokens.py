@@ -27,7 +27,8 @@ import time
 from django.conf import settings
 from django.db.models.signals import post_save
 
-from oauthclients.models import ClientKind, ClientStatus, OAuthClient, TokenFormat
+from oauthclients.models import ClientKind, OAuthClient, TokenFormat
+from oauthclients.policy import client_serves_q
 from signing.keys import signer_current
 from signing.statuslist import allocator, jws_sign, jwt_signing_algorithm, list_uri
 
@@ -48,10 +49,7 @@ def jwt_resource_uris() -> frozenset[str]:
     with _formats_lock:
         uris = frozenset(
             OAuthClient.objects.filter(
-                client_type=ClientKind.RESOURCE_SERVER,
-                token_format=TokenFormat.JWT,
-                status=ClientStatus.APPROVED,
-                deleted_at__isnull=True,
+                client_serves_q(), client_type=ClientKind.RESOURCE_SERVER, token_format=TokenFormat.JWT
             )
             .exclude(resource_uri="")
             .values_list("resource_uri", flat=True)

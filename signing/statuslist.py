@@ -19,7 +19,10 @@ triggers (`status_triggers_install`), one per rule of what ends a JWT access tok
 - its client is rejected (an UPDATE of `status`, however made).
 
 So every path, bulk ones included, sets the bit in the statement that ends the token, and nothing in
-Python has to remember to. Why not compute the bits from the live rows when a list is built: a list
+Python has to remember to. The triggers are the database's copy of tokens.liveness.token_ended
+(but expiry, which the JWT's own `exp` carries): a registered SQL twin (plumbing.handwritten),
+compared with it on the same rows by tests/test_sql_twins.py; signing.apps puts them in after
+every `migrate`. Why not compute the bits from the live rows when a list is built: a list
 of 131,072 live JWTs joined to their users and clients takes about 140 ms to read on PostgreSQL
 (measured; 17 ms only to count them), on every fetch, since no cheap query tells whether a user or
 a client changed; and an index with no live row may be one a process has reserved but not yet
@@ -50,6 +53,7 @@ from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 
 from oauthclients.models import AccessToken, ClientStatus, OAuthClient
+from plumbing.handwritten import sql_twin
 from plumbing.observe import status_list_built
 from signing.keys import signer_current
 from signing.models import StatusCounter, StatusList, StatusRevocation
@@ -134,7 +138,11 @@ TRIGGER_CLIENT_REJECTED = "oauthclients_status_client_rejected"
 TRIGGERS = (TRIGGER_TOKEN_GONE, TRIGGER_USER_INACTIVE, TRIGGER_CLIENT_REJECTED)
 
 
-def _trigger_rules(connection) -> list[tuple[str, str, str, str, str]]:
+@sql_twin(
+    mirrors="tokens.liveness.token_ended",
+    decides="a JWT access token's status bit: set when its row goes, its user is made inactive, its client rejected",
+)
+def _trigger_rules(connection) -> list[tuple[str, str, str, str]]:
     quote = connection.ops.quote_name
     access = quote(AccessToken._meta.db_table)
     user_model = get_user_model()

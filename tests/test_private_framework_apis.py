@@ -19,8 +19,8 @@ from oauth2_provider.oauth2_backends import _add_iss_to_redirect
 
 from oauthclients.models import AccessToken, AuditAction, ClientAuditEvent, RefreshToken
 from oauthflows.registration import cimd
+from plumbing import handwritten
 from tests.factories import make_client, make_tokens, make_user
-from tokens import consents
 
 
 def parameters(function) -> list[str]:
@@ -52,12 +52,12 @@ def test_raw_delete_takes_the_alias_and_deletes_without_collecting_or_signals(db
 
 
 def test_insert_query_with_returning_fields_is_djangos_insert(db):
-    """tokens/consents.py:_insert_sql: Django's own INSERT ... RETURNING pk, written into the
+    """plumbing/handwritten.py:insert_sql: Django's own INSERT ... RETURNING pk, written into the
     consent statement's CTE (its parameters positional, in the order the compiler gives)."""
     assert parameters(InsertQuery.insert_values) == ["self", "fields", "objs", "raw"]
     client = make_client(make_user()).client
     event = ClientAuditEvent(client=client, action=AuditAction.GRANT_DENIED, detail={"n": 1}, created=timezone.now())
-    sql, params = consents._insert_sql(connection, event)
+    sql, params = handwritten.insert_sql(connection, event)
     assert sql.upper().startswith("INSERT INTO") and "RETURNING" in sql.upper()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

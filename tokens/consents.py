@@ -12,13 +12,13 @@ from datetime import datetime
 from functools import cache
 
 from django.conf import settings
-from django.db import connections, router, transaction
-from django.db.models.sql import InsertQuery
+from django.db import connections, transaction
 from django.utils import timezone
 
 from oauthclients.audit import audit_announce_on_commit, audit_record
-from oauthclients.models import AuditAction, ClientAuditEvent, ClientStatus, Grant, OAuthClient
+from oauthclients.models import AuditAction, ClientAuditEvent, Grant, OAuthClient
 from plumbing.compiled import quoted_columns
+from plumbing.handwritten import handwritten_alias, insert_sql, saved
 from tokens.models import Consent
 
 
@@ -60,7 +60,7 @@ def consent_covers(*, standing: StandingConsent | None, client: OAuthClient, sco
     nothing they granted) has changed since. Revoking the app under Connected apps, a rejection,
     a deletion or the user's deactivation deletes the consent, so the page is shown again.
     """
-    if client.status != ClientStatus.APPROVED or standing is None:
+    if not client.is_approved or standing is None:
         return False
     if client.reviewed_at is not None and standing.authorized_at < client.reviewed_at:
         return False
@@ -77,9 +77,11 @@ def consent_record(*, user, client: OAuthClient, scopes: list[str], code: Grant 
     """
     now = timezone.now()
     detail = {"scopes": scopes, "unrestricted": not scopes}
-    connection = connections[router.db_for_write(Consent)]
-    if connection.vendor == "postgresql":
-        return _consent_record_in_one_statement(connection, user=user, client=client, now=now, detail=detail, code=code)
+    alias = handwritten_alias(Consent)
+    if alias is not None:
+        return _consent_record_in_one_statement(
+            connections[alias], user=user, client=client, now=now, detail=detail, code=code
+        )
     if code is not None:
         raise ValueError("The code is written with the consent on PostgreSQL only (consent_records_with_code).")
     with transaction.atomic():
@@ -132,18 +134,6 @@ def _consent_ctes(alias: str) -> str:
     )
 
 
-def _insert_sql(connection, obj) -> tuple[str, list]:
-    """Django's own INSERT ... RETURNING pk for an unsaved instance (auto_now fields filled)."""
-    meta = obj._meta
-    fields = [f for f in meta.local_concrete_fields if f is not meta.auto_field and not f.generated]
-    query = InsertQuery(type(obj))
-    query.insert_values(fields, [obj])
-    compiler = query.get_compiler(connection=connection)
-    compiler.returning_fields = [meta.pk]
-    ((sql, params),) = compiler.as_sql()
-    return sql, list(params)
-
-
 def _consent_record_in_one_statement(connection, *, user, client, now, detail, code: Grant | None = None) -> Consent:
     """The consent upsert and its audit row in one statement (two data-modifying CTEs): one
     round trip, atomic by itself, where the ORM needs a transaction and two statements. With
@@ -174,7 +164,7 @@ def _consent_record_in_one_statement(connection, *, user, client, now, detail, c
         ["consent", "event"],
     )
     if code is not None:
-        code_sql, code_params = _insert_sql(connection, code)
+        code_sql, code_params = insert_sql(connection, code)
         ctes.insert(0, f"code AS ({code_sql})")
         selected.append("code.id")
         sources.append("code")
@@ -184,7 +174,7 @@ def _consent_record_in_one_statement(connection, *, user, client, now, detail, c
         consent_id, first_authorized_at, event_id, *code_id = cursor.fetchone()
     if code is not None:
         code.pk = code_id[0]
-        _saved(code, connection.alias)
+        saved(code, connection.alias)
     consent = Consent(
         id=consent_id,
         user=user,
@@ -197,21 +187,15 @@ def _consent_record_in_one_statement(connection, *, user, client, now, detail, c
     event = ClientAuditEvent(
         id=event_id, client=client, actor=user, user=user, action=action, detail=detail, created=now
     )
-    _saved(consent, connection.alias)
-    audit_announce_on_commit(_saved(event, connection.alias))
+    saved(consent, connection.alias)
+    audit_announce_on_commit(saved(event, connection.alias))
     return consent
-
-
-def _saved(instance, alias: str):
-    """An instance whose row the statement above wrote: as Model.save() leaves it."""
-    instance._state.adding, instance._state.db = False, alias
-    return instance
 
 
 def consent_records_with_code() -> bool:
     """Whether the authorization code is written with its consent and audit row in one
     statement (PostgreSQL: consent_record with `code`); elsewhere consent_record follows it."""
-    return settings.OAUTH_CONSENT_STATEMENT and connections[router.db_for_write(Consent)].vendor == "postgresql"
+    return settings.OAUTH_CONSENT_STATEMENT and handwritten_alias(Consent) is not None
 
 
 def consents_end(*, client: OAuthClient | None = None, user=None) -> int:

@@ -13,7 +13,11 @@ A claim that finds nothing is not an answer: the caller falls back to its full p
 FOR UPDATE and the checks one by one), which tells a replay from an unknown, expired or
 mismatched value, gives the precise error and revokes a replayed family. The fast path only
 ever takes what the full path would have granted. On other databases (SQLite, for development)
-the claims return None and the full path does everything.
+the claims return None and the full path does everything (the one switch:
+plumbing.handwritten.handwritten_alias). Both statements are registered SQL twins of
+tokens.liveness.token_ended, compared with it on the same rows by tests/test_sql_twins.py; the
+client's status is not in them, since only an approved client's redemption takes them
+(oauthclients.policy.client_claims_without_owner_check).
 
 The bench's floor (bench/floor.py) redeems with these same statements, so that the comparison
 stays about what surrounds the database work.
@@ -32,25 +36,15 @@ import uuid
 from datetime import datetime
 from functools import cache
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connections, router
 
 from oauthclients.models import AccessToken, Grant, RefreshToken, digest
 from plumbing.compiled import quoted_columns
+from plumbing.handwritten import handwritten_alias, instance, json_value, sql_twin
 
 
-def _supported(model) -> str | None:
-    """The database alias when the one-statement path applies: PostgreSQL, and not switched off by
-    OAUTH_FAST_REDEMPTION=0 (then every redemption takes the full path, as on SQLite; the two are
-    compared in tests/tokens/test_redemption_paths.py)."""
-    if not getattr(settings, "OAUTH_FAST_REDEMPTION", True):
-        return None
-    alias = router.db_for_write(model)
-    return alias if connections[alias].vendor == "postgresql" else None
-
-
-def _names(model, *fields: str) -> dict[str, str]:
+def _names(model, *fields: str) -> dict[str, str]:  # built for the switch's alias (handwritten_alias)
     return quoted_columns(connections[router.db_for_write(model)], model, *fields)
 
 
@@ -72,6 +66,10 @@ GRANT_RETURNING = (
 )
 
 
+@sql_twin(
+    mirrors="tokens.liveness.token_ended",
+    decides="a code is redeemable: unused, unexpired, its user active (and bound to client, redirect URI, PKCE)",
+)
 @cache
 def _grant_sql(with_verifier: bool) -> str:
     g = _names(
@@ -116,20 +114,9 @@ def _grant_sql(with_verifier: bool) -> str:
     )
 
 
-def _instance(model, alias: str, values: dict):
-    """A model instance of these column values (by attname), every other column deferred."""
-    names = [f.attname for f in model._meta.concrete_fields if f.attname in values]
-    return model.from_db(alias, names, [values[name] for name in names])
-
-
-def _json_column(model, name: str, value, alias: str):
-    """A JSON column's value as the model field reads it (Django leaves jsonb undecoded)."""
-    return model._meta.get_field(name).from_db_value(value, None, connections[alias])
-
-
 def _user(alias: str, user_id: int):
     """The user by primary key, every other column deferred (loaded only if read)."""
-    return _instance(get_user_model(), alias, {"id": user_id})
+    return instance(get_user_model(), alias, {"id": user_id})
 
 
 def grant_claim(
@@ -137,7 +124,7 @@ def grant_claim(
 ) -> tuple[Grant, uuid.UUID] | None:
     """Mark the unused, unexpired code as used if redirect_uri and PKCE match; the grant and the
     new token family, or None (no such code, or any check fails: use the full path)."""
-    alias = _supported(Grant)
+    alias = handwritten_alias(Grant)
     if alias is None:
         return None
     family = uuid.uuid4()
@@ -158,7 +145,7 @@ def grant_claim(
     if row is None:
         return None
     claimed = dict(zip(GRANT_RETURNING, row, strict=True))
-    grant = _instance(
+    grant = instance(
         Grant,
         alias,
         {
@@ -170,7 +157,7 @@ def grant_claim(
             "scope": claimed["scope"],
             "code_challenge": claimed["code_challenge"],
             "code_challenge_method": claimed["code_challenge_method"],
-            "resource": _json_column(Grant, "resource", claimed["resource"], alias),
+            "resource": json_value(Grant, "resource", claimed["resource"], alias),
             "nonce": claimed["nonce"],
             "auth_time": claimed["auth_time"],
             "sid": claimed["sid"],
@@ -190,6 +177,10 @@ REFRESH_RETURNING = ("id", "user", "token_family", "created", "resource", "auth_
 OLD_ACCESS_RETURNING = ("access_token_id", "scope", "expires", "status_list", "status_index")
 
 
+@sql_twin(
+    mirrors="tokens.liveness.token_ended",
+    decides="a refresh token is alive: not revoked, its access token there and within the lifetime, its user active",
+)
 @cache
 def _refresh_sql() -> str:
     quote = connections[router.db_for_write(RefreshToken)].ops.quote_name
@@ -239,7 +230,7 @@ def refresh_token_claim(*, raw: str, client_pk: int, now: datetime, alive_after:
     JWT's status list place), for the new pair's scope and the old JWT's status bit; its `revoked`
     is set.
     """
-    alias = _supported(RefreshToken)
+    alias = handwritten_alias(RefreshToken)
     if alias is None:
         return None
     params = {"checksum": digest(raw), "client": client_pk, "now": now, "alive_after": alive_after}
@@ -249,7 +240,7 @@ def refresh_token_claim(*, raw: str, client_pk: int, now: datetime, alive_after:
     if row is None:
         return None
     claimed = dict(zip(REFRESH_RETURNING + OLD_ACCESS_RETURNING, row, strict=True))
-    token = _instance(
+    token = instance(
         RefreshToken,
         alias,
         {
@@ -260,12 +251,12 @@ def refresh_token_claim(*, raw: str, client_pk: int, now: datetime, alive_after:
             "created": claimed["created"],
             "revoked": now,
             "token_family": claimed["token_family"],
-            "resource": _json_column(RefreshToken, "resource", claimed["resource"], alias),
+            "resource": json_value(RefreshToken, "resource", claimed["resource"], alias),
             "auth_time": claimed["auth_time"],
         },
     )
     # A JWT's status list place rides along: the caller sets its bit (signing.statuslist).
-    access = _instance(
+    access = instance(
         AccessToken,
         alias,
         {

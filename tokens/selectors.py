@@ -3,8 +3,9 @@ digest, joined to what each needs."""
 
 from django.db.models import QuerySet
 
-from oauthclients.models import AccessToken, ClientStatus, digest
+from oauthclients.models import AccessToken, digest
 from plumbing.compiled import CompiledQuery
+from tokens.liveness import token_alive
 
 # Opaque tokens are 43 characters; a JWT access token (signing.jwtokens) some 600 to 900.
 MAX_TOKEN_LENGTH = 4096
@@ -37,19 +38,12 @@ _INTROSPECTION_QUERY = CompiledQuery(_by_digest, load=INTROSPECTION_COLUMNS)
 
 
 def _access_token_get_live(raw_token, query: CompiledQuery) -> AccessToken | None:
-    """One indexed query by digest. A token of a rejected client or an inactive user is dead at
-    once; a client sent back to review by an edit keeps its already-issued tokens."""
+    """One indexed query by digest; alive or None (tokens.liveness: a token of a rejected client or
+    an inactive user is dead at once; a client sent back to review by an edit keeps its tokens)."""
     if not isinstance(raw_token, str) or not raw_token or len(raw_token) > MAX_TOKEN_LENGTH:
         return None
     access_token = query.first(digest(raw_token))
-    if access_token is None or access_token.is_expired():
-        return None
-    application = access_token.application
-    if application is None or application.status == ClientStatus.REJECTED:
-        return None
-    if access_token.user is None or not access_token.user.is_active:
-        return None
-    return access_token
+    return access_token if token_alive(access_token) else None
 
 
 def access_token_get_valid(raw_token) -> AccessToken | None:

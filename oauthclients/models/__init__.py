@@ -16,12 +16,10 @@ from oauthclients.models.audit import AuditAction, ClientAuditEvent
 from oauthclients.models.clients import (
     APP_KIND_CHOICES,
     APP_KINDS,
-    AUTHORIZABLE_STATUSES,
     MAX_ORIGIN_LENGTH,
     ClientKind,
     ClientOrigin,
     ClientSecret,
-    ClientStatus,
     ExchangeTarget,
     IdTokenAlgorithm,
     OAuthClient,
@@ -30,6 +28,7 @@ from oauthclients.models.clients import (
     digest,
 )
 from oauthclients.models.tokens import AccessToken, AccessTokenQuerySet, Grant, IDToken, RefreshToken
+from oauthclients.policy import AUTHORIZABLE_STATUSES, ClientStatus
 
 __all__ = [
     "APP_KINDS",

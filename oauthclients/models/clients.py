@@ -16,6 +16,7 @@ from django.utils.translation import gettext_lazy as _
 from oauth2_provider.models import AbstractApplication, ApplicationManager
 
 from oauthclients.algorithms import SIGNING_ALGORITHMS
+from oauthclients.policy import ClientStatus, Door, client_may_act
 from oauthclients.validators import (
     MAX_LINK_URL_LENGTH,
     MAX_URI_LENGTH,
@@ -35,18 +36,8 @@ def digest(value: str) -> str:
     return hashlib.sha256(value.encode("utf-8")).hexdigest()
 
 
-class ClientStatus(models.TextChoices):
-    PENDING = "pending", _("Pending review")
-    APPROVED = "approved", _("Approved")
-    REJECTED = "rejected", _("Rejected")
-    # Self-registered (RFC 7591 registration or a client ID metadata document): usable by anyone at
-    # once, but only within settings.OAUTH_UNVERIFIED_SCOPES, under a warning, until approved.
-    UNVERIFIED = "unverified", _("Unverified (self-registered)")
-
-
-# The statuses a user may authorize (and DOT may issue to): approved, or unverified within the
-# ceiling of oauthclients.tier. The one list the consent page, `is_usable` and the services read.
-AUTHORIZABLE_STATUSES = (ClientStatus.APPROVED, ClientStatus.UNVERIFIED)
+# The review states and what each lets a client do: oauthclients.policy (ClientStatus and
+# AUTHORIZABLE_STATUSES are named from here too, `from oauthclients.models import ClientStatus`).
 
 
 class ClientKind(models.TextChoices):
@@ -305,8 +296,8 @@ class OAuthClient(AbstractApplication):
     @property
     def can_be_authorized(self) -> bool:
         """Whether users may be sent to authorize it: approved (or unverified, within the ceiling),
-        not deleted, an app (not a resource server)."""
-        return self.status in AUTHORIZABLE_STATUSES and self.deleted_at is None and not self.is_resource_server
+        not deleted, an app (not a resource server): oauthclients.policy, for nobody in particular."""
+        return client_may_act(self, None, Door.AUTHORIZE)
 
     @property
     def is_unverified(self) -> bool:
@@ -462,25 +453,19 @@ class OAuthClient(AbstractApplication):
         raise NotImplementedError("ID tokens are signed by the key store (oauthflows.token.oauth2.Validator)")
 
     def is_usable(self, request) -> bool:
-        """DOT asks this before issuing codes and tokens: only an approved client is usable...
+        """DOT asks this before issuing codes and tokens (oauthclients.policy decides).
 
-        ...except that the owner may test their own pending client end to end. At the
-        authorization endpoint the consent view marks the request after checking the logged-in
-        user; at the token, revocation and introspection endpoints the validator marks it and
-        then allows codes and refresh tokens of the owner's own account only. Both marks are the
+        At the token, revocation and introspection endpoints the validator marks the request
+        (`pending_client_may_authenticate`): a pending client authenticates there, and what it
+        redeems is held to its owner's own grants (policy's GRANT door, asked by the validator).
+        At the authorization endpoint the consent view marks it (`pending_owner_preview`) after
+        checking the signed-in user, who must be a pending client's owner. Both marks are the
         Python object True, which no request parameter can be.
         """
-        if self.status in AUTHORIZABLE_STATUSES:
-            # An unverified client is usable; what it may get is capped (oauthclients.tier).
-            return True
-        if self.status != ClientStatus.PENDING:
-            return False
         if getattr(request, "pending_client_may_authenticate", None) is True:
-            # Token, revocation, introspection: its grants are then held to the owner's own
-            # (oauthflows.token.oauth2.Validator._pending_client_owner_only).
-            return True
-        user = getattr(request, "user", None)
-        return getattr(request, "pending_owner_preview", None) is True and getattr(user, "pk", None) == self.user_id
+            return client_may_act(self, None, Door.CLIENT_AUTHENTICATION)
+        user = getattr(request, "user", None) if getattr(request, "pending_owner_preview", None) is True else None
+        return client_may_act(self, user, Door.AUTHORIZE)
 
 
 class ClientSecret(models.Model):

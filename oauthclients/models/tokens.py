@@ -61,6 +61,16 @@ class AccessTokenQuerySet(models.QuerySet):
         the ID-JAG tokens and every token exchanged from one (`assertion_issuer` carried on)."""
         return self.filter(application=client, assertion_issuer=issuer) if issuer else self.none()
 
+    def exchanged_from_token(self, token_pk: int):
+        """The tokens exchanged from the access token `token_pk` (RFC 8693), and from those, to the
+        end of the chain (`exchanged_from`): what its revocation at /revoke ends with it. One indexed
+        query per link of the chain (a chain is as long as the services that exchanged in turn)."""
+        found, frontier = [], [token_pk]
+        while frontier:
+            frontier = list(self.model.objects.filter(exchanged_from_id__in=frontier).values_list("pk", flat=True))
+            found += frontier
+        return self.filter(pk__in=found)
+
 
 class AccessToken(AbstractAccessToken):
     # JWT access tokens only (RFC 9068, signing.statuslist): the token's bit in a status list.
@@ -80,10 +90,11 @@ class AccessToken(AbstractAccessToken):
     #   (ID-JAG, RFC 7523, oauthflows.token.idjag) granted this token with no consent page, or the token
     #   it was exchanged from; empty otherwise. Connected apps lists such access as "allowed by your
     #   organization"; `identityprovider deny-assertions` ends it;
-    # - `exchanged_from`: the token it was exchanged from, for the audit only. No database constraint
-    #   and nothing ends with it: a routine refresh deletes the subject's row while the exchanged
-    #   token lives on with the family, so the reference may name a row that has ended (ids are
-    #   never reused; read `exchanged_from_id`).
+    # - `exchanged_from`: the token it was exchanged from. Revoking that token at /revoke ends this
+    #   one (`exchanged_from_token`); nothing else ends with it, and no database constraint: a
+    #   routine refresh deletes the subject's row while the exchanged token lives on with the
+    #   family, so the reference may name a row that has ended (ids are never reused; read
+    #   `exchanged_from_id`).
     token_family = models.UUIDField(null=True, blank=True, editable=False, db_index=True)
     assertion_issuer = models.CharField(max_length=300, blank=True, default="", editable=False)
     exchanged_from = models.ForeignKey(
@@ -93,7 +104,7 @@ class AccessToken(AbstractAccessToken):
         editable=False,
         on_delete=models.DO_NOTHING,
         db_constraint=False,
-        db_index=False,  # read from the exchanged token only, never searched by
+        db_index=False,  # searched by /revoke only: the partial index below holds exchanged rows alone
         related_name="+",
     )
 
@@ -107,6 +118,12 @@ class AccessToken(AbstractAccessToken):
                 fields=["application", "assertion_issuer"],
                 condition=~Q(assertion_issuer=""),
                 name="accesstoken_by_assertion",
+            ),
+            # What /revoke ends with a token (exchanged_from_token): only exchanged rows are in it.
+            models.Index(
+                fields=["exchanged_from"],
+                condition=Q(exchanged_from__isnull=False),
+                name="accesstoken_by_exchanged_from",
             ),
         ]
 

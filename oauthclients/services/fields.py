@@ -9,13 +9,12 @@ from django.utils.translation import gettext, gettext_lazy
 from oauthclients.audit import audit_record
 from oauthclients.models import (
     APP_KINDS,
-    AUTHORIZABLE_STATUSES,
     MAX_ORIGIN_LENGTH,
     ClientKind,
     ClientOrigin,
-    ClientStatus,
     OAuthClient,
 )
+from oauthclients.policy import Door, client_may_act
 from oauthclients.validators import (
     MAX_LINK_URL_LENGTH,
     has_bidi_control,
@@ -222,14 +221,10 @@ def _client_origins_sync(client: OAuthClient, *, created: bool = False) -> None:
     """
     if not created:
         ClientOrigin.objects.filter(client=client).delete()
-    if (
-        client.client_type != ClientKind.PUBLIC
-        or client.deleted_at is not None
-        or client.status not in AUTHORIZABLE_STATUSES
-    ):
-        return
+    if client.client_type != ClientKind.PUBLIC or not client_may_act(client, None, Door.AUTHORIZE):
+        return  # oauthclients.policy: an app anyone may authorize (approved, unverified), not deleted
     origins = {origin for origin in map(web_origin, client.redirect_uri_list) if origin}
-    approved = client.status == ClientStatus.APPROVED
+    approved = client.is_approved
     ClientOrigin.objects.bulk_create(
         [
             ClientOrigin(client=client, origin=origin, approved=approved)

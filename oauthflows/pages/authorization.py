@@ -12,7 +12,8 @@ from django.db.models import F, FilteredRelation, Q
 from django.http import QueryDict
 from django.utils.translation import gettext
 
-from oauthclients.models import AUTHORIZABLE_STATUSES, ClientKind, ClientStatus, OAuthClient
+from oauthclients.models import ClientKind, OAuthClient
+from oauthclients.policy import Door, client_awaiting_review, client_may_act
 from oauthclients.tier import ceiling_refusal
 from oauthclients.validators import is_private_use_redirect
 from oauthflows.registration.cimd import MetadataDocumentError, is_metadata_document_url, metadata_document_client
@@ -315,16 +316,12 @@ def _client(params: QueryDict, user, *, before_login: bool = False) -> OAuthClie
         raise AuthorizationPageError(
             gettext("Unknown application"), gettext("No application is registered with this client_id.")
         )
-    if client.status in AUTHORIZABLE_STATUSES and client.deleted_at is None:
-        # Unverified: anyone may authorize it, within the ceiling (_scopes, oauthclients.tier).
-        return client
-    # The owner may try their own pending client before review; nobody else may.
-    if client.status == ClientStatus.PENDING and (
-        before_login or (user.is_authenticated and user.pk == client.user_id)
-    ):
+    # Unverified: anyone may authorize it, within the ceiling (_scopes, oauthclients.tier). The
+    # owner may try their own pending client before review; nobody else may (oauthclients.policy).
+    if client_may_act(client, user, Door.BEFORE_LOGIN if before_login else Door.AUTHORIZE):
         return client
     # Neither page names the client: its name was never approved (SECURITY.md, "Review").
-    if client.status == ClientStatus.PENDING:
+    if client_awaiting_review(client) and client.deleted_at is None:
         raise AuthorizationPageError(
             gettext("Application not yet approved"),
             gettext(

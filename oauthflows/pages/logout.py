@@ -15,7 +15,8 @@ from oauth2_provider.exceptions import (
 )
 from oauth2_provider.views.oidc import RPInitiatedLogoutView
 
-from oauthclients.models import ClientStatus, OAuthClient
+from oauthclients.models import OAuthClient
+from oauthclients.policy import Door, client_may_act
 from oauthclients.redirects import redirect_host, redirect_refusal
 
 
@@ -68,16 +69,7 @@ class LogoutView(RPInitiatedLogoutView):
 
     def client_known(self, client: OAuthClient) -> bool:
         """An app users may authorize, or a pending one to its signed-in owner (who tests it)."""
-        if client.can_be_authorized:
-            return True
-        user = self.request.user
-        return (
-            client.status == ClientStatus.PENDING
-            and client.deleted_at is None
-            and not client.is_resource_server
-            and user.is_authenticated
-            and user.pk == client.user_id
-        )
+        return client_may_act(client, self.request.user, Door.AUTHORIZE)
 
     def do_logout(self, application=None, post_logout_redirect_uri=None, state=None, token_user=None):
         if not post_logout_redirect_uri:

@@ -1,16 +1,16 @@
 """Reads about a user's grants."""
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from django.db.models import Max, Min
 from django.http import Http404
 from django.utils import timezone
-from oauth2_provider.settings import oauth2_settings
 
 from accounts.models import IdentityProvider
-from oauthclients.models import AccessToken, ClientStatus, Grant, OAuthClient, RefreshToken
+from oauthclients.models import AccessToken, Grant, OAuthClient, RefreshToken
 from scopes.catalog import OPENID_SCOPES, group_by_resource
+from tokens.liveness import alive_q
 from tokens.models import Consent
 
 
@@ -37,19 +37,14 @@ class ConnectedApp:
 
 def _live_refresh_tokens(user):
     # A refresh token is live while not revoked and within its lifetime after its access token.
-    horizon = timezone.now() - timedelta(seconds=oauth2_settings.REFRESH_TOKEN_EXPIRE_SECONDS)
-    return RefreshToken.objects.filter(
-        user=user, revoked__isnull=True, access_token__isnull=False, access_token__expires__gt=horizon
-    ).exclude(application__status=ClientStatus.REJECTED)
+    return RefreshToken.objects.filter(alive_q(RefreshToken), user=user)
 
 
 def _pending_codes(user):
     # Access granted (Allow) whose code the app has not redeemed yet: shown at once, so that the
     # page the user opens right after Allow names the app (revoking it uses the code up:
     # oauthclients.grants.grants_end).
-    return Grant.objects.filter(user=user, used_at__isnull=True, expires__gt=timezone.now()).exclude(
-        application__status=ClientStatus.REJECTED
-    )
+    return Grant.objects.filter(alive_q(Grant), user=user)
 
 
 def connected_app_list_for_user(*, user) -> list[ConnectedApp]:
@@ -105,9 +100,8 @@ def connected_app_list_for_user(*, user) -> list[ConnectedApp]:
 def _asserted_access(user) -> dict[int, tuple[set[str], set[str]]]:
     """Per app, the issuers and scopes of its live access tokens granted by an ID-JAG (no refresh token)."""
     rows = (
-        AccessToken.objects.filter(user=user, expires__gt=timezone.now())
+        AccessToken.objects.filter(alive_q(AccessToken), user=user)
         .exclude(assertion_issuer="")
-        .exclude(application__status=ClientStatus.REJECTED)
         .values_list("application_id", "assertion_issuer", "scope")
     )
     found: dict[int, tuple[set[str], set[str]]] = {}
@@ -121,7 +115,7 @@ def _asserted_access(user) -> dict[int, tuple[set[str], set[str]]]:
 def _exchanged_through(user, client_ids) -> dict[int, tuple[str, ...]]:
     """Per app, the names of the resource servers holding live exchanged tokens of it for `user`."""
     acts = AccessToken.objects.filter(
-        user=user, application_id__in=client_ids, act__isnull=False, expires__gt=timezone.now()
+        alive_q(AccessToken), user=user, application_id__in=client_ids, act__isnull=False
     ).values_list("application_id", "act")
     callers: dict[int, set[str]] = {}
     for client_pk, act in acts:

@@ -23,7 +23,8 @@ from oauth2_provider.views.mixins import OAuthLibMixin
 from oauthlib.common import add_params_to_uri
 
 from accounts.selectors import ACR_TWO_FACTORS, session_amr, user_has_second_factor
-from oauthclients.models import ClientStatus, OAuthClient
+from oauthclients.models import OAuthClient
+from oauthclients.policy import client_awaiting_review
 from oauthclients.redirects import redirect_host, redirect_refusal, redirect_trusted
 from oauthclients.selectors import resource_names, verified_name_like
 from oauthclients.validators import mixed_script_words
@@ -228,7 +229,7 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
             "authz": authz,
             "client": authz.client,
             # Users see what was approved; only the owner reaches a pending client's page, to test it.
-            "shown": authz.client.owner_preview if authz.client.status == ClientStatus.PENDING else authz.client.shown,
+            "shown": authz.client.owner_preview if client_awaiting_review(authz.client) else authz.client.shown,
             # A self-registered app named like a verified one is flagged (docs/agents.md).
             "lookalike_of": verified_name_like(authz.client) if authz.client.is_unverified else None,
             "mixed_script_words": mixed,
@@ -362,7 +363,7 @@ def _issue_code(view: OAuthLibMixin, request, authz: AuthorizationRequest, *, co
         "response_type": "code",
         "state": authz.state,
     }
-    if authz.client.status == ClientStatus.PENDING:
+    if client_awaiting_review(authz.client):
         credentials["pending_owner_preview"] = True  # validated above: the user is the owner
     # On PostgreSQL the validator writes the consent and its audit row with the code, in one
     # statement (tokens.consents.consent_record with the code); elsewhere they follow it here.

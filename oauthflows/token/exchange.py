@@ -32,20 +32,22 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import connections, router
+from django.db import connections
 from django.utils import timezone
 from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749 import errors
 
 from oauthclients.exchangetargets import exchange_target_get
 from oauthclients.models import AccessToken, ClientKind, ClientStatus, ExchangeTarget, OAuthClient, RefreshToken, digest
+from oauthclients.policy import Door, client_may_act
 from oauthclients.tier import ceiling_refusal
 from oauthflows.grants import ACCESS_TOKEN_TYPE, ExchangeState
 from oauthflows.token.single import SingleTokenGrant
 from plumbing.compiled import quoted_columns
+from plumbing.handwritten import handwritten_alias, instance, json_value, sql_twin
 from scopes.catalog import SCOPE_NAMES
+from tokens.liveness import token_alive
 from tokens.selectors import MAX_TOKEN_LENGTH
 from tokens.services import Lineage
 
@@ -94,6 +96,7 @@ def _subject_row(raw: str | None) -> AccessToken | None:
             "user__is_active",
             "application__client_id",
             "application__status",
+            "application__deleted_at",
             "application__user_id",
         )
         .first()
@@ -102,12 +105,7 @@ def _subject_row(raw: str | None) -> AccessToken | None:
 
 def _subject_check(subject: AccessToken | None, caller, request) -> AccessToken:
     if (
-        subject is None
-        or subject.is_expired()
-        or subject.application is None
-        or subject.application.status == ClientStatus.REJECTED
-        or subject.user is None
-        or not subject.user.is_active
+        not token_alive(subject)  # tokens.liveness
         # RFC 8707: only a token bound to the caller is the caller's to exchange; an unbound one
         # (no audience) was meant for nobody in particular, and is refused too.
         or caller.resource_uri not in (subject.resource or [])
@@ -159,15 +157,10 @@ class Looked:
     auth_time: datetime | None
 
 
-def _fast_alias() -> str | None:
-    """PostgreSQL, unless OAUTH_FAST_REDEMPTION=0: one hand-written statement; elsewhere the ORM
-    (SQLite's raw cursor would hand back text for dates: tokens/redemption.py takes the same line)."""
-    if not getattr(settings, "OAUTH_FAST_REDEMPTION", True):
-        return None
-    alias = router.db_for_read(AccessToken)
-    return alias if connections[alias].vendor == "postgresql" else None
-
-
+@sql_twin(
+    mirrors="oauthclients.exchangetargets.exchange_target_get",
+    decides="the exchange's target: an approved, undeleted resource server this caller may exchange toward",
+)
 @cache
 def _lookup_sql(alias: str) -> str:
     """The target, the caller's having any target, the subject with its app, user and refresh
@@ -205,11 +198,14 @@ def _lookup_sql(alias: str) -> str:
         f"EXISTS (SELECT 1 FROM {targets} y WHERE y.{x['client']} = %(caller)s), "
         f"a.{a['id']}, a.{a['expires']}, a.{a['scope']}, a.{a['resource']}, a.{a['act']}, a.{a['token_family']}, "
         f"a.{a['assertion_issuer']}, a.{a['user']}, a.{a['application']}, u.{u['is_active']}, "
-        f"app.{c['client_id']}, app.{c['status']}, app.{c['user']}, r.{r['token_family']}, r.{r['auth_time']} "
+        f"app.{c['client_id']}, app.{c['status']}, app.{c['deleted_at']}, app.{c['user']}, "
+        f"r.{r['token_family']}, r.{r['auth_time']} "
         f"FROM (SELECT 1) one "
         f"LEFT JOIN {clients} t ON t.{c['id']} = (SELECT z.{c['id']} FROM {targets} y "
         f"JOIN {clients} z ON z.{c['id']} = y.{x['target']} WHERE y.{x['client']} = %(caller)s "
-        f"AND z.{c['resource_uri']} = %(uri)s AND z.{c['client_type']} = %(kind)s AND z.{c['status']} = %(approved)s "
+        f"AND z.{c['resource_uri']} = %(uri)s AND z.{c['client_type']} = %(kind)s "
+        # oauthclients.policy.client_serves_q: approved, not deleted (this twin's ORM function reads it).
+        f"AND z.{c['status']} = '{ClientStatus.APPROVED.value}' "
         f"AND z.{c['deleted_at']} IS NULL LIMIT 1) "
         f"LEFT JOIN {tokens} a ON a.{a['token_checksum']} = %(checksum)s "
         f"LEFT JOIN {clients} app ON app.{c['id']} = a.{a['application']} "
@@ -218,21 +214,11 @@ def _lookup_sql(alias: str) -> str:
     )
 
 
-def _instance(model, alias: str, values: dict):
-    names = [f.attname for f in model._meta.concrete_fields if f.attname in values]
-    return model.from_db(alias, names, [values[name] for name in names])
-
-
-def _json(model, name: str, value, alias: str):
-    return model._meta.get_field(name).from_db_value(value, None, connections[alias])
-
-
 def _look_up_in_one_statement(alias: str, *, caller: OAuthClient, uri: str, raw: str | None) -> Looked:
     params = {
         "caller": caller.pk,
         "uri": uri,
         "kind": ClientKind.RESOURCE_SERVER,
-        "approved": ClientStatus.APPROVED,
         # An over-long or missing token matches no digest (and is refused as unknown).
         "checksum": digest(raw) if raw and len(raw) <= MAX_TOKEN_LENGTH else "",
     }
@@ -240,23 +226,25 @@ def _look_up_in_one_statement(alias: str, *, caller: OAuthClient, uri: str, raw:
         cursor.execute(_lookup_sql(alias), params)
         row = cursor.fetchone()
     (t_id, t_client_id, t_name, t_uri, any_target, a_id, expires, scope, resource, act, family, issuer) = row[:12]
-    user_id, app_id, is_active, app_client_id, app_status, app_owner, refresh_family, auth_time = row[12:]
+    user_id, app_id, is_active, app_client_id, app_status, app_deleted_at, app_owner, refresh_family, auth_time = row[
+        12:
+    ]
     target = None
     if t_id is not None:
-        target = _instance(
+        target = instance(
             OAuthClient, alias, {"id": t_id, "client_id": t_client_id, "name": t_name, "resource_uri": t_uri}
         )
     subject = None
     if a_id is not None:
-        subject = _instance(
+        subject = instance(
             AccessToken,
             alias,
             {
                 "id": a_id,
                 "expires": expires,
                 "scope": scope,
-                "resource": _json(AccessToken, "resource", resource, alias),
-                "act": _json(AccessToken, "act", act, alias),
+                "resource": json_value(AccessToken, "resource", resource, alias),
+                "act": json_value(AccessToken, "act", act, alias),
                 "token_family": family,
                 "assertion_issuer": issuer,
                 "user_id": user_id,
@@ -265,9 +253,15 @@ def _look_up_in_one_statement(alias: str, *, caller: OAuthClient, uri: str, raw:
         )
         app = None
         if app_id is not None:
-            values = {"id": app_id, "client_id": app_client_id, "status": app_status, "user_id": app_owner}
-            app = _instance(OAuthClient, alias, values)
-        user = _instance(get_user_model(), alias, {"id": user_id, "is_active": is_active}) if user_id else None
+            values = {
+                "id": app_id,
+                "client_id": app_client_id,
+                "status": app_status,
+                "deleted_at": app_deleted_at,
+                "user_id": app_owner,
+            }
+            app = instance(OAuthClient, alias, values)
+        user = instance(get_user_model(), alias, {"id": user_id, "is_active": is_active}) if user_id else None
         AccessToken._meta.get_field("application").set_cached_value(subject, app)
         AccessToken._meta.get_field("user").set_cached_value(subject, user)
     return Looked(
@@ -276,8 +270,9 @@ def _look_up_in_one_statement(alias: str, *, caller: OAuthClient, uri: str, raw:
 
 
 def _look_up(*, caller: OAuthClient, uri: str, raw: str | None) -> Looked:
-    """The target, the subject and its family: one statement on PostgreSQL, the ORM elsewhere."""
-    alias = _fast_alias()
+    """The target, the subject and its family: one statement on PostgreSQL, the ORM elsewhere
+    (plumbing.handwritten.handwritten_alias, the one switch)."""
+    alias = handwritten_alias(AccessToken)
     if alias is not None:
         return _look_up_in_one_statement(alias, caller=caller, uri=uri, raw=raw)
     target = exchange_target_get(client=caller, resource_uri=uri)
@@ -338,7 +333,7 @@ class TokenExchangeGrant(SingleTokenGrant):
         refusal = ceiling_refusal(app, scopes)  # a ceiling lowered since the subject was issued
         if refusal:
             raise errors.InvalidScopeError(description=refusal, request=request)
-        if app.status == ClientStatus.PENDING and subject.user_id != app.user_id:
+        if not client_may_act(app, subject.user, Door.GRANT):  # a pending app: its owner's own tokens only
             raise errors.InvalidGrantError(description=SUBJECT_REFUSED, request=request)
         # RFC 8693 §2.2.1: never longer-lived than what it was exchanged from.
         remaining = int((subject.expires - timezone.now()).total_seconds())

@@ -56,7 +56,8 @@ from oauthlib.oauth2.rfc6749 import errors
 from accounts.audit import account_audit_record
 from accounts.identity import upstream_person
 from accounts.models import AccountAuditAction, AssertionPolicy, AssertionUse, IdentityProvider
-from oauthclients.models import ClientKind, ClientStatus, OAuthClient, digest
+from oauthclients.models import ClientKind, OAuthClient, digest
+from oauthclients.policy import Door, client_may_act, client_serves_q
 from oauthclients.tier import ceiling_refusal
 from oauthflows.grants import AssertionState
 from oauthflows.registration.cimd import MetadataFetcher
@@ -226,7 +227,7 @@ def _check_claims(claims: dict, *, client: OAuthClient, requested_resource: str 
     if not isinstance(resource, str):
         _refuse("The assertion must name the resource (resource).")
     if not OAuthClient.objects.filter(
-        client_type=ClientKind.RESOURCE_SERVER, resource_uri=resource, status=ClientStatus.APPROVED
+        client_serves_q(), client_type=ClientKind.RESOURCE_SERVER, resource_uri=resource
     ).exists():
         _refuse("The assertion's resource is not a resource server of this service.", InvalidTarget)
     if requested_resource and requested_resource != resource:
@@ -301,13 +302,17 @@ class JwtBearerGrant(SingleTokenGrant):
                 requested_resource=requested_resource if isinstance(requested_resource, str) else None,
             )
             policy = AssertionPolicy.objects.filter(provider=provider, client=client).first()
-            if policy is None or client.status == ClientStatus.REJECTED:
+            if policy is None:
                 _refuse(f"{provider.name} may not grant access to this client.", errors.UnauthorizedClientError)
             requested = request._params.get("scope")
             scopes = _scopes(claims, requested if isinstance(requested, str) else None, policy=policy, client=client)
             user = _person(provider, claims)
             if user is None or not user.is_active:
                 _refuse("The assertion's person has no account here (no single sign-on link, no verified address).")
+            if not client_may_act(client, user, Door.GRANT):
+                # oauthclients.policy: rejected never (it did not authenticate either); pending
+                # only for its owner, as for the code grant.
+                _refuse(f"{provider.name} may not grant access to this client.", errors.UnauthorizedClientError)
             _assertion_use(provider, claims)
         except AssertionRefused as exc:
             raise exc.error(description=exc.description, request=request) from None

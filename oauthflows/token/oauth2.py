@@ -49,12 +49,12 @@ from oauthclients.models import (
     AuditAction,
     ClientKind,
     ClientSecret,
-    ClientStatus,
     Grant,
     IDToken,
     RefreshToken,
     digest,
 )
+from oauthclients.policy import Door, client_claims_without_owner_check, client_may_act
 from oauthclients.selectors import resource_uri_known
 from oauthclients.tier import ceiling_refusal
 from oauthclients.validators import resource_uri_problem
@@ -66,6 +66,7 @@ from scopes.verifiers import audience_includes
 from signing.jwtokens import NoSigningKey, access_token_jwt, issues_jwt
 from signing.keys import jwks_document, private_key, signing_key_current
 from tokens.consents import consent_record
+from tokens.liveness import Ended, token_alive, token_ended
 from tokens.redemption import grant_claim, refresh_token_claim
 from tokens.selectors import MAX_TOKEN_LENGTH, access_token_get_for_introspection, access_token_get_valid
 from tokens.services import Lineage, access_token_issue
@@ -277,20 +278,22 @@ class Validator(OAuth2Validator):
     # --- client authentication -------------------------------------------------------------
 
     # The token, revocation and introspection endpoints start with one of these three hooks. Each
-    # sets `pending_client_may_authenticate`: OAuthClient.is_usable then lets a *pending* client
-    # authenticate here (any pending client, whoever it belongs to), because what it may then
-    # redeem is held to its owner's own grants by the check right below, which validate_code and
-    # validate_refresh_token call. The two halves of one rule, side by side.
+    # sets `pending_client_may_authenticate`: DOT's OAuthClient.is_usable (and authenticate_client
+    # itself) then ask oauthclients.policy at its CLIENT_AUTHENTICATION door, which lets a *pending*
+    # client authenticate here (any pending client, whoever it belongs to), because what it may then
+    # redeem is held to its owner's own grants by the policy's GRANT door right below, which
+    # validate_code and validate_refresh_token call. The two halves of one rule, side by side.
 
     def client_authentication_required(self, request, *args, **kwargs):
         request.pending_client_may_authenticate = True
         return super().client_authentication_required(request, *args, **kwargs)
 
     @staticmethod
-    def _pending_client_owner_only(client, user_id, request) -> None:
+    def _pending_client_owner_only(client, user, request) -> None:
         """A pending client redeems its owner's own codes and refresh tokens only (the owner tests
-        it before review): the other half of `pending_client_may_authenticate`."""
-        if client is not None and client.status == ClientStatus.PENDING and user_id != client.user_id:
+        it before review): the other half of `pending_client_may_authenticate` (oauthclients.policy's
+        GRANT door after its CLIENT_AUTHENTICATION door). A rejected client never authenticated."""
+        if client is not None and not client_may_act(client, user, Door.GRANT):
             raise errors.UnauthorizedClientError(description=PENDING_CLIENT_OWNER_ONLY, request=request)
 
     def _extract_basic_auth(self, request):
@@ -334,7 +337,7 @@ class Validator(OAuth2Validator):
         if secret is None or not secret.matches(provided):
             return False
         client = secret.client
-        if client.client_type == ClientKind.PUBLIC or not client.is_usable(request):
+        if client.client_type == ClientKind.PUBLIC or not client_may_act(client, None, Door.CLIENT_AUTHENTICATION):
             return False
         call = client_call.get()
         if client.is_resource_server and not (call and call.resource_servers_allowed):
@@ -439,7 +442,7 @@ class Validator(OAuth2Validator):
         client, verifier = request.client, getattr(request, "code_verifier", None)
         if (
             client is None
-            or client.status != ClientStatus.APPROVED  # a pending client's owner check: the full path
+            or not client_claims_without_owner_check(client)  # a pending client's owner check: the full path
             or not isinstance(request.redirect_uri, str)
             or (verifier is not None and not CODE_VERIFIER_RE.fullmatch(verifier))
         ):
@@ -476,13 +479,19 @@ class Validator(OAuth2Validator):
                 grant.token_family = None
                 grant.save(update_fields=["token_family", "updated"])
             raise errors.InvalidGrantError(description="The authorization code has already been used.", request=request)
-        if grant.is_expired():
-            raise errors.InvalidGrantError(description="The authorization code has expired.", request=request)
-        if not getattr(grant, "claimed", False) and not grant.user.is_active:  # the claim checked it
-            # Deactivation ends the user's codes (services.user_access_end); this covers a code issued
-            # in the moment before it, and a user deactivated by a bulk update that sent no signal.
-            raise errors.InvalidGrantError(description="The authorization code is no longer valid.", request=request)
-        self._pending_client_owner_only(request.client, grant.user_id, request)
+        if not getattr(grant, "claimed", False):  # the claim's statement checked the same (its SQL twin)
+            Grant._meta.get_field("application").set_cached_value(grant, request.client)  # filtered by it
+            ended = token_ended(grant)
+            if ended is Ended.EXPIRED:
+                raise errors.InvalidGrantError(description="The authorization code has expired.", request=request)
+            if ended is not None:
+                # Deactivation ends the user's codes (services.user_access_end); this covers a code
+                # issued in the moment before it, and a user deactivated by a bulk update that sent
+                # no signal.
+                raise errors.InvalidGrantError(
+                    description="The authorization code is no longer valid.", request=request
+                )
+        self._pending_client_owner_only(request.client, grant.user, request)
         verifier = getattr(request, "code_verifier", None)
         if verifier is not None and not CODE_VERIFIER_RE.fullmatch(verifier):
             raise errors.InvalidRequestError(
@@ -670,7 +679,7 @@ class Validator(OAuth2Validator):
         if not isinstance(refresh_token, str) or not refresh_token or len(refresh_token) > 512:
             return False
         lifetime = timedelta(seconds=oauth2_settings.REFRESH_TOKEN_EXPIRE_SECONDS)
-        if client is not None and client.status == ClientStatus.APPROVED:
+        if client_claims_without_owner_check(client):
             # The fast path: checked, revoked and its access token deleted in one statement.
             now = timezone.now()
             claimed = refresh_token_claim(raw=refresh_token, client_pk=client.pk, now=now, alive_after=now - lifetime)
@@ -709,15 +718,15 @@ class Validator(OAuth2Validator):
                     )
                 RefreshToken.revoke_family(rt.token_family)
             return False
+        if rt.application_id != getattr(client, "pk", None):
+            return False
         # A live token always has its access token (rotation mints the pair together); an orphan
-        # left by an out-of-band deletion has nothing to refresh. Expiry slides with the pair.
-        if rt.access_token is None:
+        # left by an out-of-band deletion has nothing to refresh. Expiry slides with the pair
+        # (tokens.liveness).
+        RefreshToken._meta.get_field("application").set_cached_value(rt, client)
+        if not token_alive(rt):
             return False
-        if rt.access_token.expires + lifetime <= timezone.now():
-            return False
-        if rt.application_id != getattr(client, "pk", None) or not rt.user.is_active:
-            return False
-        self._pending_client_owner_only(client, rt.user_id, request)
+        self._pending_client_owner_only(client, rt.user, request)
         _within_ceiling(client, rt.access_token.scope.split(), request)
         request.user = rt.user
         request.refresh_token = refresh_token
@@ -755,13 +764,20 @@ class Validator(OAuth2Validator):
     def revoke_token(self, token, token_type_hint, request, *args, **kwargs):
         found = self._own_token(token, token_type_hint, request)
         if isinstance(found, AccessToken):
-            revoke_access_token(found)  # and its refresh token, so it cannot mint a new one
+            # The tokens exchanged from it (RFC 8693, its lineage: tokens.services) end with it.
+            with transaction.atomic():
+                AccessToken.objects.exchanged_from_token(found.pk).delete()  # status bits set too
+                revoke_access_token(found)  # and its refresh token, so it cannot mint a new one
         elif isinstance(found, RefreshToken):
-            # A refresh token stands for the whole authorization: its family goes, access tokens too.
+            # A refresh token stands for the whole authorization: its family goes, access tokens
+            # too, and what was exchanged from them (AccessTokenQuerySet.descending_from_family).
             if found.token_family:
                 RefreshToken.revoke_family(found.token_family)
             else:
-                found.revoke()
+                with transaction.atomic():
+                    if found.access_token_id:
+                        AccessToken.objects.exchanged_from_token(found.access_token_id).delete()
+                    found.revoke()
 
     def introspect_token(self, token, token_type_hint, request, *args, **kwargs):
         client = request.client
@@ -775,13 +791,14 @@ class Validator(OAuth2Validator):
             if live is None or live.pk != found.pk:
                 return None
             return self._claims(found, "access_token", found.scope, found.expires)
-        if isinstance(found, RefreshToken) and found.revoked is None and found.access_token_id:
+        if isinstance(found, RefreshToken) and found.access_token_id:  # revoked: none left (tokens.liveness)
             access = AccessToken.objects.filter(pk=found.access_token_id).only("scope", "expires").first()
-            if access is None or not found.user.is_active or client.status == ClientStatus.REJECTED:
+            if access is None:
+                return None
+            RefreshToken._meta.get_field("access_token").set_cached_value(found, access)
+            if not token_alive(found):
                 return None
             expires = access.expires + timedelta(seconds=oauth2_settings.REFRESH_TOKEN_EXPIRE_SECONDS)
-            if expires <= timezone.now():
-                return None
             return self._claims(found, "refresh_token", access.scope, expires)
         return None
 

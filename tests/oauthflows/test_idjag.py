@@ -335,3 +335,33 @@ def test_the_admin_allows_and_denies_through_the_audited_services(client, admin_
     client.post(f"/admin/accounts/assertionpolicy/{policy.pk}/delete/", {"post": "yes"})
     assert not AssertionPolicy.objects.exists()
     assert AccountAuditEvent.objects.filter(action=AccountAuditAction.ASSERTIONS_DENIED, actor=admin_user).exists()
+
+
+# --- a pending client: its owner's own tokens only (oauthclients.policy, as the code grant) ---------
+
+
+@pytest.fixture
+def pending_agent(org, owner):
+    created = make_client(owner, name="Acme Agent", scopes=["PROFILE_READ", "BOOKING_READ"])  # not approved
+    call_command(
+        "identityprovider", "allow-assertions", "ACME", "--client", created.client.client_id,
+        "--scope", "BOOKING_READ", stdout=StringIO(),
+    )  # fmt: skip
+    return created.client, created.secret.plaintext
+
+
+def test_a_pending_client_gets_no_token_for_anyone_but_its_owner(api, org, pending_agent, linked, settings, reviewer):
+    """ID-JAG refused only a rejected client; the code grant held a pending one to its owner's
+    own grants. The stricter rule for both: another person's assertion is unauthorized_client."""
+    services.resource_server_create(owner=reviewer, name="Scheduling MCP", resource_uri=MCP, actor=reviewer)
+    response = grant(api, pending_agent, org.assertion(**claims_for(pending_agent, settings)))
+    assert response.status_code == 400 and response.json()["error"] == "unauthorized_client", response.content
+    assert not AccessToken.objects.filter(application=pending_agent[0]).exists()
+
+
+def test_a_pending_clients_owner_gets_a_token_for_themselves(api, org, pending_agent, owner, settings, reviewer):
+    services.resource_server_create(owner=reviewer, name="Scheduling MCP", resource_uri=MCP, actor=reviewer)
+    SocialAccount.objects.create(user=owner, provider=org.record.slug, uid="employee-42")
+    response = grant(api, pending_agent, org.assertion(**claims_for(pending_agent, settings)))
+    assert response.status_code == 200, response.content
+    assert AccessToken.objects.get(application=pending_agent[0]).user == owner

@@ -394,3 +394,40 @@ def test_the_admin_offers_no_app_as_a_target(client, reviewer, mcp, owner):
     response = client.post(reverse("admin:oauthclients_exchangetarget_add"), {"client": mcp[0].pk, "target": app.pk})
     assert response.status_code == 200  # the form again, with its error
     assert exchange_target_uris(client=mcp[0]) == []
+
+
+# --- /revoke ends what was exchanged from the token it revokes (its lineage: exchanged_from) --------
+
+
+def test_revoking_the_subject_access_token_ends_the_tokens_exchanged_from_it_down_the_chain(
+    browser, api, confidential, mcp, bookings, calendar, allowed, reviewer
+):
+    client_exchange_targets_set(client=bookings[0], resource_uris=[CALENDAR], actor=reviewer)
+    tokens = user_tokens(browser, api, confidential)
+    first = trade(api, mcp, tokens["access_token"]).json()["access_token"]
+    second = trade(api, bookings, first, resource=CALENDAR).json()["access_token"]
+    # Another subject of the same grant family, exchanged too: not descending from the one revoked.
+    other_subject = user_tokens(browser, api, confidential)["access_token"]
+    other = trade(api, mcp, other_subject).json()["access_token"]
+    assert introspect(api, bookings, first)["active"] is True
+    assert introspect(api, calendar, second)["active"] is True
+    client, secret = confidential
+    response = client_post(api, REVOKE, client, {"token": tokens["access_token"]}, secret=secret)
+    assert response.status_code == 200
+    assert introspect(api, bookings, first) == {"active": False}
+    assert introspect(api, calendar, second) == {"active": False}
+    assert introspect(api, bookings, other)["active"] is True
+
+
+def test_revoking_an_exchanged_token_ends_what_was_exchanged_from_it_not_its_subject(
+    browser, api, confidential, mcp, bookings, calendar, allowed, reviewer
+):
+    client_exchange_targets_set(client=bookings[0], resource_uris=[CALENDAR], actor=reviewer)
+    subject = user_tokens(browser, api, confidential)["access_token"]
+    first = trade(api, mcp, subject).json()["access_token"]
+    second = trade(api, bookings, first, resource=CALENDAR).json()["access_token"]
+    client, secret = confidential  # an exchanged token keeps the app's client_id: the app may revoke it
+    assert client_post(api, REVOKE, client, {"token": first}, secret=secret).status_code == 200
+    assert introspect(api, bookings, first) == {"active": False}
+    assert introspect(api, calendar, second) == {"active": False}
+    assert introspect(api, mcp, subject)["active"] is True
