@@ -68,6 +68,7 @@ from django.utils import translation
 
 from plumbing.clientip import client_address, parse_address
 from plumbing.observe import ratelimit_refused
+from plumbing.paths import ADMIN_LOGIN_PATH
 from plumbing.requestparams import basic_credentials, request_json_pairs
 
 logger = logging.getLogger(__name__)
@@ -430,7 +431,7 @@ ROUTES: dict[str, Route] = {
     ),
     # The admin's login form checks the same passwords: one budget for both forms.
     settings.LOGIN_URL: _LOGIN,
-    "/admin/login/": _LOGIN,
+    ADMIN_LOGIN_PATH: _LOGIN,
     f"{settings.OAUTH_AUTHORIZE_PATH}/allow": _CONSENT,
     f"{settings.OAUTH_AUTHORIZE_PATH}/deny": _CONSENT,
 }
