@@ -45,8 +45,8 @@ from oauthclients.models import AccessToken, ClientKind, ClientStatus, ExchangeT
 from oauthclients.tier import ceiling_refusal
 from oauthflows.token.clientcall import issued_tell
 from plumbing.compiled import quoted_columns
+from scopes.bearer import MAX_TOKEN_LENGTH
 from scopes.catalog import SCOPE_NAMES
-from tokens.selectors import MAX_TOKEN_LENGTH
 from tokens.services import Lineage, access_token_issue
 
 TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
