@@ -1,4 +1,4 @@
-"""The docs name only what exists: every file path in README.md and docs/*.md is a file or folder of
+"""The docs name only what exists: every file path in README.md, SECURITY.md and docs/*.md is a file or folder of
 this repository, and every setting they name (OAUTH_*, DJANGO_*, DATABASE_*, RATELIMIT_*, REDIS_*,
 LOG_*, METRICS_*, OTEL_*) is read by the code; a configuration table's names are read from the
 environment. Every relative link and anchor resolves as a reader's browser resolves it (from the
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", ROOT / "SECURITY.md", *sorted((ROOT / "docs").glob("*.md"))]
 DOC_IDS = [str(doc.relative_to(ROOT)) for doc in DOCS]
 
 URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s)`>\]\"']+")
