@@ -187,7 +187,7 @@ ACCOUNT_UNIQUE_EMAIL = True
 # before. An ID token says email_verified only for an address the user proved (oauthflows/token/userinfo.py).
 ACCOUNT_EMAIL_VERIFICATION = "mandatory"
 # The link followed in the browser that signed up finishes that sign-up as its sign-in (allauth keeps
-# the pending sign-in in that session only): a fresh password sign-in (accounts.adapter.post_login).
+# the pending sign-in in that session only): a fresh password sign-in (accounts.adapter.AccountAdapter.post_login).
 ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = True
 ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = False  # a reset asked for an unknown address mails nobody; the page is the same
 ACCOUNT_SESSION_REMEMBER = True  # sessions last as before (no "remember me" box)

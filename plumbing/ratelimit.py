@@ -669,7 +669,7 @@ class RateLimitMiddleware:
 
     def _checked_at_once(self, cache, route: Route, request, now: float):
         """Every limit of the route from this process's ledger, with at most one round trip
-        (plumbing.countercache.check_windows) for the request limits whose batch is full and for
+        (plumbing.countercache.PostgresCounterCache.check_windows) for the request limits whose batch is full and for
         every attempt limit (whose count is the database's, never the ledger's). A request refused
         by one limit is still counted by the others (it was a request)."""
         ledger = _ledger()

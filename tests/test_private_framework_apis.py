@@ -257,7 +257,7 @@ def private_imports(path: str, source: str) -> list[str]:
 
 
 def test_no_package_of_ours_imports_a_private_name_of_another():
-    """operations used plumbing.clientip._networks; it is public now (plumbing.clientip.ip_networks)."""
+    """operations used a private name of plumbing.clientip; it is public now (plumbing.clientip.ip_networks)."""
     root = Path(__file__).resolve().parent.parent
     listed = subprocess.run(["git", "ls-files", "*.py"], cwd=root, capture_output=True, text=True, check=True)
     found = {
