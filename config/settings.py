@@ -325,7 +325,8 @@ OAUTH_FAST_REDEMPTION = env_bool("OAUTH_FAST_REDEMPTION", True)
 # all one way, where a trial that changes nothing reads 0.97-1.04 x (docs/performance.md, "The hot paths", 7).
 OAUTH_CONSENT_STATEMENT = env_bool("OAUTH_CONSENT_STATEMENT", True)
 
-# The paths the code names (the URLconfs serve them; tests/config/test_paths.py holds them together).
+# The paths the code names (the URLconfs serve them: tests/test_each_constant_in_one_place.py holds
+# them together; which kind of endpoint each is: plumbing/paths.py).
 # Under API_PATH_PREFIX errors answer in the /v2 JSON shape; under OAUTH_API_PATH_PREFIX in RFC 6749
 # §5.2's (plumbing.errors).
 API_PATH_PREFIX = "/v2"

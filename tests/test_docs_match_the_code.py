@@ -5,8 +5,9 @@ are read from the environment. Every relative link and anchor resolves as a read
 resolves it (from the doc's own folder, to a heading of the target); every dotted name of our code
 (`oauthflows.pages.views.AuthorizeView`) and every `oauthflows/token/oauth2.py:Validator`
 reference is defined there; every bare `tier.py` is a file of the repository. The comments and
-docstrings of every Python file are held to the same dotted names and references. A rename or a
-removal that leaves a doc or a comment behind fails here.
+docstrings of every Python file are held to the same dotted names and references, and their paths
+to the files of ours they name. A rename or a removal that leaves a doc or a comment behind fails
+here.
 """
 
 import ast
@@ -150,7 +151,7 @@ def anchors(doc: Path) -> set[str]:
 
 def _link_resolves(doc: Path, target: str) -> bool:
     path, _, anchor = target.partition("#")
-    # Relative to the doc's folder only: docs/x.md linking `docs/y.md` means docs/docs/y.md.
+    # Relative to the doc's folder only: a doc in docs/ linking `docs/…` means a file in docs/docs/.
     destination = (doc.parent / path).resolve() if path else doc
     if not destination.exists():
         return False
@@ -301,9 +302,19 @@ def code_prose(source: str) -> list[tuple[int, str]]:
     return found
 
 
+# A path in a comment is checked when it starts in a folder of ours; others are a library's files
+# (`account/internal/flows/…`) or template names (`admin/oauthclients/…`).
+OUR_FOLDERS = (*PACKAGES, "tests", "docs", "examples", "bench", "templates", "static", "locale")
+
+
 def unknown_names_in_code(path: Path) -> list[str]:
     unknown = []
     for line, text in code_prose(path.read_text(encoding="utf-8")):
+        for file in sorted(set(PATH.findall(URL.sub(" ", text)))):
+            if file.split("/", 1)[0] in OUR_FOLDERS and not any(
+                (base / file).exists() for base in (ROOT, path.parent, ROOT / "tests")
+            ):
+                unknown.append(f"{line}: {file}")
         unknown += [f"{line}: {name}" for name in sorted(set(DOTTED.findall(text))) if not resolves(name)]
         for file, name in sorted(set(FILE_REFERENCE.findall(text))):
             found = [base / file for base in (ROOT, path.parent, ROOT / "tests") if (base / file).is_file()]
@@ -315,7 +326,7 @@ def unknown_names_in_code(path: Path) -> list[str]:
 PYTHON = [ROOT / name for name in TRACKED if name.endswith(".py") and (ROOT / name).is_file()]
 
 
-def test_every_dotted_name_in_a_comment_or_docstring_is_defined():
+def test_every_name_and_path_in_a_comment_or_docstring_exists():
     found = {str(path.relative_to(ROOT)): names for path in PYTHON if (names := unknown_names_in_code(path))}
     assert found == {}, "comments and docstrings name code that does not exist"
 
@@ -325,12 +336,14 @@ def test_the_code_check_catches_a_stale_name(tmp_path):
     module.write_text(
         '"""Served by oauthflows.views.TokenView (moved), and oauthflows.pages.views.AuthorizeView."""\n'
         "# The login: config.accounts.LoginView; the model field profiles.Profile.interface_language.\n"
-        "# See oauthflows/token/oauth2.py:Validator and oauthflows/token/oauth2.py:NoSuchThing.\n"
+        "# See oauthflows/token/oauth2.py:Validator and oauthflows/token/oauth2.py:NoSuchThing;\n"
+        "# tests/config/test_paths.py, gone; account/internal/flows/login.py, a library's.\n"
         "x = 'oauthflows.views.Ignored'  # a string, not prose\n"
     )
     assert unknown_names_in_code(module) == [
         "2: config.accounts.LoginView",
         "3: oauthflows/token/oauth2.py:NoSuchThing",
+        "4: tests/config/test_paths.py",
         "1: oauthflows.views.TokenView",
     ]
     assert len(PYTHON) > 300
