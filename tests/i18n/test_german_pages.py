@@ -30,13 +30,8 @@ CONSENT_SENTENCES = [
 ]
 
 
-@pytest.fixture
-def app(approved):
-    return approved.client
-
-
-def test_the_consent_page_is_german(browser, app):
-    url = authorize_url(app, prompt="consent", scope="PROFILE_READ BOOKING_READ")
+def test_the_consent_page_is_german(browser, approved_client):
+    url = authorize_url(approved_client, prompt="consent", scope="PROFILE_READ BOOKING_READ")
     english = text(browser.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode())
     german = text(browser.get(url, HTTP_ACCEPT_LANGUAGE="de").content.decode())
     for sentence in CONSENT_SENTENCES:
@@ -50,8 +45,8 @@ def test_the_consent_page_is_german(browser, app):
     assert "Scheduling API" in german
 
 
-def test_the_login_page_is_german(client, app):
-    url = "/accounts/login/?" + urlencode({"next": authorize_url(app)})
+def test_the_login_page_is_german(client, approved_client):
+    url = "/accounts/login/?" + urlencode({"next": authorize_url(approved_client)})
     english = text(client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode())
     german = text(client.get(url, HTTP_ACCEPT_LANGUAGE="de").content.decode())
     for sentence in ("Log in to continue to", "Username or email", "Forgot your password?", "Log in with a passkey"):
