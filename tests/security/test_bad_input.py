@@ -53,7 +53,8 @@ def browser(end_user):
 
 
 @pytest.fixture
-def token(issue_token):
+def profile_token(issue_token):
+    """An access token of the end user's that may read and write the profile."""
     return issue_token("PROFILE_READ PROFILE_WRITE")
 
 
@@ -280,16 +281,16 @@ def test_authorize_never_sends_a_secret_from_its_query_back_to_the_app(browser, 
 
 
 @pytest.mark.parametrize("method", ["get", "patch"])
-def test_me_refuses_an_oversized_query_before_looking_up_the_token(http, token, method):
+def test_me_refuses_an_oversized_query_before_looking_up_the_token(http, profile_token, method):
     with no_queries() as queries:
-        response = getattr(http, method)(ME + "?x=" + KB100, HTTP_AUTHORIZATION=f"Bearer {token}")
+        response = getattr(http, method)(ME + "?x=" + KB100, HTTP_AUTHORIZATION=f"Bearer {profile_token}")
     assert_api_error(response, status=414, code="uri_too_long")
     assert len(queries) == 0
 
 
 @pytest.mark.parametrize("method", ["get", "patch"])
-def test_me_refuses_a_query_that_is_not_utf8(http, token, method):
-    response = getattr(http, method)(ME + "?x=%ff", HTTP_AUTHORIZATION=f"Bearer {token}")
+def test_me_refuses_a_query_that_is_not_utf8(http, profile_token, method):
+    response = getattr(http, method)(ME + "?x=%ff", HTTP_AUTHORIZATION=f"Bearer {profile_token}")
     assert_api_error(response, status=400, code="bad_request")
 
 
@@ -305,8 +306,8 @@ def test_me_refuses_a_100kb_token_without_a_query(http, db):
     [f'{{"name": "{KB100}"}}', f'{{"name": "Ada", "timeZone": "{KB100}"}}', f'{{"{KB100}": 1}}'],
     ids=["100KB name", "100KB timeZone", "100KB key"],
 )
-def test_me_refuses_100kb_fields(http, token, body):
-    response = http.patch(ME, body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+def test_me_refuses_100kb_fields(http, profile_token, body):
+    response = http.patch(ME, body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {profile_token}")
     assert_api_error(response, status=400, code="validation_error")
 
 
@@ -323,21 +324,21 @@ def test_me_refuses_100kb_fields(http, token, body):
     ],
     ids=["json ff", "array", "string", "null", "form", "text", "multipart"],
 )
-def test_me_patch_refuses_malformed_bodies(http, token, body, content_type, status, code):
-    response = http.generic("PATCH", ME, body, content_type=content_type, HTTP_AUTHORIZATION=f"Bearer {token}")
+def test_me_patch_refuses_malformed_bodies(http, profile_token, body, content_type, status, code):
+    response = http.generic("PATCH", ME, body, content_type=content_type, HTTP_AUTHORIZATION=f"Bearer {profile_token}")
     assert_api_error(response, status=status, code=code)
 
 
-def test_me_patch_with_a_duplicated_json_key_is_read_as_json_is_read(http, token):
+def test_me_patch_with_a_duplicated_json_key_is_read_as_json_is_read(http, profile_token):
     # RFC 8259 leaves duplicate names to the parser; Python's keeps the last. No 5xx either way.
     body = '{"name": "A", "name": "B"}'
-    response = http.patch(ME, body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = http.patch(ME, body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {profile_token}")
     assert response.status_code == 200 and response.json()["data"]["name"] == "B"
 
 
-def test_me_ignores_a_token_in_the_query_string(http, token):
-    assert_api_error(http.get(f"{ME}?access_token={token}"), status=401, code="unauthorized")
-    response = http.get(f"{ME}?access_token=nonsense", HTTP_AUTHORIZATION=f"Bearer {token}")
+def test_me_ignores_a_token_in_the_query_string(http, profile_token):
+    assert_api_error(http.get(f"{ME}?access_token={profile_token}"), status=401, code="unauthorized")
+    response = http.get(f"{ME}?access_token=nonsense", HTTP_AUTHORIZATION=f"Bearer {profile_token}")
     assert response.status_code == 200
 
 
