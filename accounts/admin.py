@@ -3,9 +3,9 @@ shown), the redirect_uri to register is shown, and every change goes through acc
 (audited; a recent sign-in with the second factor first: accounts.middleware.RECENT_LOGIN_VIEWS).
 
 allauth's own SocialApp and SocialToken pages are taken away: our providers come from
-IdentityProvider only (accounts.socialadapter.list_apps reads nothing else) and upstream tokens are
-not stored (SOCIALACCOUNT_STORE_TOKENS = False), so a SocialApp typed there would keep its client
-secret in plain text, show it back, and sign nobody in."""
+IdentityProvider only (accounts.socialadapter.SocialAccountAdapter.list_apps reads nothing else)
+and upstream tokens are not stored (SOCIALACCOUNT_STORE_TOKENS = False), so a SocialApp typed
+there would keep its client secret in plain text, show it back, and sign nobody in."""
 
 # allauth's admin module registers its classes when imported: import it first, whatever the order
 # of INSTALLED_APPS, so that they are there to take away.

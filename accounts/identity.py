@@ -10,7 +10,7 @@ sign-in through it (accounts.socialadapter) and its identity assertions (ID-JAG,
    only (the nOAuth class of takeovers) — and the address is a *verified* EmailAddress here: an
    address nobody proved (one typed at sign-up, an account's bare `User.email`) names nobody.
 
-tests/accounts/test_one_rule_for_who_a_person_is.py fails if other code finds an account from an
+tests/test_one_rule_for_who_a_person_is.py fails if other code finds an account from an
 upstream `sub` or from an address (docs/accounts.md, "The domain rule").
 
 The same module holds the one write that follows from the rule at sign-in: the person the provider

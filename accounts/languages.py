@@ -34,21 +34,20 @@ from django.views import View
 from django.views.decorators.cache import never_cache
 
 from plumbing.languages import language_from_accept_language, language_from_ui_locales, supported_language
-from plumbing.paths import is_machine_path
+from plumbing.paths import EndpointKind, endpoint_kind, is_machine_path
 from profiles.selectors import profile_get_for_user
 from profiles.services import profile_update
 
 # The language an authorization request's ui_locales asked for, kept for the login it leads to.
 SESSION_KEY = "ui_locales_language"
 # Where the kept ui_locales language applies: the login, its steps, and the authorization pages.
-_CARRIED_PREFIXES = ("/accounts/", "/auth/oauth2/")
+_CARRIED_KINDS = frozenset({EndpointKind.ACCOUNT, EndpointKind.AUTHORIZATION, EndpointKind.OAUTH_PAGE})
 
 
 def _authorization_ui_locales(request) -> tuple[bool, str | None]:
     """(whether this request belongs to an authorization request, its ui_locales): the request is
     one (the authorization endpoint, its Allow and Deny answers), or its `next` names one."""
-    path = request.path_info
-    if path.startswith(settings.OAUTH_AUTHORIZE_PATH):
+    if endpoint_kind(request.path_info) == EndpointKind.AUTHORIZATION:
         return True, request.GET.get("ui_locales")
     next_url = request.GET.get("next")
     if not next_url:
@@ -77,7 +76,7 @@ def _carried_language(request) -> str | None:
             elif session.get(SESSION_KEY) != language:
                 session[SESSION_KEY] = language  # written only when it changes
         return language
-    if session is None or not request.path_info.startswith(_CARRIED_PREFIXES):
+    if session is None or endpoint_kind(request.path_info) not in _CARRIED_KINDS:
         return None
     kept = session.get(SESSION_KEY)
     return supported_language(kept) if isinstance(kept, str) else None
@@ -158,7 +157,7 @@ def _end_of_authorization(request, response) -> None:
     session = getattr(request, "session", None)
     if (
         session is not None
-        and request.path_info.startswith(settings.OAUTH_AUTHORIZE_PATH)
+        and endpoint_kind(request.path_info) == EndpointKind.AUTHORIZATION
         and response.status_code in (301, 302, 303, 307, 308)
         and not response.get("Location", "").startswith("/")
         and SESSION_KEY in session

@@ -26,9 +26,9 @@ from accounts.selectors import (
     user_has_second_factor,
 )
 
-# Which paths serve apps and resource servers, never a person with a browser session: one answer,
-# shared with the page's language (accounts.languages); re-exported here.
-from plumbing.paths import MACHINE_PATH_PREFIXES, is_machine_path  # noqa: F401
+# Which paths serve apps and resource servers, never a person with a browser session, and which are
+# the admin's: one table for every middleware (plumbing.paths).
+from plumbing.paths import EndpointKind, endpoint_kind, is_machine_path
 
 
 class AccountMiddleware:
@@ -51,10 +51,6 @@ class AccountMiddleware:
 
 
 # --- the staff rule, and recent sign-in before sensitive actions ---------------------------------
-
-# Every /admin/ page but the doors in and out: the login is ours (secure_admin_login sends it there).
-_ADMIN_PREFIX = "/admin/"
-_ADMIN_OPEN = ("/admin/login/", "/admin/logout/")
 
 # POSTs to these views need a recent sign-in with the user's second factor (accounts.selectors.
 # login_is_recent): every admin page that grants a power or takes it back, whichever door it comes
@@ -146,11 +142,11 @@ class StaffSecondFactorMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        path = request.path_info
+        # Every admin page but the doors in and out (EndpointKind.ADMIN_DOOR): the login is ours
+        # (secure_admin_login sends it there).
         if (
             settings.OAUTH_STAFF_MFA_REQUIRED
-            and path.startswith(_ADMIN_PREFIX)
-            and not path.startswith(_ADMIN_OPEN)
+            and endpoint_kind(request.path_info) == EndpointKind.ADMIN
             and request.user.is_authenticated
             and request.user.is_staff
         ):

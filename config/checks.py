@@ -13,15 +13,10 @@ from accounts.hashers import MINIMUM_MEMORY_KIB, MINIMUM_TIME_COST
 from oauthclients.algorithms import SIGNING_ALGORITHMS
 from oauthclients.models import ClientKind, OAuthClient, TokenFormat
 from oauthclients.policy import client_serves_q
+from plumbing.sharedcache import PER_PROCESS_CACHES
 from signing.keys import signing_key_current, signing_keys_problems
 from signing.models import SigningKey
 from signing.statuslist import status_triggers_missing
-
-# Cache backends whose counts live inside one server process.
-PER_PROCESS_CACHES = (
-    "django.core.cache.backends.locmem.LocMemCache",
-    "django.core.cache.backends.dummy.DummyCache",
-)
 
 
 @register(Tags.security, deploy=True)

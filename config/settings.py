@@ -187,7 +187,7 @@ ACCOUNT_UNIQUE_EMAIL = True
 # before. An ID token says email_verified only for an address the user proved (oauthflows/token/userinfo.py).
 ACCOUNT_EMAIL_VERIFICATION = "mandatory"
 # The link followed in the browser that signed up finishes that sign-up as its sign-in (allauth keeps
-# the pending sign-in in that session only): a fresh password sign-in (accounts.adapter.post_login).
+# the pending sign-in in that session only): a fresh password sign-in (accounts.adapter.AccountAdapter.post_login).
 ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = True
 ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = False  # a reset asked for an unknown address mails nobody; the page is the same
 ACCOUNT_SESSION_REMEMBER = True  # sessions last as before (no "remember me" box)
@@ -334,7 +334,8 @@ OAUTH_FAST_REDEMPTION = env_bool("OAUTH_FAST_REDEMPTION", True)
 # all one way, where a trial that changes nothing reads 0.97-1.04 x (docs/performance.md, "The hot paths", 7).
 OAUTH_CONSENT_STATEMENT = env_bool("OAUTH_CONSENT_STATEMENT", True)
 
-# The paths the code names (the URLconfs serve them; tests/config/test_paths.py holds them together).
+# The paths the code names (the URLconfs serve them: tests/test_each_constant_in_one_place.py holds
+# them together; which kind of endpoint each is: plumbing/paths.py).
 # Under API_PATH_PREFIX errors answer in the /v2 JSON shape; under OAUTH_API_PATH_PREFIX in RFC 6749
 # §5.2's (plumbing.errors).
 API_PATH_PREFIX = "/v2"

@@ -22,10 +22,10 @@ STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.Static
 
 # --- Rate limiting and cache ---
 # The suite makes many failing token and login requests from one address in a few seconds:
-# every limit is generous here, and tests/ratelimit tightens the one it tests. Always the
+# every limit is generous here, and tests/plumbing/ratelimit tightens the one it tests. Always the
 # in-process cache, so that no test run reads or clears anyone's Redis (REDIS_URL).
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "OPTIONS": {"MAX_ENTRIES": 100_000}}}
-RATELIMIT_CACHE = "default"  # tests/ratelimit/test_postgres_counters.py tests the PostgreSQL counters
+RATELIMIT_CACHE = "default"  # tests/plumbing/ratelimit/test_postgres_counters.py tests the PostgreSQL counters
 RATELIMITS = {name: (1_000_000, period) for name, (_count, period) in RATELIMITS.items()}  # noqa: F405
 
 # The morning view's hourly counts are written when it is read, never after a response: a write

@@ -15,13 +15,13 @@ from django.utils.translation import gettext, gettext_lazy, pgettext_lazy
 from PIL import Image, ImageFile, UnidentifiedImageError
 
 from scopes.catalog import UnknownScopeError, parse_scopes
+from scopes.loopback import is_loopback_host
 
 MAX_REDIRECT_URIS = 10  # a client's redirect URIs, and its post-logout redirect URIs: however registered
 # The longest URI accepted anywhere: a redirect URI, a resource indicator (RFC 8707), a logo_uri.
 MAX_URI_LENGTH = 2000
 # The longest link shown to users (website, privacy policy, terms): the length of their columns.
 MAX_LINK_URL_LENGTH = 500
-LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1"}
 # RFC 8252 §7.1: a native app's private-use scheme is a reverse domain name it controls, so it
 # has at least one dot (com.example.app). Lowercase, as RFC 3986 §3.1 makes it canonical.
 PRIVATE_USE_SCHEME = re.compile(r"[a-z][a-z0-9+\-]*(?:\.[a-z0-9+\-]+)+")
@@ -151,7 +151,7 @@ def validate_redirect_uri(uri: str) -> str:
         raise ValidationError(
             gettext("%(uri)s: wildcards are not allowed.") % {"uri": uri}, code="redirect_uri_wildcard"
         )
-    if parts.scheme == "http" and host not in LOOPBACK_HOSTS:
+    if parts.scheme == "http" and not is_loopback_host(host):
         raise ValidationError(
             gettext("%(uri)s must use https (plain http is allowed only for localhost, 127.0.0.1 and [::1]).")
             % {"uri": uri},
@@ -204,7 +204,7 @@ def resource_uri_problem(uri) -> str | None:
         return "cannot hold a user name or password"
     if not parts.hostname:
         return "must be an absolute URI with a host"
-    if parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS):
+    if parts.scheme == "https" or (parts.scheme == "http" and is_loopback_host(parts.hostname)):
         return None
     return "must use https (http only on localhost, 127.0.0.1 or [::1])"
 

@@ -8,11 +8,11 @@ Nothing here reads the database or loads a session: the user id comes from the t
 
 import json
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils.functional import empty
 
 from oauthflows.grants import GRANT_TYPES as DECLARED_GRANT_TYPES
+from plumbing import paths
 from plumbing.ratelimit import per_client
 from plumbing.requestparams import request_json_pairs
 
@@ -38,33 +38,9 @@ GRANT_TYPE_LABELS = (*sorted(GRANT_TYPES), "none", "other")
 TOKEN_OUTCOMES = ("issued", *sorted(TOKEN_ERRORS), "rate_limited", "unavailable", "other")
 
 
-def endpoints() -> dict[str, str]:
-    authorize = settings.OAUTH_AUTHORIZE_PATH
-    return {
-        settings.OAUTH_TOKEN_PATH: "token",
-        authorize: "authorize",
-        f"{authorize}/allow": "consent_allow",
-        f"{authorize}/deny": "consent_deny",
-        settings.OAUTH_INTROSPECT_PATH: "introspect",
-        settings.OAUTH_REVOKE_PATH: "revoke",
-        settings.OAUTH_REGISTRATION_PATH: "register",
-        settings.OAUTH_USERINFO_PATH: "userinfo",
-    }
-
-
-STATUS_LIST_PREFIX = "/v2/auth/oauth2/status-lists/"
-
-
 def endpoint_names() -> tuple[str, ...]:
-    """Every `endpoint` label of the metrics: each endpoint_of can return, and `other`."""
-    return (*endpoints().values(), "status_list", "other")
-
-
-def endpoint_of(path: str, table: dict[str, str]) -> str | None:
-    name = table.get(path)
-    if name is None and path.startswith(STATUS_LIST_PREFIX):
-        return "status_list"
-    return name
+    """Every `endpoint` label of the metrics: each plumbing.paths.endpoint_name can return, and `other`."""
+    return (*paths.endpoint_names(), "other")
 
 
 def grant_type_of(request: HttpRequest) -> str:

@@ -42,6 +42,7 @@ from operations import access
 from operations.networks import peer_in
 from plumbing.errors import DATABASE_UNAVAILABLE as DATABASE_ERRORS
 from plumbing.observe import METADATA_DOCUMENT_OUTCOMES
+from scopes.bearer import MalformedBearer, request_bearer_token
 from signing.models import SigningKey
 
 logger = logging.getLogger(__name__)
@@ -210,10 +211,13 @@ def metrics_allowed(request: HttpRequest) -> bool:
     if peer_in(request, settings.METRICS_NETWORKS):
         return True
     token = settings.METRICS_TOKEN
-    scheme, _, presented = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
-    return (
-        bool(token) and scheme.lower() == "bearer" and hmac.compare_digest(presented.strip().encode(), token.encode())
-    )
+    if not token:
+        return False
+    try:
+        presented = request_bearer_token(request)
+    except MalformedBearer:
+        return False
+    return presented is not None and hmac.compare_digest(presented.encode(), token.encode())
 
 
 def metrics(request: HttpRequest) -> HttpResponse:

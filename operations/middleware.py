@@ -22,6 +22,7 @@ from django.http import HttpRequest, HttpResponse
 
 from operations import access, hourly, metrics, views
 from operations.networks import peer_in
+from plumbing.paths import endpoint_name
 
 HEALTH_VIEWS = {"/healthz": views.healthz, "/readyz": views.readyz}
 MAX_LOGGED_PATH = 200
@@ -37,7 +38,6 @@ def _printable(text: str) -> str:
 class OperationsMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
-        self.endpoints = access.endpoints()
         self.fields_in_message = settings.LOG_FORMAT != "json"
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
@@ -54,7 +54,7 @@ class OperationsMiddleware:
         return response
 
     def _observed(self, request: HttpRequest, response: HttpResponse, path: str, latency: float) -> None:
-        endpoint = access.endpoint_of(path, self.endpoints)
+        endpoint = endpoint_name(path)
         fields = {
             "method": request.method,
             "path": _printable(path),

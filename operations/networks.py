@@ -13,7 +13,7 @@ that writes them shuts itself out.
 
 from django.http import HttpRequest
 
-from plumbing.clientip import _networks, parse_address
+from plumbing.clientip import ip_networks, parse_address
 
 RELAYED = (
     "HTTP_X_FORWARDED_FOR",
@@ -29,4 +29,4 @@ def peer_in(request: HttpRequest, networks: list[str]) -> bool:
     if any(header in meta for header in RELAYED):
         return False
     peer = parse_address(meta.get("REMOTE_ADDR", ""))
-    return peer is not None and any(peer in network for network in _networks(tuple(networks)))
+    return peer is not None and any(peer in network for network in ip_networks(tuple(networks)))

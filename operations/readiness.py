@@ -13,13 +13,9 @@ from django.db.migrations.executor import MigrationExecutor
 
 from accounts.selectors import identity_provider_secret_problems
 from operations.drain import draining
+from plumbing.sharedcache import PER_PROCESS_CACHES
 from signing.keys import signing_keys_problems
 
-# Caches whose counts live inside the process: nothing to reach, nothing to check.
-PER_PROCESS_CACHES = (
-    "django.core.cache.backends.locmem.LocMemCache",
-    "django.core.cache.backends.dummy.DummyCache",
-)
 # A passing key check is believed this long: decrypting every key on each probe (every second or
 # two, per balancer) would cost CPU for an answer that changes only when someone changes the keys
 # or the environment (and the environment changes only with a restart).

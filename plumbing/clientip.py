@@ -18,8 +18,10 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 @lru_cache(maxsize=8)
-def _networks(proxies: tuple[str, ...]) -> tuple[IPNetwork, ...]:
-    return tuple(ipaddress.ip_network(proxy, strict=False) for proxy in proxies)
+def ip_networks(networks: tuple[str, ...]) -> tuple[IPNetwork, ...]:
+    """Addresses and networks as settings write them (`10.0.0.0/8`, `192.0.2.10`), parsed once per
+    process: the trusted proxies here, the health and metrics networks (operations.networks)."""
+    return tuple(ipaddress.ip_network(network, strict=False) for network in networks)
 
 
 def parse_address(text: str) -> IPAddress | None:
@@ -55,7 +57,7 @@ def client_address(request: HttpRequest) -> str:
     peer = parse_address(peer_text)
     if peer is None:
         return peer_text
-    proxies = _networks(tuple(settings.TRUSTED_PROXIES))
+    proxies = ip_networks(tuple(settings.TRUSTED_PROXIES))
     client = peer
     if not _is_trusted_proxy(peer, proxies):
         return str(client)

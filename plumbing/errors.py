@@ -2,11 +2,12 @@
 
 import sys
 
-from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.views import defaults
+
+from plumbing.paths import API_KINDS, EndpointKind, endpoint_kind
 
 # The database is unreachable or dropped the connection: temporary, so 503 with Retry-After.
 DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
@@ -14,8 +15,8 @@ RETRY_AFTER_SECONDS = 5
 
 
 def is_api(request) -> bool:
-    prefix = settings.API_PATH_PREFIX
-    return request.path.startswith(prefix + "/") or request.path == prefix
+    """Under API_PATH_PREFIX: errors in the API's JSON (plumbing.paths says which paths)."""
+    return endpoint_kind(request.path_info) in API_KINDS
 
 
 def api_error(code: str, message: str, status: int) -> JsonResponse:
@@ -59,7 +60,7 @@ def server_error(request):
 
 def is_oauth_endpoint(request) -> bool:
     """The token, revocation and introspection endpoints answer in RFC 6749 §5.2's shape."""
-    return request.path.startswith(settings.OAUTH_API_PATH_PREFIX)
+    return endpoint_kind(request.path_info) == EndpointKind.OAUTH
 
 
 def bad_request(request, exception=None):

@@ -68,6 +68,7 @@ from django.utils import translation
 
 from plumbing.clientip import client_address, parse_address
 from plumbing.observe import ratelimit_refused
+from plumbing.paths import ADMIN_LOGIN_PATH
 from plumbing.requestparams import basic_credentials, request_json_pairs
 
 logger = logging.getLogger(__name__)
@@ -430,7 +431,7 @@ ROUTES: dict[str, Route] = {
     ),
     # The admin's login form checks the same passwords: one budget for both forms.
     settings.LOGIN_URL: _LOGIN,
-    "/admin/login/": _LOGIN,
+    ADMIN_LOGIN_PATH: _LOGIN,
     f"{settings.OAUTH_AUTHORIZE_PATH}/allow": _CONSENT,
     f"{settings.OAUTH_AUTHORIZE_PATH}/deny": _CONSENT,
 }
@@ -668,7 +669,7 @@ class RateLimitMiddleware:
 
     def _checked_at_once(self, cache, route: Route, request, now: float):
         """Every limit of the route from this process's ledger, with at most one round trip
-        (plumbing.countercache.check_windows) for the request limits whose batch is full and for
+        (plumbing.countercache.PostgresCounterCache.check_windows) for the request limits whose batch is full and for
         every attempt limit (whose count is the database's, never the ledger's). A request refused
         by one limit is still counted by the others (it was a request)."""
         ledger = _ledger()

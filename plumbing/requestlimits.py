@@ -20,12 +20,11 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 from django.shortcuts import render
 
+from plumbing.paths import EndpointKind, endpoint_kind
+
 MAX_QUERY_STRING = 8 * 1024
 MAX_OAUTH_BODY = 64 * 1024
 
-OAUTH_CLIENT_PREFIX = "/v2/auth/oauth2/"  # token, revoke, introspect: RFC 6749 §5.2 errors
-AUTHORIZE_PREFIX = "/auth/oauth2/"  # authorize, allow, deny: HTML
-API_PREFIX = "/v2/"
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
 
 
@@ -35,14 +34,19 @@ class Refusal(Exception):
         self.status, self.code, self.message = status, code, message
 
 
+# Which requests are checked, and in which shape each is refused (plumbing.paths says which kind a
+# path is): token, revocation, introspection: RFC 6749 §5.2; the authorization pages and logout:
+# the error page; the rest of /v2: the API's error JSON.
+_CHECKED = {
+    EndpointKind.OAUTH: "oauth",
+    EndpointKind.AUTHORIZATION: "authorize",
+    EndpointKind.OAUTH_PAGE: "authorize",
+    EndpointKind.API: "api",
+}
+
+
 def _kind(path: str) -> str | None:
-    if path.startswith(OAUTH_CLIENT_PREFIX):
-        return "oauth"
-    if path.startswith(AUTHORIZE_PREFIX) or path == AUTHORIZE_PREFIX.rstrip("/"):
-        return "authorize"
-    if path.startswith(API_PREFIX) or path == API_PREFIX.rstrip("/"):
-        return "api"
-    return None
+    return _CHECKED.get(endpoint_kind(path))
 
 
 def _is_utf8(raw: str) -> bool:

@@ -47,6 +47,14 @@ SWEEP_ONE_IN = 200
 # Per (database alias, table), for the whole process (Django makes a cache object per thread):
 # True once the table was seen, else when it was last found missing (time.monotonic()).
 _tables: dict[tuple[str, str], bool | float] = {}
+# Cache backends whose contents live inside one server process (what this table is for): the
+# deploy checks warn of them (config.checks), and /readyz has nothing to reach there
+# (operations.readiness).
+PER_PROCESS_CACHES = (
+    "django.core.cache.backends.locmem.LocMemCache",
+    "django.core.cache.backends.dummy.DummyCache",
+)
+
 _fallbacks: dict[tuple[str, str], LocMemCache] = {}
 _lock = threading.Lock()
 

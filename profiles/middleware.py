@@ -3,6 +3,7 @@
 from django.db import DatabaseError
 from django.utils import timezone
 
+from plumbing.paths import ADMIN_KINDS, endpoint_kind
 from profiles.context_processors import time_zone_for_user
 
 
@@ -17,7 +18,7 @@ class AdminTimeZoneMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if not request.path_info.startswith("/admin/") or not getattr(request, "user", None):
+        if endpoint_kind(request.path_info) not in ADMIN_KINDS or not getattr(request, "user", None):
             return self.get_response(request)
         try:
             zone = time_zone_for_user(request.user)

@@ -10,6 +10,7 @@ from django.core.exceptions import ImproperlyConfigured
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 
+from scopes.bearer import MalformedBearer, bearer_token
 from scopes.resource import metadata_url, resource_uri
 from scopes.verifiers import AuthorizationServerUnavailable, audience_accepted, get_verifier
 
@@ -35,19 +36,16 @@ class BearerTokenAuthentication(BaseAuthentication):
     """
 
     def authenticate(self, request):
-        parts = get_authorization_header(request).split()
-        if not parts or parts[0].lower() != b"bearer":
-            return None
-        if len(parts) != 2:
+        try:
+            raw = bearer_token(get_authorization_header(request))
+        except MalformedBearer:
             request._bearer_error = "invalid_token"
             raise exceptions.AuthenticationFailed(
                 "The Authorization header must be: Bearer <access token>.", code="invalid_token"
-            )
-        try:
-            raw = parts[1].decode("ascii")
-        except UnicodeDecodeError:
-            raw = ""
-        verification = _verifier().verify(raw) if raw else None
+            ) from None
+        if raw is None:
+            return None
+        verification = _verifier().verify(raw)
         if verification is None:
             request._bearer_error = "invalid_token"
             raise exceptions.AuthenticationFailed(

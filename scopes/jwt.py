@@ -37,7 +37,6 @@ import threading
 import time
 import zlib
 from dataclasses import dataclass
-from ipaddress import ip_address
 from urllib.parse import urlsplit
 
 import requests
@@ -49,7 +48,9 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from jwcrypto import jwk
 
+from scopes.bearer import MAX_TOKEN_LENGTH
 from scopes.introspection import IntrospectionVerifier
+from scopes.loopback import is_loopback_host
 from scopes.verifiers import (
     AuthorizationServerUnavailable,
     TokenUser,
@@ -65,7 +66,6 @@ ACCESS_TOKEN_TYPE = "at+jwt"
 STATUS_LIST_TYPE = "statuslist+jwt"
 # alg -> the key type it needs. No `none`, no HS256: a public key is never a MAC secret here.
 ALGORITHMS = {"ES256": "EC", "RS256": "RSA"}
-MAX_TOKEN_LENGTH = 8192
 
 
 class Unverifiable(Exception):
@@ -91,18 +91,9 @@ def _json_object(part: str) -> dict:
     return value
 
 
-def _loopback(host: str | None) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ip_address(host or "").is_loopback
-    except ValueError:
-        return False
-
-
 def _fetchable(url: str) -> bool:
     parts = urlsplit(url)
-    return parts.scheme == "https" or (parts.scheme == "http" and _loopback(parts.hostname))
+    return parts.scheme == "https" or (parts.scheme == "http" and is_loopback_host(parts.hostname))
 
 
 def _origin(url: str) -> tuple[str, str]:

@@ -29,6 +29,7 @@ from django.db.models.signals import post_save
 
 from oauthclients.models import ClientKind, OAuthClient, TokenFormat
 from oauthclients.policy import client_serves_q
+from scopes.bearer import MAX_TOKEN_LENGTH
 from signing.keys import signer_current
 from signing.statuslist import allocator, jws_sign, jwt_signing_algorithm, list_uri
 
@@ -77,6 +78,10 @@ class NoSigningKey(Exception):
     pass
 
 
+class TokenTooLong(Exception):
+    """The JWT would be longer than any door takes (scopes.bearer.MAX_TOKEN_LENGTH): not issued."""
+
+
 def access_token_jwt(
     *, user_pk, client_id: str, scope: str, audience: list[str], auth_time: int, lifetime: int, act: dict | None = None
 ):
@@ -99,4 +104,9 @@ def access_token_jwt(
         "auth_time": auth_time,
         "status": {"status_list": {"idx": index, "uri": list_uri(number)}},
     } | ({"act": act} if act else {})
-    return jws_sign(claims, typ=ACCESS_TOKEN_TYPE, key=key, op_key=op_key), (number, index)
+    token = jws_sign(claims, typ=ACCESS_TOKEN_TYPE, key=key, op_key=op_key)
+    if len(token) > MAX_TOKEN_LENGTH:
+        # Many long resource URIs, or a long chain of exchanges: a token no verifier, introspection
+        # or revocation would take. Its status index stays unused (a bit never set).
+        raise TokenTooLong(len(token))
+    return token, (number, index)

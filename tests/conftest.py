@@ -4,7 +4,7 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from tests.factories import PASSWORD, make_client, make_user
+from tests.factories import PASSWORD, make_client, make_resource_server, make_user
 
 REQUIRE_POSTGRES = os.environ.get("REQUIRE_POSTGRES") == "1"
 
@@ -74,6 +74,19 @@ def created(owner):
 @pytest.fixture
 def client_obj(created):
     return created.client
+
+
+@pytest.fixture
+def resource_server(reviewer):
+    """A resource server (it introspects tokens, nothing else) and its secret."""
+    created = make_resource_server(reviewer)
+    return created.client, created.secret.plaintext
+
+
+@pytest.fixture
+def approved_client(approved):
+    """The approved client alone (the OAuthClient of `approved`)."""
+    return approved.client
 
 
 @pytest.fixture

@@ -1,21 +1,27 @@
-"""The docs name only what exists: every file path in README.md and docs/*.md is a file or folder of
-this repository, and every setting they name (OAUTH_*, DJANGO_*, DATABASE_*, RATELIMIT_*, REDIS_*,
-LOG_*, METRICS_*, OTEL_*) is read by the code; a configuration table's names are read from the
-environment. Every relative link and anchor resolves as a reader's browser resolves it (from the
-doc's own folder, to a heading of the target); every dotted name of our code
-(`oauthflows.pages.views.AuthorizeView`) and every `file.py:name` is defined there; every bare `file.py`
-is a file of the repository. A rename or a removal that leaves a doc behind fails here.
+"""The docs name only what exists: every file path in README.md, SECURITY.md and docs/*.md is a
+file or folder of this repository, and every setting they name (OAUTH_*, DJANGO_*, DATABASE_*,
+RATELIMIT_*, REDIS_*, LOG_*, METRICS_*, OTEL_*) is read by the code; a configuration table's names
+are read from the environment. Every relative link and anchor resolves as a reader's browser
+resolves it (from the doc's own folder, to a heading of the target); every dotted name of our code
+(`oauthflows.pages.views.AuthorizeView`) and every `oauthflows/token/oauth2.py:Validator`
+reference is defined there; every bare `tier.py` is a file of the repository. The comments and
+docstrings of every Python file are held to the same dotted names and references, and their paths
+to the files of ours they name. A rename or a removal that leaves a doc or a comment behind fails
+here.
 """
 
 import ast
+import functools
+import io
 import re
 import subprocess
+import tokenize
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", ROOT / "SECURITY.md", *sorted((ROOT / "docs").glob("*.md"))]
 DOC_IDS = [str(doc.relative_to(ROOT)) for doc in DOCS]
 
 URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s)`>\]\"']+")
@@ -145,7 +151,7 @@ def anchors(doc: Path) -> set[str]:
 
 def _link_resolves(doc: Path, target: str) -> bool:
     path, _, anchor = target.partition("#")
-    # Relative to the doc's folder only: docs/x.md linking `docs/y.md` means docs/docs/y.md.
+    # Relative to the doc's folder only: a doc in docs/ linking `docs/…` means a file in docs/docs/.
     destination = (doc.parent / path).resolve() if path else doc
     if not destination.exists():
         return False
@@ -183,9 +189,14 @@ def _names(body: list[ast.stmt]) -> dict[str, ast.stmt]:
     return names
 
 
+@functools.cache
+def _parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def defined_in(path: Path, dotted: str) -> bool:
     """`Class.attribute` (or a module-level name) is defined in the Python file `path`."""
-    body = ast.parse(path.read_text(encoding="utf-8")).body
+    body = _parsed(path).body
     for part in dotted.split("."):
         node = _names(body).get(part)
         if node is None:
@@ -215,8 +226,9 @@ def resolves(name: str) -> bool:
         rest = ".".join(parts[length:])
         if not rest or defined_in(module, rest):
             return True
-        models = ROOT / parts[0] / "models.py"
-        return length == 1 and len(parts) == 2 and models.is_file() and defined_in(models, rest)
+        # `app.Model` and `app.Model.field`: a model of the app (models.py or a models/ package).
+        models = _module([parts[0], "models"])
+        return length == 1 and models is not None and defined_in(models, rest)
     return False
 
 
@@ -266,3 +278,72 @@ def test_the_checks_catch_a_broken_link_anchor_and_name(tmp_path):
     prose = " ".join(_prose(doc) for doc in DOCS)
     assert len(set(DOTTED.findall(prose))) > 50 and len(set(FILE_REFERENCE.findall(prose))) > 20
     assert sum(len(LINK.findall(_outside_code_blocks(doc))) for doc in DOCS) > 50
+
+
+# --- the same names in the comments and docstrings of the code ---------------------------------
+
+
+def code_prose(source: str) -> list[tuple[int, str]]:
+    """(line, text) of each comment and docstring of a Python source."""
+    found = [
+        (token.start[0], token.string)
+        for token in tokenize.generate_tokens(io.StringIO(source).readline)
+        if token.type == tokenize.COMMENT
+    ]
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+            and isinstance(node.body[0].value.value, str)
+        ):
+            found.append((node.body[0].lineno, node.body[0].value.value))
+    return found
+
+
+# A path in a comment is checked when it starts in a folder of ours; others are a library's files
+# (`account/internal/flows/…`) or template names (`admin/oauthclients/…`).
+OUR_FOLDERS = (*PACKAGES, "tests", "docs", "examples", "bench", "templates", "static", "locale")
+
+
+def unknown_names_in_code(path: Path) -> list[str]:
+    unknown = []
+    for line, text in code_prose(path.read_text(encoding="utf-8")):
+        for file in sorted(set(PATH.findall(URL.sub(" ", text)))):
+            if file.split("/", 1)[0] in OUR_FOLDERS and not any(
+                (base / file).exists() for base in (ROOT, path.parent, ROOT / "tests")
+            ):
+                unknown.append(f"{line}: {file}")
+        unknown += [f"{line}: {name}" for name in sorted(set(DOTTED.findall(text))) if not resolves(name)]
+        for file, name in sorted(set(FILE_REFERENCE.findall(text))):
+            found = [base / file for base in (ROOT, path.parent, ROOT / "tests") if (base / file).is_file()]
+            if not found or not defined_in(found[0], name):
+                unknown.append(f"{line}: {file}:{name}")
+    return unknown
+
+
+PYTHON = [ROOT / name for name in TRACKED if name.endswith(".py") and (ROOT / name).is_file()]
+
+
+def test_every_name_and_path_in_a_comment_or_docstring_exists():
+    found = {str(path.relative_to(ROOT)): names for path in PYTHON if (names := unknown_names_in_code(path))}
+    assert found == {}, "comments and docstrings name code that does not exist"
+
+
+def test_the_code_check_catches_a_stale_name(tmp_path):
+    module = tmp_path / "stale.py"
+    module.write_text(
+        '"""Served by oauthflows.views.TokenView (moved), and oauthflows.pages.views.AuthorizeView."""\n'
+        "# The login: config.accounts.LoginView; the model field profiles.Profile.interface_language.\n"
+        "# See oauthflows/token/oauth2.py:Validator and oauthflows/token/oauth2.py:NoSuchThing;\n"
+        "# tests/config/test_paths.py, gone; account/internal/flows/login.py, a library's.\n"
+        "x = 'oauthflows.views.Ignored'  # a string, not prose\n"
+    )
+    assert unknown_names_in_code(module) == [
+        "2: config.accounts.LoginView",
+        "3: oauthflows/token/oauth2.py:NoSuchThing",
+        "4: tests/config/test_paths.py",
+        "1: oauthflows.views.TokenView",
+    ]
+    assert len(PYTHON) > 300

@@ -5,6 +5,7 @@ published metadata, the setting and the models) the same question at the constan
 that kept its own copy answers differently the day the constant changes.
 """
 
+import ast
 import json
 import logging
 import os
@@ -203,3 +204,188 @@ def test_each_credential_parameter_is_refused_in_a_url_hidden_from_reports_and_l
     record = logging.LogRecord("oauthlib", logging.DEBUG, __file__, 1, "Saving %s", ({name: "s3cret"},), None)
     RedactCredentials().filter(record)
     assert "s3cret" not in record.getMessage()
+
+
+# --- written once: each constant below is assigned in one module, and every door imports it ---
+
+ONE_PLACE = {
+    "MAX_TOKEN_LENGTH": "scopes/bearer.py",
+    "LOOPBACK_HOSTS": "scopes/loopback.py",
+    "PER_PROCESS_CACHES": "plumbing/sharedcache.py",
+    "MAX_REDIRECT_URIS": "oauthclients/validators.py",
+    "MAX_URI_LENGTH": "oauthclients/validators.py",
+    "AUTHORIZABLE_STATUSES": "oauthclients/models/clients.py",
+    "PROMPT_VALUES": "oauthflows/pages/authorization.py",
+    "SIGNING_ALGORITHMS": "oauthclients/algorithms.py",
+    "CREDENTIAL_PARAMS": "plumbing/requestparams.py",
+}
+
+
+def assignments(source: str) -> set[str]:
+    """The names a module assigns at its top level (under an `if` or `try` too, not in a function)."""
+
+    def assigned(body) -> set[str]:
+        names = set()
+        for node in body:
+            if isinstance(node, ast.Assign | ast.AnnAssign):
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    names |= {name.id for name in ast.walk(target) if isinstance(name, ast.Name)}
+            elif isinstance(node, ast.If | ast.Try):
+                names |= assigned(node.body) | assigned(node.orelse)
+                for handler in getattr(node, "handlers", []):
+                    names |= assigned(handler.body)
+        return names
+
+    return assigned(ast.parse(source).body)
+
+
+def _our_modules() -> list[str]:
+    listed = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True)
+    return [name for name in listed.stdout.split() if not name.startswith("tests/") and (ROOT / name).is_file()]
+
+
+def test_each_constant_is_assigned_in_one_module_only():
+    where: dict[str, list[str]] = {name: [] for name in ONE_PLACE}
+    for module in _our_modules():
+        for name in assignments((ROOT / module).read_text(encoding="utf-8")) & set(ONE_PLACE):
+            where[name].append(module)
+    assert where == {name: [module] for name, module in ONE_PLACE.items()}
+
+
+def test_the_guard_sees_a_second_copy():
+    source = "MAX_TOKEN_LENGTH = 4096\ntry:\n    LOOPBACK_HOSTS = ()\nexcept E:\n    pass\ndef f():\n    y = 1\n"
+    assert assignments(source) == {"MAX_TOKEN_LENGTH", "LOOPBACK_HOSTS"}
+
+
+# --- MAX_TOKEN_LENGTH: the longest JWT issued is taken by introspection and revocation; longer is not issued ---
+
+LONG_SERVICE = "https://bookings.example.com/" + "v" * (MAX_URI_LENGTH - len("https://bookings.example.com/"))
+
+
+def _jwt_service(reviewer, uri):
+    from oauthclients import services
+
+    created = services.resource_server_create(
+        owner=reviewer, name=f"Bookings {uri[-3:]}", resource_uri=uri, actor=reviewer, token_format="jwt"
+    )
+    return created.client, created.secret.plaintext
+
+
+def _tokens_for(client, secret, *resources):
+    from urllib.parse import urlencode
+
+    from scopes.catalog import SCOPE_NAMES
+    from tests.oauthflows.helpers import consent, exchange, query_of
+
+    browser = Client()
+    assert browser.login(username=make_user().username, password=PASSWORD)
+    url = authorize_url(client, scope=" ".join(SCOPE_NAMES)) + "".join(
+        f"&{urlencode({'resource': uri})}" for uri in resources
+    )
+    response = consent(browser, url)
+    assert response.status_code == 302, response.content[:300]
+    return exchange(Client(), client, query_of(response["Location"])["code"], secret=secret)
+
+
+def test_the_longest_jwt_issued_is_taken_by_introspection_and_revocation(db, settings, reviewer, owner):
+    """Every scope, a resource URI of the longest length registrable, RS256: past 4,096 characters,
+    within MAX_TOKEN_LENGTH; introspection and revocation (tokens.selectors, the validator) take it."""
+    from scopes.bearer import MAX_TOKEN_LENGTH
+    from scopes.catalog import SCOPE_NAMES
+    from signing.keys import signing_key_create
+    from tests.oauthflows.helpers import INTROSPECT, REVOKE, client_post
+
+    settings.OAUTH_JWT_ACCESS_TOKEN_ALGORITHM = "RS256"
+    signing_key_create(algorithm="RS256")
+    service, service_secret = _jwt_service(reviewer, LONG_SERVICE)
+    created = make_client(owner, scopes=list(SCOPE_NAMES), approve=True)
+    response = _tokens_for(created.client, created.secret.plaintext, LONG_SERVICE)
+    assert response.status_code == 200, response.content
+    token = response.json()["access_token"]
+    assert token.count(".") == 2 and 4096 < len(token) <= MAX_TOKEN_LENGTH, len(token)
+    api = Client()
+    introspected = client_post(api, INTROSPECT, service, {"token": token}, secret=service_secret).json()
+    assert introspected["active"] is True
+    assert (
+        client_post(api, REVOKE, created.client, {"token": token}, secret=created.secret.plaintext).status_code == 200
+    )
+    assert client_post(api, INTROSPECT, service, {"token": token}, secret=service_secret).json() == {"active": False}
+
+
+def test_a_jwt_longer_than_max_token_length_is_not_issued(db, settings, reviewer, owner):
+    """Three resources of the longest URIs (what the authorization request's query string can
+    hold): the token no door would take is refused, not issued."""
+    from oauthclients.models import AccessToken
+    from scopes.catalog import SCOPE_NAMES
+    from signing.keys import signing_key_create
+
+    signing_key_create(algorithm="ES256")
+    uris = [f"{LONG_SERVICE[:-1]}{n}" for n in range(3)]
+    for uri in uris:
+        _jwt_service(reviewer, uri)
+    created = make_client(owner, scopes=list(SCOPE_NAMES), approve=True)
+    response = _tokens_for(created.client, created.secret.plaintext, *uris)
+    assert response.status_code == 400 and response.json()["error"] == "invalid_target"
+    assert "ask for fewer resources" in response.json()["error_description"]
+    assert not AccessToken.objects.exists()
+
+
+# --- LOOPBACK_HOSTS: every door that allows plain http on this machine, by host name ---
+
+LOOPBACK_CASES = {
+    "http://localhost:8000/cb": True,
+    "http://localhost/cb": True,
+    "http://LOCALHOST:8000/cb": True,
+    "http://127.0.0.1:8000/cb": True,
+    "http://[::1]:8000/cb": True,
+    "http://[::1]/cb": True,
+    "http://[0:0:0:0:0:0:0:1]:8000/cb": False,  # the same address spelled otherwise: not the list's
+    "http://127.0.0.2:8000/cb": False,
+    "http://localhost.example.com:8000/cb": False,
+    "http://example.com:8000/cb": False,
+}
+
+
+@pytest.mark.parametrize(("url", "loopback"), LOOPBACK_CASES.items())
+def test_every_door_allows_plain_http_on_the_same_hosts(url, loopback, settings):
+    from oauthflows.registration import cimd
+    from scopes import jwt
+
+    try:
+        validate_redirect_uris([url])
+        redirect_ok = True
+    except ValidationError:
+        redirect_ok = False
+    assert redirect_ok is loopback
+    assert (resource_uri_problem(url.removesuffix("/cb") + "/api") is None) is loopback
+    assert cimd._loopback_url(url) is loopback
+    assert jwt._fetchable(url) is loopback
+    settings.OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK = True
+    assert cimd.is_metadata_document_url(url) is loopback
+
+
+def test_a_loopback_url_with_user_information_is_no_metadata_document():
+    from oauthflows.registration import cimd
+
+    assert not cimd._loopback_url("http://user@localhost:8000/client.json")
+    assert not cimd._loopback_url("http://localhost:8000")  # no document path
+
+
+# --- PER_PROCESS_CACHES: the deploy check warns of them, /readyz has nothing to reach there ---
+
+
+@pytest.mark.parametrize("backend", ["locmem.LocMemCache", "dummy.DummyCache", "redis.RedisCache"])
+def test_the_deploy_check_and_readiness_agree_on_which_caches_are_per_process(settings, backend, monkeypatch):
+    from config.checks import security_state_shared
+    from operations.readiness import _caches
+    from plumbing.sharedcache import PER_PROCESS_CACHES
+
+    monkeypatch.delenv("WEB_CONCURRENCY", raising=False)
+    full = f"django.core.cache.backends.{backend}"
+    settings.CACHES = {"default": {"BACKEND": full, "LOCATION": "redis://127.0.0.1:1/0"}}
+    per_process = full in PER_PROCESS_CACHES
+    assert per_process is (backend != "redis.RedisCache")
+    warned = [problem.id for problem in security_state_shared(databases=[])]
+    assert ("config.W005" in warned) is per_process
+    # A per-process cache is not reached for; a shared one is (and here is unreachable).
+    assert (_caches() is None) is per_process

@@ -1,11 +1,15 @@
-"""The private parts of Django and django-oauth-toolkit this house relies on, each pinned.
+"""The private parts of Django, django-oauth-toolkit, oauthlib and allauth's app config this house
+relies on, each pinned; and no module of ours reaches for a private name of another package of ours.
 
 Each is kept only because the public way costs what the docstring beside its use says; each test
 here asserts the signature and the behaviour relied on, so that an upgrade that changes one turns
 this file red before anything else misbehaves. pyproject.toml's pins point here.
 """
 
+import ast
 import inspect
+import subprocess
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -81,7 +85,120 @@ def test_the_database_caches_cull_and_its_table_maker_are_what_sharedcache_relie
     assert "self.verbosity" in source and "in connection.introspection.table_names()" in source
 
 
+def test_csrf_middleware_asks_origin_verified_then_check_referer():
+    """plumbing/csrf.py overrides both: `Origin: null` and a missing Referer pass when Fetch
+    Metadata says same-origin. Django's process_view must still call them, with these answers
+    (a bool; RejectRequest raised to refuse)."""
+    from django.middleware.csrf import CsrfViewMiddleware, RejectRequest
+
+    assert parameters(CsrfViewMiddleware._origin_verified) == ["self", "request"]
+    assert parameters(CsrfViewMiddleware._check_referer) == ["self", "request"]
+    source = inspect.getsource(CsrfViewMiddleware.process_view)
+    assert "self._origin_verified(request)" in source and "self._check_referer(request)" in source
+    assert "RejectRequest" in inspect.getsource(CsrfViewMiddleware._check_referer)
+    assert issubclass(RejectRequest, Exception)
+
+
+def test_the_database_wrappers_commit_rollback_and_health_check_are_what_plumbing_postgresql_counts():
+    """plumbing/postgresql/base.py counts round trips in _commit and _rollback (which commit() and
+    rollback() call), and skips the health check's ping by setting health_check_done, which
+    close_if_health_check_failed reads, a new connection sets and a new request clears
+    (BaseDatabaseWrapper)."""
+    from django.db.backends.base.base import BaseDatabaseWrapper
+
+    assert parameters(BaseDatabaseWrapper._commit) == parameters(BaseDatabaseWrapper._rollback) == ["self"]
+    assert "self._commit()" in inspect.getsource(BaseDatabaseWrapper.commit)
+    assert "self._rollback()" in inspect.getsource(BaseDatabaseWrapper.rollback)
+    check = inspect.getsource(BaseDatabaseWrapper.close_if_health_check_failed)
+    assert "or self.health_check_done" in check and "self.health_check_done = True" in check
+    assert "self.health_check_done = False" in inspect.getsource(BaseDatabaseWrapper.close_if_unusable_or_obsolete)
+    assert "self.health_check_done = True" in inspect.getsource(BaseDatabaseWrapper.connect)  # new: healthy
+
+
+def test_allauths_account_config_ready_is_what_accounts_apps_copies():
+    """accounts/apps.py:AllauthAccountConfig.ready replaces allauth's AccountConfig.ready, which
+    requires allauth's own middleware by name (ours wraps it): it keeps everything else that
+    ready does — the import of allauth's checks — so any new statement of allauth's is missed there.
+    This is allauth's whole ready(): a change turns this red, to be copied over."""
+    from allauth.account.apps import AccountConfig
+
+    from accounts.apps import AllauthAccountConfig
+
+    body = inspect.getsource(AccountConfig.ready)
+    statements = [line.strip() for line in body.splitlines()[1:] if line.strip()]
+    assert statements == [
+        "from allauth.account import checks  # noqa",
+        'required_mw = "allauth.account.middleware.AccountMiddleware"',
+        "if required_mw not in settings.MIDDLEWARE:",
+        "raise ImproperlyConfigured(",
+        'f"{required_mw} must be added to settings.MIDDLEWARE"',
+        ")",
+    ]
+    ours = inspect.getsource(AllauthAccountConfig.ready)
+    assert "from allauth.account import checks" in ours and "accounts.middleware.AccountMiddleware" in ours
+    assert AllauthAccountConfig.name == AccountConfig.name == "allauth.account"
+
+
 # --- django-oauth-toolkit ---
+
+
+def test_load_application_loads_sets_and_returns_the_client(db):
+    """oauthflows/token/oauth2.py:Validator._load_application refuses a malformed client_id before
+    DOT's, which returns the usable client for a client_id and keeps it in request.client (or None)."""
+    from oauth2_provider.oauth2_validators import OAuth2Validator
+    from oauthlib.common import Request
+
+    from oauthflows.token.oauth2 import Validator
+
+    assert parameters(OAuth2Validator._load_application) == ["self", "client_id", "request"]
+    client = make_client(make_user(), approve=True).client
+    request = Request("https://as.example/token")
+    request.client = None
+    assert Validator()._load_application(client.client_id, request) == client and request.client == client
+    fresh = Request("https://as.example/token")
+    fresh.client = None
+    assert Validator()._load_application("no-such-client", fresh) is None and fresh.client is None
+    assert Validator()._load_application("x\x00y", fresh) is None  # ours: refused before the query
+
+
+def test_oauthlib_core_extracts_params_through_get_escaped_full_path(rf):
+    """oauthflows/token/oauth2.py:Backend overrides _get_escaped_full_path (the authorize views'
+    normalised query); oauthflows/token/endpoints.py calls _extract_params, which must go through it
+    and answer (uri, method, body, headers)."""
+    from oauth2_provider.oauth2_backends import OAuthLibCore
+
+    from oauthflows.token.oauth2 import Backend
+
+    assert parameters(OAuthLibCore._get_escaped_full_path) == ["self", "request"]
+    assert parameters(OAuthLibCore._extract_params) == ["self", "request"]
+    assert "self._get_escaped_full_path(request)" in inspect.getsource(OAuthLibCore._extract_params)
+    request = rf.post("/v2/auth/oauth2/introspect?x=1", "token=abc", content_type="application/x-www-form-urlencoded")
+    request.oauth_normalized_query = [("scope", "A B")]
+    uri, method, body, headers = Backend()._extract_params(request)
+    assert (uri, method, body) == ("/v2/auth/oauth2/introspect?scope=A+B", "POST", "token=abc")
+    assert isinstance(headers, dict)
+
+
+# --- oauthlib ---
+
+
+def test_the_token_endpoint_dispatches_through_the_servers_grant_types():
+    """oauthflows/token/oauth2.py:Server adds the exchange and the assertion grant to oauthlib's
+    `_grant_types`, the dict the token endpoint dispatches on by grant_type."""
+    from oauthlib.oauth2.rfc6749.endpoints.token import TokenEndpoint
+
+    from oauthflows.token.oauth2 import Server, Validator
+
+    assert "self._grant_types = grant_types" in inspect.getsource(TokenEndpoint.__init__)
+    assert "self.grant_types.get(request.grant_type" in inspect.getsource(TokenEndpoint.create_token_response)
+    assert "return self._grant_types" in inspect.getsource(TokenEndpoint.grant_types.fget)
+    server = Server(Validator())
+    assert server.grant_types is server._grant_types
+    assert server.grant_types["authorization_code"] is server.openid_connect_auth
+    assert {
+        "urn:ietf:params:oauth:grant-type:token-exchange",
+        "urn:ietf:params:oauth:grant-type:jwt-bearer",
+    } <= set(server.grant_types)
 
 
 def test_add_iss_to_redirect_replaces_any_iss_in_the_query():
@@ -119,3 +236,38 @@ def test_dot_cimd_fetches_through_its_module_global_urllib3():
     assert dot_cimd.urllib3.HTTPSConnectionPool is cimd._HTTPSConnectionPool
     assert parameters(dot_cimd.SafeMetadataFetcher._read_document) == ["self", "response"]
     assert issubclass(cimd.MetadataFetcher, dot_cimd.SafeMetadataFetcher)
+
+
+# --- ours: a private name stays in its package ---------------------------------------------------
+
+PACKAGES = ("accounts", "config", "oauthclients", "oauthflows", "operations", "plumbing", "profiles", "scopes")
+PACKAGES += ("signing", "tokens")
+
+
+def private_imports(path: str, source: str) -> list[str]:
+    """`from <another package of ours> import _name`: a private name used outside its package."""
+    own = path.split("/", 1)[0]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            package = node.module.split(".", 1)[0]
+            if package in PACKAGES and package != own:
+                found += [f"{node.module}.{alias.name}" for alias in node.names if alias.name.startswith("_")]
+    return found
+
+
+def test_no_package_of_ours_imports_a_private_name_of_another():
+    """operations used a private name of plumbing.clientip; it is public now (plumbing.clientip.ip_networks)."""
+    root = Path(__file__).resolve().parent.parent
+    listed = subprocess.run(["git", "ls-files", "*.py"], cwd=root, capture_output=True, text=True, check=True)
+    found = {
+        path: names
+        for path in listed.stdout.split()
+        if path.split("/", 1)[0] in PACKAGES
+        and (names := private_imports(path, (root / path).read_text(encoding="utf-8")))
+    }
+    assert found == {}
+    assert private_imports("operations/networks.py", "from plumbing.clientip import _networks") == [
+        "plumbing.clientip._networks"
+    ]
+    assert private_imports("plumbing/x.py", "from plumbing.clientip import _networks") == []

@@ -5,10 +5,8 @@ from django.db.models import QuerySet
 
 from oauthclients.models import AccessToken, digest
 from plumbing.compiled import CompiledQuery
+from scopes.bearer import MAX_TOKEN_LENGTH  # the longest token issued and taken anywhere
 from tokens.liveness import token_alive
-
-# Opaque tokens are 43 characters; a JWT access token (signing.jwtokens) some 600 to 900.
-MAX_TOKEN_LENGTH = 4096
 
 # What a resource request in this process reads: the token, its client's status and the user with
 # the profile /v2/me returns. Only these columns are loaded (building full client and user

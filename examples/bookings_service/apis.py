@@ -12,6 +12,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from examples.bookings_service.models import Booking, Call
+from scopes.bearer import request_bearer_token
 from scopes.views import ScopedApiView
 
 ANSWER = inline_serializer(
@@ -59,8 +60,7 @@ def _store() -> bool:
 
 def _received(request) -> None:
     """Record what this call carried (the token's digest, client, actor, audience): see models.Call."""
-    header = request.META.get("HTTP_AUTHORIZATION", "")
-    raw = header.split(" ", 1)[1].strip() if " " in header else ""
+    raw = request_bearer_token(request) or ""  # authenticated already: a well-formed header
     token = request.auth
     Call.objects.create(
         token_sha256=hashlib.sha256(raw.encode()).hexdigest(),

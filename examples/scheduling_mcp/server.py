@@ -32,6 +32,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from starlette.middleware.cors import CORSMiddleware
 
+from scopes.bearer import MalformedBearer, bearer_token
 from scopes.catalog import SCOPE_NAMES, grants_scope
 from scopes.metadata import metadata_document
 from scopes.resource import WELL_KNOWN, metadata_url, resource_uri
@@ -321,12 +322,14 @@ class ScopesBearerAuth:
     async def _refusal(self, scope):
         """(status, body, headers) refusing the request, or None (the verification is in scope["state"])."""
         header = next((value for name, value in scope["headers"] if name == b"authorization"), b"")
-        parts = header.split()
-        if not parts or parts[0].lower() != b"bearer":
+        try:
+            raw = bearer_token(header)
+        except MalformedBearer:
+            raw = ""  # the Bearer scheme without a token of a form ever issued: an invalid token
+        if raw is None:
             # RFC 6750 §3.1: no credentials, no error code; the client starts authorization here.
             body = {"error": "unauthorized", "error_description": "This MCP server needs an OAuth access token."}
             return 401, body, [(b"www-authenticate", _challenge(None))]
-        raw = parts[1].decode("ascii", "replace") if len(parts) == 2 else ""
         try:
             verification = await anyio.to_thread.run_sync(get_verifier().verify, raw) if raw else None
         except AuthorizationServerUnavailable as exc:

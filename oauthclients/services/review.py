@@ -69,7 +69,8 @@ def client_approve(*, client: OAuthClient, actor, expected_digest: str | None = 
 
 @transaction.atomic
 def client_reject(*, client: OAuthClient, actor, reason: str) -> OAuthClient:
-    """pending or approved -> rejected, with a reason. A rejected client's tokens stop working."""
+    """pending, approved or unverified -> rejected, with a reason: every grant ends for good (tokens,
+    codes, consent; oauthclients.grants.grants_end), and no approval brings them back."""
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": gettext("Give the owner a reason for the rejection.")})

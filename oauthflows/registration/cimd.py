@@ -57,10 +57,10 @@ from oauthclients.services import client_document_refresh, client_self_register
 from oauthflows.registration.dynamic import RegistrationError, metadata_validate
 from plumbing.observe import metadata_document_fetch
 from plumbing.slots import slot_taken
+from scopes.loopback import is_loopback_host
 
 log = logging.getLogger(__name__)
 
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 # A fetch slot outlives the fetch's deadline by this much before it frees itself (a worker killed
 # mid-fetch never gives it back); it covers the DNS lookups, which the deadline cannot cut short.
 SLOT_GRACE_SECONDS = 5
@@ -87,7 +87,14 @@ def _loopback_url(url: str) -> bool:
         parts.port  # noqa: B018 - an out-of-range port raises
     except ValueError:
         return False
-    return parts.scheme == "http" and parts.netloc.rpartition(":")[0] in LOOPBACK_HOSTS and bool(parts.path)
+    # By host name (scopes.loopback), and never with user information, which the host name hides.
+    return (
+        parts.scheme == "http"
+        and is_loopback_host(parts.hostname)
+        and parts.username is None
+        and parts.password is None
+        and bool(parts.path)
+    )
 
 
 def _refuse_multicast_and_reserved(client_id: str) -> None:

@@ -44,6 +44,7 @@ from oauthclients.services import (
 from oauthclients.validators import MAX_REDIRECT_URIS, MAX_URI_LENGTH, has_line_break_or_control, url_host
 from oauthflows.grants import AUTHORIZATION_CODE, GRANTS
 from plumbing.requestparams import NOT_UNICODE, unicode_scalars_only
+from scopes.bearer import MalformedBearer, request_bearer_token
 from scopes.catalog import UnknownScopeError, parse_scopes, sort_scopes
 
 AUTH_METHODS = {
@@ -322,11 +323,11 @@ def _unauthorized() -> JsonResponse:
 
 
 def _bearer(request) -> str | None:
-    scheme, _, token = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token or len(token) > 200 or not token.isascii():
+    """The registration access token (RFC 7592 §3), read as every bearer token is (scopes.bearer)."""
+    try:
+        return request_bearer_token(request)
+    except MalformedBearer:
         return None
-    return token
 
 
 @method_decorator(csrf_exempt, name="dispatch")  # a bearer token, never a cookie, authorizes these calls

@@ -46,9 +46,9 @@ from oauthflows.grants import ACCESS_TOKEN_TYPE, ExchangeState
 from oauthflows.token.single import SingleTokenGrant
 from plumbing.compiled import quoted_columns
 from plumbing.handwritten import handwritten_alias, instance, json_value, sql_twin
+from scopes.bearer import MAX_TOKEN_LENGTH
 from scopes.catalog import SCOPE_NAMES
 from tokens.liveness import token_alive
-from tokens.selectors import MAX_TOKEN_LENGTH
 from tokens.services import Lineage
 
 SUBJECT_REFUSED = (

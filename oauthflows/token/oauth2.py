@@ -62,13 +62,14 @@ from oauthflows.grants import GRANTS, CodeState, GrantState, RefreshState, Singl
 from oauthflows.token.clientcall import client_call, issued_tell
 from plumbing.compiled import CompiledQuery
 from plumbing.requestparams import basic_credentials, request_json_pairs
+from scopes.bearer import MAX_TOKEN_LENGTH
 from scopes.verifiers import audience_includes
-from signing.jwtokens import NoSigningKey, access_token_jwt, issues_jwt
+from signing.jwtokens import NoSigningKey, TokenTooLong, access_token_jwt, issues_jwt
 from signing.keys import jwks_document, private_key, signing_key_current
 from tokens.consents import consent_record
 from tokens.liveness import Ended, token_alive, token_ended
 from tokens.redemption import grant_claim, refresh_token_claim
-from tokens.selectors import MAX_TOKEN_LENGTH, access_token_get_for_introspection, access_token_get_valid
+from tokens.selectors import access_token_get_for_introspection, access_token_get_valid
 from tokens.services import Lineage, access_token_issue
 
 # RFC 7636 §4.1 / §4.2: verifier 43-128 unreserved characters; S256 challenge is 43 base64url chars.
@@ -181,6 +182,13 @@ def generate_access_token(request=None) -> str:
     except NoSigningKey as exc:
         raise errors.InvalidRequestError(
             description=f"Access tokens for this resource cannot be signed now: this server has no {exc} signing key.",
+            request=request,
+        ) from None
+    except TokenTooLong:
+        raise errors.CustomOAuth2Error(
+            error="invalid_target",
+            description=f"The access token for these resources would be longer than {MAX_TOKEN_LENGTH} characters, "
+            "which no service accepts: ask for fewer resources or scopes.",
             request=request,
         ) from None
     return token

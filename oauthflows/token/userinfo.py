@@ -9,8 +9,8 @@ from django.views.decorators.csrf import csrf_exempt
 
 from accounts.selectors import email_is_verified
 from profiles.selectors import profile_get_for_user
+from scopes.bearer import MalformedBearer, request_bearer_token
 from scopes.verifiers import AuthorizationServerUnavailable, audience_accepted, get_verifier
-from tokens.selectors import MAX_TOKEN_LENGTH
 
 # OpenID Connect Core §5.4: which scope releases which userinfo claim (`sub` is always there).
 PROFILE_CLAIMS = ("preferred_username", "name", "zoneinfo", "locale")
@@ -72,12 +72,12 @@ class UserInfoView(View):
     def answer(self, request):
         # RFC 6750 §2.1: the header only (a token in the query or body is ignored); the scheme is
         # case-insensitive.
-        scheme, _, raw = request.META.get("HTTP_AUTHORIZATION", "").strip().partition(" ")
-        if scheme.lower() != "bearer":
-            return _bearer_error(401, None, "An access token is required: Authorization: Bearer <token>.")
-        raw = raw.strip()
-        if not raw or not raw.isascii() or not raw.isprintable() or " " in raw or len(raw) > MAX_TOKEN_LENGTH:
+        try:
+            raw = request_bearer_token(request)
+        except MalformedBearer:
             return _bearer_error(401, "invalid_token", "The access token is invalid, expired or revoked.")
+        if raw is None:
+            return _bearer_error(401, None, "An access token is required: Authorization: Bearer <token>.")
         try:
             verification = get_verifier().verify(raw)
         except AuthorizationServerUnavailable:

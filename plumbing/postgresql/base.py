@@ -24,7 +24,7 @@ Replaces: Django's `DatabaseWrapper.is_usable()` health check (`SELECT 1` before
 every request on a persistent connection). Justified by (docs/performance.md, "The hot paths", 2): one database
 round trip fewer per request; on loopback the trial measured 1.01 × and 0.97 × (`/v2/me`), inside
 the noise, so it is kept for the round trip it saves on a real network and for the countable
-pings. Kept honest by tests/config/test_postgresql_backend.py and tests/integration/test_database_outage.py.
+pings. Kept honest by tests/plumbing/test_postgresql_backend.py and tests/integration/test_database_outage.py.
 """
 
 import select

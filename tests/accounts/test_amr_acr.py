@@ -9,17 +9,14 @@ from django.test import Client
 from jwcrypto import jwk, jwt
 
 from accounts.selectors import ACR_ONE_FACTOR, ACR_TWO_FACTORS
-from signing import keys
+from signing.keys import signing_key_create
 from tests.accounts.helpers import log_in, next_totp_code, second_step, totp_activate
-from tests.factories import make_client
 from tests.oauthflows.helpers import AUTHORIZE, authorize_url, consent, exchange, query_of
 
 
-@pytest.fixture
-def app(owner):
-    keys.signing_key_create(algorithm="RS256")
-    created = make_client(owner, redirect_uris=["https://app.example.com/cb"], approve=True)
-    return created.client, created.secret.plaintext
+@pytest.fixture(autouse=True)
+def signing_key(db):
+    return signing_key_create(algorithm="RS256")
 
 
 def id_token_claims(browser, app, **params) -> dict:

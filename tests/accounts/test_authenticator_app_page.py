@@ -1,7 +1,7 @@
 """The authenticator app's set-up page shows its QR code within the site's Content-Security-Policy
 (drawn into the page: the policy has no data: images), offers the otpauth:// link for an app on the
 same phone, and the secret as wrapping text with a copy button. The browser's side (rendered, no
-CSP violation, 390 px) is tests/browser/test_authenticator_app.py."""
+CSP violation, 390 px) is tests/browser/test_sign_up_and_authenticator_app.py."""
 
 import re
 from urllib.parse import parse_qs, urlsplit

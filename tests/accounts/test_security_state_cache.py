@@ -18,7 +18,7 @@ from config.checks import security_state_shared
 from operations import readiness
 from plumbing.sharedcache import TABLE, shared_cache_forget
 from tests.factories import PASSWORD, make_user
-from tests.ratelimit.settings_probe import production_settings
+from tests.plumbing.ratelimit.settings_probe import production_settings
 
 SHARED = "plumbing.sharedcache.SharedStateCache"
 LOCMEM = "django.core.cache.backends.locmem.LocMemCache"

@@ -143,8 +143,9 @@ def test_every_authorization_request_carries_pkce_s256_and_a_nonce_that_the_id_t
     assert first["code_challenge_method"] == ["S256"] and len(first["code_challenge"][0]) == 43
     assert len(first["nonce"][0]) >= 43 and first["nonce"] != second["nonce"]  # one per sign-in
     assert first["code_challenge"] != second["code_challenge"]
-    # The provider requires PKCE (tests/browser/upstream/provider.mjs); the sign-in completes, the
-    # ID token carrying the nonce we sent (accounts.upstream; a wrong one: test_identity_providers.py).
+    # The provider requires PKCE (examples/idjag_provider/provider.mjs, run by
+    # tests/browser/upstream_provider.py); the sign-in completes, the ID token carrying the nonce we
+    # sent (accounts.upstream; a wrong one: test_identity_providers.py).
     user = _signed_in(person)
     link = SocialAccount.objects.get(user=user)
     assert link.uid == "ceo" and link.extra_data["id_token"]["nonce"]

@@ -29,7 +29,7 @@ SCOPE = "BOOKING_READ"
 
 
 @pytest.fixture
-def resource_server(reviewer):
+def jwt_resource_server(reviewer):
     created = services.resource_server_create(
         owner=reviewer, name="Bookings API", resource_uri=RESOURCE, actor=reviewer, token_format="jwt"
     )
@@ -84,7 +84,7 @@ def _payload(token: str) -> dict:
 
 @pytest.mark.parametrize("algorithm", ["ES256", "RS256"])
 def test_oauth4webapi_validates_a_jwt_access_token(
-    node_package, server, user_agent, resource_server, app, end_user, settings, algorithm
+    node_package, server, user_agent, jwt_resource_server, app, end_user, settings, algorithm
 ):
     settings.OAUTH_JWT_ACCESS_TOKEN_ALGORITHM = algorithm
     signing_key_create(algorithm=algorithm)
@@ -100,7 +100,7 @@ def test_oauth4webapi_validates_a_jwt_access_token(
 
 
 def test_oauth4webapi_refuses_a_jwt_access_token_for_another_audience(
-    node_package, server, user_agent, resource_server, app
+    node_package, server, user_agent, jwt_resource_server, app
 ):
     signing_key_create(algorithm="ES256")
     token = jwt_access_token(server, user_agent, app)
@@ -109,7 +109,7 @@ def test_oauth4webapi_refuses_a_jwt_access_token_for_another_audience(
     assert '"aud"' in result["message"], result
 
 
-def test_oauth4webapi_refuses_a_tampered_jwt_access_token(node_package, server, user_agent, resource_server, app):
+def test_oauth4webapi_refuses_a_tampered_jwt_access_token(node_package, server, user_agent, jwt_resource_server, app):
     signing_key_create(algorithm="ES256")
     token = jwt_access_token(server, user_agent, app)
     header, _payload_part, signature = token.split(".")

@@ -25,13 +25,8 @@ def lang(response) -> str:
     return html[html.index("<html") : html.index(">", html.index("<html")) + 1]
 
 
-@pytest.fixture
-def app(approved):
-    return approved.client
-
-
-def consent(browser, app, **params):
-    return browser.get(authorize_url(app, prompt="consent", **params), **params.pop("headers", {}))
+def consent(browser, approved_client, **params):
+    return browser.get(authorize_url(approved_client, prompt="consent", **params), **params.pop("headers", {}))
 
 
 def test_without_any_hint_a_page_is_english(client, db):
@@ -63,16 +58,16 @@ def test_the_profiles_locale_is_not_the_persons_choice(browser, end_user):
     assert 'lang="en"' in lang(browser.get("/settings/apps/"))
 
 
-def test_ui_locales_outranks_the_persons_choice(browser, end_user, app):
+def test_ui_locales_outranks_the_persons_choice(browser, end_user, approved_client):
     profile_update(user=end_user, interface_language="de")
-    english = browser.get(authorize_url(app, prompt="consent", ui_locales="en"))
+    english = browser.get(authorize_url(approved_client, prompt="consent", ui_locales="en"))
     assert ENGLISH in english.content.decode() and GERMAN not in english.content.decode()
-    german = browser.get(authorize_url(app, prompt="consent", ui_locales="de"), HTTP_ACCEPT_LANGUAGE="en")
+    german = browser.get(authorize_url(approved_client, prompt="consent", ui_locales="de"), HTTP_ACCEPT_LANGUAGE="en")
     assert GERMAN in german.content.decode()
 
 
-def test_an_unsupported_tag_before_a_supported_one_is_skipped(browser, app):
-    page = browser.get(authorize_url(app, prompt="consent", ui_locales="tlh sv-SE de-CH en"))
+def test_an_unsupported_tag_before_a_supported_one_is_skipped(browser, approved_client):
+    page = browser.get(authorize_url(approved_client, prompt="consent", ui_locales="tlh sv-SE de-CH en"))
     assert lang(page) == '<html lang="de" dir="ltr">' and GERMAN in page.content.decode()
 
 
@@ -80,16 +75,18 @@ def test_an_unsupported_tag_before_a_supported_one_is_skipped(browser, app):
     "ui_locales",
     ["de<script>", "de_DE", "de" + " x" * 150, "ü", "de-" + "a" * 9, "de\x00", "%"],
 )
-def test_a_malformed_or_enormous_ui_locales_is_ignored(browser, app, ui_locales):
-    page = browser.get(authorize_url(app, prompt="consent", ui_locales=ui_locales))
+def test_a_malformed_or_enormous_ui_locales_is_ignored(browser, approved_client, ui_locales):
+    page = browser.get(authorize_url(approved_client, prompt="consent", ui_locales=ui_locales))
     assert page.status_code == 200 and ENGLISH in page.content.decode()
     # Ignored, not an error: the next rule (here the browser's language) decides.
-    page = browser.get(authorize_url(app, prompt="consent", ui_locales=ui_locales), HTTP_ACCEPT_LANGUAGE="de")
+    page = browser.get(
+        authorize_url(approved_client, prompt="consent", ui_locales=ui_locales), HTTP_ACCEPT_LANGUAGE="de"
+    )
     assert page.status_code == 200 and GERMAN in page.content.decode()
 
 
-def test_ui_locales_is_carried_through_the_login_and_ends_with_the_request(client, end_user, app):
-    start = authorize_url(app, prompt="consent", ui_locales="de")
+def test_ui_locales_is_carried_through_the_login_and_ends_with_the_request(client, end_user, approved_client):
+    start = authorize_url(approved_client, prompt="consent", ui_locales="de")
     to_login = client.get(start)
     assert to_login.status_code == 302 and to_login["Location"].startswith("/accounts/login/?next=")
     login_page = client.get(to_login["Location"])
@@ -109,19 +106,19 @@ def test_ui_locales_is_carried_through_the_login_and_ends_with_the_request(clien
     from tests.oauthflows.helpers import consent_form
 
     allow = client.post(start.replace("/authorize?", "/authorize/allow?"), consent_form(page.content.decode()))
-    assert allow.status_code == 302 and allow["Location"].startswith(app.redirect_uri_list[0])
+    assert allow.status_code == 302 and allow["Location"].startswith(approved_client.redirect_uri_list[0])
     assert 'lang="en"' in lang(client.get("/accounts/security/"))
 
 
-def test_a_new_request_without_ui_locales_does_not_inherit_the_last_ones(client, app):
-    client.get("/accounts/login/?" + urlencode({"next": authorize_url(app, ui_locales="de")}))
+def test_a_new_request_without_ui_locales_does_not_inherit_the_last_ones(client, approved_client):
+    client.get("/accounts/login/?" + urlencode({"next": authorize_url(approved_client, ui_locales="de")}))
     assert 'lang="de"' in lang(client.get("/accounts/password/reset/"))
-    client.get("/accounts/login/?" + urlencode({"next": authorize_url(app)}))
+    client.get("/accounts/login/?" + urlencode({"next": authorize_url(approved_client)}))
     assert 'lang="en"' in lang(client.get("/accounts/password/reset/"))
 
 
-def test_a_later_page_outside_the_login_keeps_the_persons_own_language(browser, app):
-    browser.get(authorize_url(app, prompt="consent", ui_locales="de"))
+def test_a_later_page_outside_the_login_keeps_the_persons_own_language(browser, approved_client):
+    browser.get(authorize_url(approved_client, prompt="consent", ui_locales="de"))
     assert 'lang="en"' in lang(browser.get("/settings/apps/"))
 
 
@@ -209,12 +206,12 @@ def test_the_cached_scope_list_is_kept_per_language(db):
     assert "View your profile" in english and "Ihr Profil ansehen" not in english
 
 
-def test_one_persons_language_never_reaches_another_persons_page(app, end_user, other_developer):
+def test_one_persons_language_never_reaches_another_persons_page(approved_client, end_user, other_developer):
     german, english = Client(), Client()
     german.force_login(end_user)
     english.force_login(other_developer)
-    first = german.get(authorize_url(app, prompt="consent"), HTTP_ACCEPT_LANGUAGE="de").content.decode()
-    second = english.get(authorize_url(app, prompt="consent"), HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    first = german.get(authorize_url(approved_client, prompt="consent"), HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    second = english.get(authorize_url(approved_client, prompt="consent"), HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert "Ihr Profil ansehen" in first
     assert "View your profile" in second and "Ihr Profil ansehen" not in second and "Persönlich" not in second
 

@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from tests.integration import faults
-from tests.ratelimit.settings_probe import production_settings
+from tests.plumbing.ratelimit.settings_probe import production_settings
 
 TOKEN = "fault-token-for-this-test"
 

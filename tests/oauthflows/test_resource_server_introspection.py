@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from oauthclients import services
 from oauthclients.models import AccessToken, OAuthClient, RefreshToken, digest
-from tests.factories import make_client, make_resource_server
+from tests.factories import make_client
 from tests.oauthflows.helpers import INTROSPECT, REVOKE, basic, client_post, exchange, get_code, refresh
 from tests.oauthflows.test_token import assert_token_error
 
@@ -16,18 +16,12 @@ GRANTED = "PROFILE_READ ORG_PROFILE_READ"
 
 
 @pytest.fixture
-def server(reviewer):
-    created = make_resource_server(reviewer)
-    return created.client, created.secret.plaintext
-
-
-@pytest.fixture
 def token_scope():
     return GRANTED
 
 
-def ask(api, server, token, **kw):
-    client, secret = server
+def ask(api, resource_server, token, **kw):
+    client, secret = resource_server
     return client_post(api, INTROSPECT, client, {"token": token}, auth=basic(client.client_id, secret), **kw)
 
 
@@ -39,9 +33,9 @@ def inactive(response) -> bool:
 
 
 def test_it_learns_everything_a_resource_server_needs_about_any_apps_token(
-    api, server, tokens, confidential, end_user, settings
+    api, resource_server, tokens, confidential, end_user, settings
 ):
-    response = ask(api, server, tokens["access_token"])
+    response = ask(api, resource_server, tokens["access_token"])
     assert response.status_code == 200 and response["Cache-Control"] == "no-store"
     body = response.json()
     now = int(timezone.now().timestamp())
@@ -60,25 +54,25 @@ def test_it_learns_everything_a_resource_server_needs_about_any_apps_token(
     assert 1790 <= body["exp"] - now <= 1800 and abs(body["iat"] - now) <= 5
 
 
-def test_it_may_authenticate_in_the_body_too(api, server, tokens):
-    client, secret = server
+def test_it_may_authenticate_in_the_body_too(api, resource_server, tokens):
+    client, secret = resource_server
     response = client_post(api, INTROSPECT, client, {"token": tokens["access_token"]}, secret=secret)
     assert response.json()["active"] is True
 
 
-def test_a_legacy_token_is_unrestricted_with_an_empty_scope(api, server, browser, legacy):
+def test_a_legacy_token_is_unrestricted_with_an_empty_scope(api, resource_server, browser, legacy):
     client, secret = legacy
     tokens = exchange(api, client, get_code(browser, client, scope=None), secret=secret).json()
-    body = ask(api, server, tokens["access_token"]).json()
+    body = ask(api, resource_server, tokens["access_token"]).json()
     assert (body["active"], body["scope"], body["unrestricted"]) == (True, "", True)
 
 
-def test_a_refresh_token_is_never_active_for_a_resource_server(api, server, tokens):
-    assert inactive(ask(api, server, tokens["refresh_token"]))
+def test_a_refresh_token_is_never_active_for_a_resource_server(api, resource_server, tokens):
+    assert inactive(ask(api, resource_server, tokens["refresh_token"]))
 
 
-def test_a_token_type_hint_changes_nothing(api, server, tokens):
-    client, secret = server
+def test_a_token_type_hint_changes_nothing(api, resource_server, tokens):
+    client, secret = resource_server
     for hint in ("refresh_token", "access_token"):
         body = client_post(
             api, INTROSPECT, client, {"token": tokens["access_token"], "token_type_hint": hint}, secret=secret
@@ -86,42 +80,42 @@ def test_a_token_type_hint_changes_nothing(api, server, tokens):
         assert body["active"] is True
 
 
-def test_an_expired_token_is_inactive(api, server, tokens):
+def test_an_expired_token_is_inactive(api, resource_server, tokens):
     AccessToken.objects.update(expires=timezone.now() - timedelta(seconds=1))
-    assert inactive(ask(api, server, tokens["access_token"]))
+    assert inactive(ask(api, resource_server, tokens["access_token"]))
 
 
-def test_a_revoked_token_is_inactive(api, server, tokens, confidential):
+def test_a_revoked_token_is_inactive(api, resource_server, tokens, confidential):
     client, secret = confidential
     assert client_post(api, REVOKE, client, {"token": tokens["access_token"]}, secret=secret).status_code == 200
-    assert inactive(ask(api, server, tokens["access_token"]))
+    assert inactive(ask(api, resource_server, tokens["access_token"]))
 
 
-def test_a_rotated_away_token_is_inactive(api, server, tokens, confidential):
+def test_a_rotated_away_token_is_inactive(api, resource_server, tokens, confidential):
     client, secret = confidential
     assert refresh(api, client, tokens["refresh_token"], secret=secret).status_code == 200
-    assert inactive(ask(api, server, tokens["access_token"]))
+    assert inactive(ask(api, resource_server, tokens["access_token"]))
 
 
-def test_a_rejected_clients_token_is_inactive(api, server, tokens, confidential, reviewer):
-    assert ask(api, server, tokens["access_token"]).json()["active"] is True
+def test_a_rejected_clients_token_is_inactive(api, resource_server, tokens, confidential, reviewer):
+    assert ask(api, resource_server, tokens["access_token"]).json()["active"] is True
     services.client_reject(client=confidential[0], actor=reviewer, reason="Abuse")
-    assert inactive(ask(api, server, tokens["access_token"]))
+    assert inactive(ask(api, resource_server, tokens["access_token"]))
 
 
-def test_an_inactive_users_token_is_inactive(api, server, tokens, end_user):
+def test_an_inactive_users_token_is_inactive(api, resource_server, tokens, end_user):
     end_user.is_active = False
     end_user.save(update_fields=["is_active"])
-    assert inactive(ask(api, server, tokens["access_token"]))
+    assert inactive(ask(api, resource_server, tokens["access_token"]))
 
 
 @pytest.mark.parametrize("garbage", ["nope", "x" * 600, "é"])
-def test_garbage_is_inactive(api, server, garbage):
-    assert inactive(ask(api, server, garbage))
+def test_garbage_is_inactive(api, resource_server, garbage):
+    assert inactive(ask(api, resource_server, garbage))
 
 
-def test_it_is_one_indexed_lookup_after_client_authentication(api, server, tokens):
-    ask(api, server, tokens["access_token"])  # records the secret's "last used" minute
+def test_it_is_one_indexed_lookup_after_client_authentication(api, resource_server, tokens):
+    ask(api, resource_server, tokens["access_token"])  # records the secret's "last used" minute
     executed = []
 
     def record(execute, sql, params, many, context):
@@ -130,15 +124,15 @@ def test_it_is_one_indexed_lookup_after_client_authentication(api, server, token
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(record):
-        assert ask(api, server, tokens["access_token"]).json()["active"] is True
+        assert ask(api, resource_server, tokens["access_token"]).json()["active"] is True
     assert len(executed) == 2, executed  # the secret joined to its client; the token joined to client and user
     # The second is the lookup of this very token, by its digest's indexed column.
     sql, params = executed[1]
     assert "token_checksum" in sql and digest(tokens["access_token"]) in params, executed[1]
 
 
-def test_without_its_secret_it_learns_nothing(api, server, tokens):
-    client, _secret = server
+def test_without_its_secret_it_learns_nothing(api, resource_server, tokens):
+    client, _secret = resource_server
     response = client_post(api, INTROSPECT, client, {"token": tokens["access_token"]})  # client_id alone
     assert response.status_code == 401 and response.json()["error"] == "invalid_client"
     wrong = client_post(
@@ -147,10 +141,10 @@ def test_without_its_secret_it_learns_nothing(api, server, tokens):
     assert wrong.status_code == 401 and wrong["WWW-Authenticate"].startswith("Basic")
 
 
-def test_a_rejected_resource_server_stops_at_once(api, server, tokens, reviewer):
-    assert ask(api, server, tokens["access_token"]).json()["active"] is True
-    services.client_reject(client=server[0], actor=reviewer, reason="Decommissioned")
-    response = ask(api, server, tokens["access_token"])
+def test_a_rejected_resource_server_stops_at_once(api, resource_server, tokens, reviewer):
+    assert ask(api, resource_server, tokens["access_token"]).json()["active"] is True
+    services.client_reject(client=resource_server[0], actor=reviewer, reason="Decommissioned")
+    response = ask(api, resource_server, tokens["access_token"])
     assert response.status_code == 401 and response.json()["error"] == "invalid_client"
 
 
@@ -163,24 +157,24 @@ def test_an_app_still_cannot_introspect_another_apps_token(api, tokens, owner):
 
 
 @pytest.mark.parametrize("grant_type", ["authorization_code", "refresh_token"])
-def test_every_grant_is_unauthorized_client(api, server, grant_type):
-    client, secret = server
+def test_every_grant_is_unauthorized_client(api, resource_server, grant_type):
+    client, secret = resource_server
     data = {"grant_type": grant_type, "code": "x", "refresh_token": "x", "redirect_uri": "https://x.example.com/cb"}
     response = client_post(api, "/v2/auth/oauth2/token", client, data, secret=secret)
     assert_token_error(response, "unauthorized_client", status=400)
     assert "introspect" in response.json()["error_description"]
 
 
-def test_it_cannot_revoke(api, server, tokens):
-    client, secret = server
+def test_it_cannot_revoke(api, resource_server, tokens):
+    client, secret = resource_server
     response = client_post(api, REVOKE, client, {"token": tokens["access_token"]}, secret=secret)
     assert response.status_code == 400 and response.json()["error"] == "unauthorized_client"
     assert AccessToken.objects.filter(token_checksum=digest(tokens["access_token"])).exists()
     assert RefreshToken.objects.filter(revoked__isnull=True).count() == 1
 
 
-def test_an_authorization_request_naming_it_is_refused_like_an_unknown_client(browser, server):
-    client, _ = server
+def test_an_authorization_request_naming_it_is_refused_like_an_unknown_client(browser, resource_server):
+    client, _ = resource_server
     known = browser.get(
         "/auth/oauth2/authorize",
         {"client_id": client.client_id, "redirect_uri": "https://x.example.com/cb", "scope": "PROFILE_READ"},

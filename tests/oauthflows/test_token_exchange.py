@@ -115,10 +115,23 @@ def test_without_scope_the_exchanged_token_has_the_subjects(browser, api, confid
     assert sorted(response.json()["scope"].split()) == sorted(GRANTED.split())
 
 
-def test_audience_names_the_target_as_resource_does(browser, api, confidential, mcp, allowed):
+def test_audience_names_the_target_as_resource_does(browser, api, confidential, mcp, bookings, calendar, allowed):
+    """RFC 8693 §2.1: `audience` (here a resource URI) names the target as `resource` does: the token
+    issued is bound to it, and to nothing else."""
     subject = user_tokens(browser, api, confidential)["access_token"]
     response = trade(api, mcp, subject, resource=None, audience=BOOKINGS)
     assert response.status_code == 200, response.content
+    exchanged = response.json()["access_token"]
+    claims = introspect(api, bookings, exchanged)
+    assert claims["active"] is True and claims["aud"] == [BOOKINGS]
+    assert claims["act"] == {"sub": mcp[0].client_id}
+    assert AccessToken.objects.get(token_checksum=digest(exchanged)).resource == [BOOKINGS]
+    # Bound to the bookings service only: the calendar service and the caller are told nothing.
+    assert introspect(api, calendar, exchanged) == {"active": False}
+    assert introspect(api, mcp, exchanged) == {"active": False}
+    # And an audience the administrator did not allow is refused as a resource is.
+    refused = trade(api, mcp, subject, resource=None, audience=calendar[0].resource_uri)
+    assert refused.status_code == 400 and refused.json()["error"] == "invalid_target"
 
 
 def test_it_lives_no_longer_than_the_subject_token(browser, api, confidential, mcp, allowed):

@@ -20,13 +20,13 @@ JWT_SERVICE = "https://bookings.example.com/v2"
 
 
 @pytest.fixture
-def keys(db):
+def keys_by_algorithm(db):
     allocator.forget()
     return {algorithm: signing_key_create(algorithm=algorithm) for algorithm in ("RS256", "ES256")}
 
 
 @pytest.fixture
-def jwt_service(reviewer):
+def jwt_service_client(reviewer):
     return services.resource_server_create(
         owner=reviewer, name="Bookings", resource_uri=JWT_SERVICE, actor=reviewer, token_format="jwt"
     ).client
@@ -39,12 +39,12 @@ def assert_unavailable(response):
     return response.json()
 
 
-def test_the_problems_name_the_setting_and_each_key_it_does_not_open(keys, settings):
+def test_the_problems_name_the_setting_and_each_key_it_does_not_open(keys_by_algorithm, settings):
     assert signing_keys_problems() == []
     settings.OAUTH_SIGNING_KEY_ENCRYPTION_KEY = WRONG
     problems = signing_keys_problems()
     assert len(problems) == 2 and all("OAUTH_SIGNING_KEY_ENCRYPTION_KEY" in problem for problem in problems)
-    for key in keys.values():
+    for key in keys_by_algorithm.values():
         assert sum(key.kid in problem for problem in problems) == 1
     assert WRONG not in " ".join(problems)
     settings.OAUTH_SIGNING_KEY_ENCRYPTION_KEY = ""
@@ -52,19 +52,19 @@ def test_the_problems_name_the_setting_and_each_key_it_does_not_open(keys, setti
     assert "OAUTH_SIGNING_KEY_ENCRYPTION_KEY must be set" in unset
 
 
-def test_a_key_no_longer_published_is_not_asked(keys, settings):
+def test_a_key_no_longer_published_is_not_asked(keys_by_algorithm, settings):
     from django.utils import timezone
 
     from signing.models import SigningKey
 
-    signing_key_retire(kid=keys["RS256"].kid)
-    SigningKey.objects.filter(kid=keys["RS256"].kid).update(retired_at=timezone.now().replace(year=2000))
+    signing_key_retire(kid=keys_by_algorithm["RS256"].kid)
+    SigningKey.objects.filter(kid=keys_by_algorithm["RS256"].kid).update(retired_at=timezone.now().replace(year=2000))
     settings.OAUTH_SIGNING_KEY_ENCRYPTION_KEY = WRONG
     (problem,) = signing_keys_problems()
-    assert keys["ES256"].kid in problem
+    assert keys_by_algorithm["ES256"].kid in problem
 
 
-def test_check_deploy_errors_on_a_wrong_encryption_key(keys, settings):
+def test_check_deploy_errors_on_a_wrong_encryption_key(keys_by_algorithm, settings):
     assert signing_keys_ready(databases=["default"]) == []
     settings.OAUTH_SIGNING_KEY_ENCRYPTION_KEY = WRONG
     found = signing_keys_ready(databases=["default"])
@@ -75,7 +75,7 @@ def test_check_deploy_errors_on_a_wrong_encryption_key(keys, settings):
         call_command("check", "--deploy", "--database", "default", "--tag", "security", stdout=StringIO())
 
 
-def test_an_openid_exchange_is_503_and_the_code_stays_unused(keys, settings, browser, api, confidential):
+def test_an_openid_exchange_is_503_and_the_code_stays_unused(keys_by_algorithm, settings, browser, api, confidential):
     client, secret = confidential
     code = get_code(browser, client, scope="openid PROFILE_READ", nonce="n-1")
     settings.OAUTH_SIGNING_KEY_ENCRYPTION_KEY = WRONG
@@ -88,7 +88,7 @@ def test_an_openid_exchange_is_503_and_the_code_stays_unused(keys, settings, bro
 
 
 def test_a_jwt_exchange_a_jwt_refresh_and_the_status_list_are_503(
-    keys, settings, browser, api, confidential, jwt_service
+    keys_by_algorithm, settings, browser, api, confidential, jwt_service_client
 ):
     client, secret = confidential
     code = get_code(browser, client, resource=JWT_SERVICE)

@@ -17,7 +17,7 @@ from django.test import Client
 from operations.logs import JsonLines
 from plumbing.logfilters import RedactCredentials
 from plumbing.requestid import RequestIdFilter
-from tests.factories import PASSWORD, make_client, make_user
+from tests.factories import PASSWORD, make_user
 from tests.oauthflows.helpers import exchange, get_code
 
 
@@ -38,13 +38,6 @@ def json_lines():
     root.setLevel(old_level)
 
 
-@pytest.fixture
-def app(db):
-    owner = make_user("owner")
-    created = make_client(owner, redirect_uris=["https://app.example/cb"], scopes=["PROFILE_READ"], approve=True)
-    return created.client, created.secret.plaintext
-
-
 def test_a_sane_request_id_is_kept_and_returned(app, json_lines):
     client, secret = app
     response = Client().post(
@@ -55,7 +48,7 @@ def test_a_sane_request_id_is_kept_and_returned(app, json_lines):
                 "code": "nope",
                 "client_id": client.client_id,
                 "client_secret": secret,
-                "redirect_uri": "https://app.example/cb",
+                "redirect_uri": "https://app.example.com/cb",
             }
         ),
         content_type="application/x-www-form-urlencoded",

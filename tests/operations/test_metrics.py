@@ -38,13 +38,6 @@ def samples(text: str) -> dict:
     return found
 
 
-@pytest.fixture
-def app(db):
-    owner = make_user("owner")
-    created = make_client(owner, redirect_uris=["https://app.example/cb"], scopes=["PROFILE_READ"], approve=True)
-    return created.client, created.secret.plaintext
-
-
 @pytest.mark.django_db
 def test_a_scraper_on_loopback_reads_them(app):
     response = scrape()
@@ -85,7 +78,7 @@ def test_token_requests_by_grant_type_and_outcome_and_latency(app):
         value("oauth_token_requests_total", **labels),
         value("oauth_request_duration_seconds_count", endpoint="token"),
     )
-    body = {"grant_type": "authorization_code", "code": "nope", "redirect_uri": "https://app.example/cb"}
+    body = {"grant_type": "authorization_code", "code": "nope", "redirect_uri": "https://app.example.com/cb"}
     Client().post(
         "/v2/auth/oauth2/token",
         urlencode({**body, "client_id": client.client_id, "client_secret": secret}),

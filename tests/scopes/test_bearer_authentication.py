@@ -17,7 +17,8 @@ BOOKINGS = "/v2/bookings"
 
 
 @pytest.fixture
-def token(issue_token):
+def booking_token(issue_token):
+    """An access token of the end user's with BOOKING_READ, what /v2/bookings asks for."""
     return issue_token("BOOKING_READ")
 
 
@@ -29,14 +30,14 @@ def test_no_authorization_header_is_401_with_a_bare_bearer_challenge(client):
 
 
 @pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER", "bEaReR"])
-def test_the_scheme_is_case_insensitive(client, token, end_user, scheme):
-    data = assert_success(client.get(BOOKINGS, **bearer(token, scheme)), "BookingsApi")
+def test_the_scheme_is_case_insensitive(client, booking_token, end_user, scheme):
+    data = assert_success(client.get(BOOKINGS, **bearer(booking_token, scheme)), "BookingsApi")
     assert data["user"] == end_user.pk
 
 
 @pytest.mark.parametrize("scheme", ["Basic", "Token", "MAC", "Bearertoken"])
-def test_another_scheme_counts_as_no_token(client, token, scheme):
-    assert_no_token(client.get(BOOKINGS, **bearer(token, scheme)))
+def test_another_scheme_counts_as_no_token(client, booking_token, scheme):
+    assert_no_token(client.get(BOOKINGS, **bearer(booking_token, scheme)))
 
 
 @pytest.mark.parametrize("header", ["Bearer", "Bearer ", "Bearer  ", "Bearer one two"])
@@ -50,28 +51,28 @@ def test_an_unknown_token_is_an_invalid_token(client, raw):
     assert raw not in error["message"]
 
 
-def test_the_token_value_is_never_echoed(client, token):
+def test_the_token_value_is_never_echoed(client, booking_token):
     # A wrong token that differs from a real one in its last character.
-    wrong = token[:-1] + ("A" if token[-1] != "A" else "B")
+    wrong = booking_token[:-1] + ("A" if booking_token[-1] != "A" else "B")
     response = client.get(BOOKINGS, **bearer(wrong))
     assert_invalid_token(response)
-    assert wrong.encode() not in response.content and token.encode() not in response.content
+    assert wrong.encode() not in response.content and booking_token.encode() not in response.content
 
 
 # --- tokens anywhere but the header are ignored (RFC 9700 §4.3.2) --------------------------------
 
 
-def test_a_query_string_token_does_not_authenticate(client, token):
-    assert_no_token(client.get(BOOKINGS, {"access_token": token}))
+def test_a_query_string_token_does_not_authenticate(client, booking_token):
+    assert_no_token(client.get(BOOKINGS, {"access_token": booking_token}))
 
 
-def test_a_form_body_token_does_not_authenticate(client, token):
-    response = client.post(BOOKINGS, {"access_token": token})
+def test_a_form_body_token_does_not_authenticate(client, booking_token):
+    response = client.post(BOOKINGS, {"access_token": booking_token})
     assert_no_token(response)
 
 
-def test_a_query_string_token_does_not_block_a_valid_header_token(client, token, end_user):
-    response = client.get(BOOKINGS, {"access_token": "garbage"}, **bearer(token))
+def test_a_query_string_token_does_not_block_a_valid_header_token(client, booking_token, end_user):
+    response = client.get(BOOKINGS, {"access_token": "garbage"}, **bearer(booking_token))
     assert assert_success(response, "BookingsApi")["user"] == end_user.pk
 
 
@@ -103,10 +104,10 @@ def test_a_token_issued_already_expired_is_an_invalid_token(client, issue_token)
     assert_invalid_token(client.get(BOOKINGS, **bearer(issue_token("BOOKING_READ", expires_in=-60))))
 
 
-def test_a_deleted_token_is_an_invalid_token(client, token):
-    assert_success(client.get(BOOKINGS, **bearer(token)))
-    access_token_row(token).revoke()  # DOT's revocation deletes the row
-    assert_invalid_token(client.get(BOOKINGS, **bearer(token)))
+def test_a_deleted_token_is_an_invalid_token(client, booking_token):
+    assert_success(client.get(BOOKINGS, **bearer(booking_token)))
+    access_token_row(booking_token).revoke()  # DOT's revocation deletes the row
+    assert_invalid_token(client.get(BOOKINGS, **bearer(booking_token)))
 
 
 def test_a_refresh_token_is_not_an_access_token(client, browser, api, confidential):
@@ -136,10 +137,10 @@ def test_a_refresh_retires_the_previous_access_token(client, browser, api, confi
 # --- the client and the user behind a token -----------------------------------------------------
 
 
-def test_rejecting_an_approved_client_kills_its_tokens_at_once(client, token, reviewer):
-    assert_success(client.get(BOOKINGS, **bearer(token)))
-    services.client_reject(client=access_token_row(token).application, actor=reviewer, reason="Phishing.")
-    assert_invalid_token(client.get(BOOKINGS, **bearer(token)))
+def test_rejecting_an_approved_client_kills_its_tokens_at_once(client, booking_token, reviewer):
+    assert_success(client.get(BOOKINGS, **bearer(booking_token)))
+    services.client_reject(client=access_token_row(booking_token).application, actor=reviewer, reason="Phishing.")
+    assert_invalid_token(client.get(BOOKINGS, **bearer(booking_token)))
 
 
 def test_rejecting_a_client_kills_tokens_obtained_through_the_flow(client, browser, api, confidential, reviewer):
@@ -156,11 +157,11 @@ def test_rejecting_one_client_leaves_other_clients_tokens_alone(client, issue_to
     assert_success(client.get(BOOKINGS, **bearer(other)))
 
 
-def test_a_deactivated_users_token_is_an_invalid_token(client, token, end_user):
-    assert_success(client.get(BOOKINGS, **bearer(token)))
+def test_a_deactivated_users_token_is_an_invalid_token(client, booking_token, end_user):
+    assert_success(client.get(BOOKINGS, **bearer(booking_token)))
     end_user.is_active = False
     end_user.save(update_fields=["is_active"])
-    assert_invalid_token(client.get(BOOKINGS, **bearer(token)))
+    assert_invalid_token(client.get(BOOKINGS, **bearer(booking_token)))
 
 
 def test_a_dead_token_is_refused_even_on_a_public_endpoint(client):

@@ -38,7 +38,8 @@ def http():
 
 
 @pytest.fixture
-def app(owner):
+def profile_writer(owner):
+    """An approved app that may read and write the profile (its ClientCreated: client and secret)."""
     return make_client(owner, scopes=["PROFILE_READ", "PROFILE_WRITE"], approve=True)
 
 
@@ -52,7 +53,8 @@ def browser(end_user):
 
 
 @pytest.fixture
-def token(issue_token):
+def profile_token(issue_token):
+    """An access token of the end user's that may read and write the profile."""
     return issue_token("PROFILE_READ PROFILE_WRITE")
 
 
@@ -187,8 +189,8 @@ def test_token_refuses_json_that_is_not_an_object_of_strings(http, db, body):
 
 
 @pytest.mark.parametrize("name", ["client_secret", "code", "refresh_token", "code_verifier", "password"])
-def test_token_refuses_credentials_in_the_query_string(http, app, name):
-    client, secret = app.client, app.secret.plaintext
+def test_token_refuses_credentials_in_the_query_string(http, profile_writer, name):
+    client, secret = profile_writer.client, profile_writer.secret.plaintext
     body = f"grant_type=refresh_token&refresh_token=x&client_id={client.client_id}&client_secret={secret}"
     response = post_form(http, f"{TOKEN}?{name}=leaked", body)
     assert_token_error(response, status=400, error="invalid_request")
@@ -207,9 +209,9 @@ def test_token_answers_a_get_with_405_and_no_body_parsing(http, db):
     ["&x=" + KB100, "&state=" + KB100, "&scope=" + "PROFILE_READ%20" * 2000, "&a=1" * 3000],
     ids=["100KB param", "100KB state", "30KB scope", "3000 params"],
 )
-def test_authorize_refuses_oversized_queries_before_any_work(browser, http, app, logged, extra):
+def test_authorize_refuses_oversized_queries_before_any_work(browser, http, profile_writer, logged, extra):
     with no_queries() as queries:
-        response = (browser if logged else http).get(authorize_url(app.client) + extra)
+        response = (browser if logged else http).get(authorize_url(profile_writer.client) + extra)
 
     assert_error_page(response, 414)
     assert len(queries) == 0
@@ -217,8 +219,8 @@ def test_authorize_refuses_oversized_queries_before_any_work(browser, http, app,
 
 
 @pytest.mark.parametrize("decision", ["allow", "deny"])
-def test_the_consent_posts_refuse_a_100kb_body_before_any_work(browser, app, decision):
-    url = authorize_url(app.client).replace(AUTHORIZE + "?", f"{AUTHORIZE}/{decision}?", 1)
+def test_the_consent_posts_refuse_a_100kb_body_before_any_work(browser, profile_writer, decision):
+    url = authorize_url(profile_writer.client).replace(AUTHORIZE + "?", f"{AUTHORIZE}/{decision}?", 1)
     with no_queries() as queries:
         response = post_form(browser, url, "csrfmiddlewaretoken=" + KB100)
     assert_error_page(response, 413)
@@ -227,19 +229,19 @@ def test_the_consent_posts_refuse_a_100kb_body_before_any_work(browser, app, dec
 
 @pytest.mark.parametrize("param", ["state", "scope", "redirect_uri", "client_id", "code_challenge"])
 @pytest.mark.parametrize("bad", ["%ff", "%c3%28", "%ed%a0%80"], ids=["ff", "c328", "surrogate"])
-def test_authorize_refuses_a_query_that_is_not_utf8_without_redirecting(browser, app, param, bad):
-    response = browser.get(authorize_url(app.client) + f"&{param}=x{bad}")
+def test_authorize_refuses_a_query_that_is_not_utf8_without_redirecting(browser, profile_writer, param, bad):
+    response = browser.get(authorize_url(profile_writer.client) + f"&{param}=x{bad}")
     assert_error_page(response, 400)
 
 
-def test_the_allow_post_refuses_a_form_body_that_is_not_utf8(browser, app):
-    url = authorize_url(app.client).replace(AUTHORIZE + "?", f"{AUTHORIZE}/allow?", 1)
+def test_the_allow_post_refuses_a_form_body_that_is_not_utf8(browser, profile_writer):
+    url = authorize_url(profile_writer.client).replace(AUTHORIZE + "?", f"{AUTHORIZE}/allow?", 1)
     assert_error_page(post_form(browser, url, b"csrfmiddlewaretoken=%ff"), 400)
     assert_error_page(post_form(browser, url, b"x=1", content_type=FORM + "; charset=latin-1"), 400)
 
 
-def test_authorize_refuses_a_duplicated_client_id_or_redirect_uri_with_a_page(browser, app):
-    client = app.client
+def test_authorize_refuses_a_duplicated_client_id_or_redirect_uri_with_a_page(browser, profile_writer):
+    client = profile_writer.client
     for extra in (f"&client_id={client.client_id}", f"&redirect_uri={client.redirect_uri_list[0]}"):
         assert_error_page(browser.get(authorize_url(client) + extra), 400)
 
@@ -254,17 +256,19 @@ def test_authorize_refuses_a_duplicated_client_id_or_redirect_uri_with_a_page(br
         ("code_challenge_method", "S256"),
     ],
 )
-def test_authorize_reports_other_duplicates_to_the_verified_redirect_uri(browser, app, name, value):
-    url = authorize_url(app.client, response_type="code", code_challenge="A" * 43, code_challenge_method="S256")
+def test_authorize_reports_other_duplicates_to_the_verified_redirect_uri(browser, profile_writer, name, value):
+    url = authorize_url(
+        profile_writer.client, response_type="code", code_challenge="A" * 43, code_challenge_method="S256"
+    )
     response = browser.get(f"{url}&{name}={value}")
     assert response.status_code == 302
-    assert response["Location"].startswith(app.client.redirect_uri_list[0] + "?")
+    assert response["Location"].startswith(profile_writer.client.redirect_uri_list[0] + "?")
     assert query_of(response["Location"])["error"] == "invalid_request"
 
 
-def test_authorize_never_sends_a_secret_from_its_query_back_to_the_app(browser, app):
+def test_authorize_never_sends_a_secret_from_its_query_back_to_the_app(browser, profile_writer):
     # RFC 6749 §3.1: unknown parameters are ignored — and never echoed into the redirect.
-    client, secret = app.client, app.secret.plaintext
+    client, secret = profile_writer.client, profile_writer.secret.plaintext
     url = authorize_url(client) + f"&client_secret={secret}&code=stolen&password=pw"
     assert browser.get(url).status_code == 200
     response = browser.post(url.replace(AUTHORIZE + "?", f"{AUTHORIZE}/allow?", 1))
@@ -277,16 +281,16 @@ def test_authorize_never_sends_a_secret_from_its_query_back_to_the_app(browser, 
 
 
 @pytest.mark.parametrize("method", ["get", "patch"])
-def test_me_refuses_an_oversized_query_before_looking_up_the_token(http, token, method):
+def test_me_refuses_an_oversized_query_before_looking_up_the_token(http, profile_token, method):
     with no_queries() as queries:
-        response = getattr(http, method)(ME + "?x=" + KB100, HTTP_AUTHORIZATION=f"Bearer {token}")
+        response = getattr(http, method)(ME + "?x=" + KB100, HTTP_AUTHORIZATION=f"Bearer {profile_token}")
     assert_api_error(response, status=414, code="uri_too_long")
     assert len(queries) == 0
 
 
 @pytest.mark.parametrize("method", ["get", "patch"])
-def test_me_refuses_a_query_that_is_not_utf8(http, token, method):
-    response = getattr(http, method)(ME + "?x=%ff", HTTP_AUTHORIZATION=f"Bearer {token}")
+def test_me_refuses_a_query_that_is_not_utf8(http, profile_token, method):
+    response = getattr(http, method)(ME + "?x=%ff", HTTP_AUTHORIZATION=f"Bearer {profile_token}")
     assert_api_error(response, status=400, code="bad_request")
 
 
@@ -302,8 +306,8 @@ def test_me_refuses_a_100kb_token_without_a_query(http, db):
     [f'{{"name": "{KB100}"}}', f'{{"name": "Ada", "timeZone": "{KB100}"}}', f'{{"{KB100}": 1}}'],
     ids=["100KB name", "100KB timeZone", "100KB key"],
 )
-def test_me_refuses_100kb_fields(http, token, body):
-    response = http.patch(ME, body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+def test_me_refuses_100kb_fields(http, profile_token, body):
+    response = http.patch(ME, body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {profile_token}")
     assert_api_error(response, status=400, code="validation_error")
 
 
@@ -320,21 +324,21 @@ def test_me_refuses_100kb_fields(http, token, body):
     ],
     ids=["json ff", "array", "string", "null", "form", "text", "multipart"],
 )
-def test_me_patch_refuses_malformed_bodies(http, token, body, content_type, status, code):
-    response = http.generic("PATCH", ME, body, content_type=content_type, HTTP_AUTHORIZATION=f"Bearer {token}")
+def test_me_patch_refuses_malformed_bodies(http, profile_token, body, content_type, status, code):
+    response = http.generic("PATCH", ME, body, content_type=content_type, HTTP_AUTHORIZATION=f"Bearer {profile_token}")
     assert_api_error(response, status=status, code=code)
 
 
-def test_me_patch_with_a_duplicated_json_key_is_read_as_json_is_read(http, token):
+def test_me_patch_with_a_duplicated_json_key_is_read_as_json_is_read(http, profile_token):
     # RFC 8259 leaves duplicate names to the parser; Python's keeps the last. No 5xx either way.
     body = '{"name": "A", "name": "B"}'
-    response = http.patch(ME, body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = http.patch(ME, body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {profile_token}")
     assert response.status_code == 200 and response.json()["data"]["name"] == "B"
 
 
-def test_me_ignores_a_token_in_the_query_string(http, token):
-    assert_api_error(http.get(f"{ME}?access_token={token}"), status=401, code="unauthorized")
-    response = http.get(f"{ME}?access_token=nonsense", HTTP_AUTHORIZATION=f"Bearer {token}")
+def test_me_ignores_a_token_in_the_query_string(http, profile_token):
+    assert_api_error(http.get(f"{ME}?access_token={profile_token}"), status=401, code="unauthorized")
+    response = http.get(f"{ME}?access_token=nonsense", HTTP_AUTHORIZATION=f"Bearer {profile_token}")
     assert response.status_code == 200
 
 

@@ -28,17 +28,12 @@ from tests.oauthclients.service_helpers import status_bit
 LIST = 7
 
 
-@pytest.fixture
-def client(owner):
-    return make_client(owner, approve=True).client
-
-
-def jwt_row(user, client, index: int) -> AccessToken:
+def jwt_row(user, approved_client, index: int) -> AccessToken:
     """A live JWT access token's row, as save_bearer_token leaves it (its place in list LIST)."""
     StatusList.objects.get_or_create(number=LIST, defaults={"size": 256})
     token = AccessToken(
         user=user,
-        application=client,
+        application=approved_client,
         scope="PROFILE_READ",
         expires=timezone.now() + timedelta(minutes=30),
         status_list=LIST,
@@ -53,34 +48,34 @@ def bits(*indices) -> list[int]:
     return [status_bit(LIST, index) for index in indices]
 
 
-def test_a_live_token_is_clear_and_an_unrelated_change_sets_nothing(client, end_user):
-    jwt_row(end_user, client, 0)
+def test_a_live_token_is_clear_and_an_unrelated_change_sets_nothing(approved_client, end_user):
+    jwt_row(end_user, approved_client, 0)
     get_user_model().objects.filter(pk=end_user.pk).update(first_name="Renamed")
     end_user.save()  # still active: no change of is_active
-    OAuthClient.objects.filter(pk=client.pk).update(name="Renamed")
+    OAuthClient.objects.filter(pk=approved_client.pk).update(name="Renamed")
     assert bits(0) == [0]
     assert not StatusRevocation.objects.exists()
 
 
-def test_a_bulk_deactivation_sets_the_bits_of_that_users_tokens_only(client, end_user):
+def test_a_bulk_deactivation_sets_the_bits_of_that_users_tokens_only(approved_client, end_user):
     other = make_user("other")
-    jwt_row(end_user, client, 0), jwt_row(end_user, client, 1), jwt_row(other, client, 2)
+    jwt_row(end_user, approved_client, 0), jwt_row(end_user, approved_client, 1), jwt_row(other, approved_client, 2)
     # A data migration or a sync job: no save(), no signal.
     assert get_user_model().objects.filter(pk=end_user.pk).update(is_active=False) == 1
     assert bits(0, 1, 2) == [1, 1, 0]
     assert AccessToken.objects.filter(user=end_user).count() == 2  # the rows stay; the bits say it
 
 
-def test_a_deactivation_by_save_sets_the_bits(client, end_user):
-    jwt_row(end_user, client, 3)
+def test_a_deactivation_by_save_sets_the_bits(approved_client, end_user):
+    jwt_row(end_user, approved_client, 3)
     end_user.is_active = False
     end_user.save()
     assert bits(3) == [1]
 
 
-def test_a_rejected_client_sets_the_bits_by_the_service_or_a_bulk_update(client, owner, end_user, reviewer):
-    jwt_row(end_user, client, 0)
-    services.client_reject(client=client, actor=reviewer, reason="Abuse")
+def test_a_rejected_client_sets_the_bits_by_the_service_or_a_bulk_update(approved_client, owner, end_user, reviewer):
+    jwt_row(end_user, approved_client, 0)
+    services.client_reject(client=approved_client, actor=reviewer, reason="Abuse")
     assert bits(0) == [1]
 
     second = make_client(owner, name="Second App", approve=True).client
@@ -91,9 +86,9 @@ def test_a_rejected_client_sets_the_bits_by_the_service_or_a_bulk_update(client,
 
 
 @pytest.mark.parametrize("how", ["instance", "queryset", "raw", "user_deleted", "client_deleted"])
-def test_a_token_whose_row_is_gone_is_set(client, end_user, how):
-    token = jwt_row(end_user, client, 5)
-    jwt_row(make_user("keeper"), client, 6)
+def test_a_token_whose_row_is_gone_is_set(approved_client, end_user, how):
+    token = jwt_row(end_user, approved_client, 5)
+    jwt_row(make_user("keeper"), approved_client, 6)
     if how == "instance":
         token.delete()
     elif how == "queryset":
@@ -103,21 +98,21 @@ def test_a_token_whose_row_is_gone_is_set(client, end_user, how):
     elif how == "user_deleted":  # a cascade: AccessToken's own delete never runs
         end_user.delete()
     else:  # a cascade from the client's row (the admin's delete; the service only marks it deleted)
-        client.delete()
+        approved_client.delete()
     assert bits(5) == [1]
     assert bits(6) == ([1] if how == "client_deleted" else [0])
 
 
-def test_an_opaque_token_writes_no_bit(client, end_user):
+def test_an_opaque_token_writes_no_bit(approved_client, end_user):
     from tests.factories import make_tokens
 
-    make_tokens(end_user, client)
+    make_tokens(end_user, approved_client)
     AccessToken.objects.all().delete()
     get_user_model().objects.filter(pk=end_user.pk).update(is_active=False)
     assert not StatusRevocation.objects.exists()
 
 
-def test_the_triggers_are_in_place_and_a_missing_one_is_a_check_error(client, end_user):
+def test_the_triggers_are_in_place_and_a_missing_one_is_a_check_error(approved_client, end_user):
     assert status_triggers_missing() == []
     assert status_triggers_ready(databases=["default"]) == []
     with connection.cursor() as cursor:
@@ -135,12 +130,12 @@ def test_the_triggers_are_in_place_and_a_missing_one_is_a_check_error(client, en
     assert status_triggers_ready() == []  # a database question: asked with --database only
     status_triggers_install()
     assert status_triggers_missing() == [] and len(TRIGGERS) == 3
-    jwt_row(end_user, client, 9)
+    jwt_row(end_user, approved_client, 9)
     get_user_model().objects.filter(pk=end_user.pk).update(is_active=False)
     assert bits(9) == [1]
 
 
-def test_migrate_puts_back_a_dropped_trigger(client):
+def test_migrate_puts_back_a_dropped_trigger(approved_client):
     with connection.cursor() as cursor:
         cursor.execute(
             f"DROP TRIGGER {TRIGGER_USER_INACTIVE}"

@@ -1,4 +1,5 @@
-"""What the upgraded database holds, read by the NEW code: printed as JSON for tests/upgrade/test_upgrade.py.
+"""What the upgraded database holds, read by the NEW code: printed as JSON for
+tests/upgrade/test_upgrade_from_previous_release.py.
 
 Run by the test as `python -m tests.upgrade.upgraded_facts FIXTURE.json` with the production settings
 and DATABASE_URL naming the upgraded database (the server's environment). Only what cannot be seen

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parents[2]
+PROJECT = Path(__file__).resolve().parents[3]
 OWN_VARIABLES = ("REDIS_URL", "DJANGO_TRUSTED_PROXIES", "RATELIMIT_")
 
 

@@ -5,7 +5,7 @@ from django.urls import resolve
 
 from plumbing.env import env_networks, env_rate
 from plumbing.ratelimit import ROUTES, VIEW_ROUTES
-from tests.ratelimit.settings_probe import production_settings
+from tests.plumbing.ratelimit.settings_probe import production_settings
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from django.test import Client
 
 from plumbing.ratelimit import Window
 from tests.oauthflows.helpers import TOKEN
-from tests.ratelimit.settings_probe import production_settings
+from tests.plumbing.ratelimit.settings_probe import production_settings
 
 REDIS_BACKEND = "django.core.cache.backends.redis.RedisCache"
 LOCMEM_BACKEND = "django.core.cache.backends.locmem.LocMemCache"

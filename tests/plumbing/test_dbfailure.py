@@ -128,7 +128,7 @@ class FailAfterTheView:
 
 @pytest.mark.parametrize(("path", "api"), [("/v2/me", True), ("/accounts/login/", False)])
 def test_a_failure_outside_the_view_is_the_same_503(db, settings, path, api):
-    settings.MIDDLEWARE = [*settings.MIDDLEWARE, "tests.config.test_dbfailure.FailAfterTheView"]
+    settings.MIDDLEWARE = [*settings.MIDDLEWARE, "tests.plumbing.test_dbfailure.FailAfterTheView"]
     response = Client(raise_request_exception=False).get(path)
     if api:
         assert_api_503(response)

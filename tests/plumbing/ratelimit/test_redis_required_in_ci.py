@@ -4,9 +4,9 @@ import os
 import subprocess
 import sys
 
-from tests.ratelimit.settings_probe import PROJECT
+from tests.plumbing.ratelimit.settings_probe import PROJECT
 
-REDIS_TEST = "tests/ratelimit/test_shared_counts.py::test_concurrent_counting_on_redis_loses_no_hit"
+REDIS_TEST = "tests/plumbing/ratelimit/test_shared_counts.py::test_concurrent_counting_on_redis_loses_no_hit"
 
 
 def run_redis_test(**env: str) -> subprocess.CompletedProcess:

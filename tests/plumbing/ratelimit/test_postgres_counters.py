@@ -15,8 +15,8 @@ from django.test.utils import CaptureQueriesContext
 from plumbing.ratelimit import Window
 from tests.factories import make_tokens
 from tests.oauthflows.helpers import TOKEN
-from tests.ratelimit.settings_probe import production_settings
-from tests.ratelimit.test_shared_counts import guess
+from tests.plumbing.ratelimit.settings_probe import production_settings
+from tests.plumbing.ratelimit.test_shared_counts import guess
 
 BACKEND = "plumbing.countercache.PostgresCounterCache"
 postgres_only = pytest.mark.skipif(connection.vendor != "postgresql", reason="the counters are PostgreSQL's")

@@ -5,17 +5,11 @@ from urllib.parse import urlencode
 import pytest
 from django.test import Client
 
-from tests.factories import make_resource_server, make_tokens
+from tests.factories import make_tokens
 from tests.oauthflows.helpers import basic
-from tests.ratelimit.test_revoke_introspect_limits import ELSEWHERE, ask, assert_refused
+from tests.plumbing.ratelimit.test_revoke_introspect_limits import ELSEWHERE, ask, assert_refused
 
 INTROSPECT = "/v2/auth/oauth2/introspect"
-
-
-@pytest.fixture
-def server(reviewer):
-    created = make_resource_server(reviewer)
-    return created.client, created.secret.plaintext
 
 
 @pytest.fixture
@@ -24,22 +18,22 @@ def tight(limits):
 
 
 @pytest.mark.parametrize("use_basic", [True, False], ids=["basic", "body"])
-def test_a_resource_server_is_never_counted(tight, server, use_basic):
-    client, secret = server
+def test_a_resource_server_is_never_counted(tight, resource_server, use_basic):
+    client, secret = resource_server
     for _ in range(10):
         assert ask(INTROSPECT, client, secret, use_basic=use_basic).status_code == 200
 
 
-def test_an_app_on_the_same_address_is_still_limited(tight, server, confidential):
+def test_an_app_on_the_same_address_is_still_limited(tight, resource_server, confidential):
     for _ in range(10):
-        assert ask(INTROSPECT, *server).status_code == 200
+        assert ask(INTROSPECT, *resource_server).status_code == 200
     for _ in range(3):
         assert ask(INTROSPECT, *confidential).status_code == 200
     assert_refused(ask(INTROSPECT, *confidential))
 
 
-def test_guessing_a_resource_servers_secret_is_limited(tight, server):
-    client, _secret = server
+def test_guessing_a_resource_servers_secret_is_limited(tight, resource_server):
+    client, _secret = resource_server
     for _ in range(3):
         assert ask(INTROSPECT, client, "cs_wrong", address=ELSEWHERE).status_code == 401
     assert_refused(ask(INTROSPECT, client, "cs_wrong", address=ELSEWHERE))
@@ -48,8 +42,8 @@ def test_guessing_a_resource_servers_secret_is_limited(tight, server):
 # --- a resource server relaying junk tokens is counted, by its inactive answers only ---
 
 
-def introspect(server, token):
-    client, secret = server
+def introspect(resource_server, token):
+    client, secret = resource_server
     return Client().post(
         INTROSPECT,
         data=urlencode({"token": token}),
@@ -58,25 +52,25 @@ def introspect(server, token):
     )
 
 
-def test_a_resource_server_relaying_junk_tokens_gets_a_clear_429(limits, server):
+def test_a_resource_server_relaying_junk_tokens_gets_a_clear_429(limits, resource_server):
     limits(introspect_inactive_per_resource_server=(3, 60))
     for n in range(3):
-        assert introspect(server, f"junk-{n}").json() == {"active": False}
-    assert_refused(introspect(server, "junk-4"))
+        assert introspect(resource_server, f"junk-{n}").json() == {"active": False}
+    assert_refused(introspect(resource_server, "junk-4"))
 
 
-def test_active_answers_are_never_counted_for_a_resource_server(limits, server, end_user, confidential):
+def test_active_answers_are_never_counted_for_a_resource_server(limits, resource_server, end_user, confidential):
     limits(introspect_inactive_per_resource_server=(3, 60))
     access, _refresh = make_tokens(end_user, confidential[0])
     for _ in range(20):
-        assert introspect(server, access).json()["active"] is True
+        assert introspect(resource_server, access).json()["active"] is True
     for n in range(3):
-        assert introspect(server, f"junk-{n}").status_code == 200
-    assert_refused(introspect(server, access))  # over its budget of junk: refused until the window closes
+        assert introspect(resource_server, f"junk-{n}").status_code == 200
+    assert_refused(introspect(resource_server, access))  # over its budget of junk: refused until the window closes
 
 
-def test_another_clients_junk_does_not_spend_a_resource_servers_budget(limits, server, confidential):
+def test_another_clients_junk_does_not_spend_a_resource_servers_budget(limits, resource_server, confidential):
     limits(introspect_inactive_per_resource_server=(3, 60))
     for _ in range(5):
         ask(INTROSPECT, *confidential)
-    assert introspect(server, "junk").status_code == 200
+    assert introspect(resource_server, "junk").status_code == 200
