@@ -21,7 +21,8 @@ from django.urls import resolve
 
 from oauthclients import selectors
 from oauthclients.algorithms import SIGNING_ALGORITHMS
-from oauthclients.models import AUTHORIZABLE_STATUSES, ClientStatus, IdTokenAlgorithm, OAuthClient
+from oauthclients.models import IdTokenAlgorithm, OAuthClient
+from oauthclients.policy import AUTHORIZABLE_STATUSES, ClientStatus
 from oauthclients.validators import (
     MAX_LINK_URL_LENGTH,
     MAX_REDIRECT_URIS,
@@ -214,7 +215,7 @@ ONE_PLACE = {
     "PER_PROCESS_CACHES": "plumbing/sharedcache.py",
     "MAX_REDIRECT_URIS": "oauthclients/validators.py",
     "MAX_URI_LENGTH": "oauthclients/validators.py",
-    "AUTHORIZABLE_STATUSES": "oauthclients/models/clients.py",
+    "AUTHORIZABLE_STATUSES": "oauthclients/policy.py",
     "PROMPT_VALUES": "oauthflows/pages/authorization.py",
     "SIGNING_ALGORITHMS": "oauthclients/algorithms.py",
     "CREDENTIAL_PARAMS": "plumbing/requestparams.py",
