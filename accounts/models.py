@@ -52,6 +52,8 @@ class AccountAuditEvent(models.Model):
     detail = models.JSONField(default=dict, blank=True)  # ids, names, domains: never a secret
 
     class Meta:
+        verbose_name = _("account audit event")
+        verbose_name_plural = _("account audit events")
         ordering = ["-created", "-pk"]
 
     def __str__(self):
@@ -94,6 +96,8 @@ class IdentityProvider(models.Model):
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("identity provider")
+        verbose_name_plural = _("identity providers")
         ordering = ["name"]
 
     def __str__(self):
@@ -112,6 +116,8 @@ class AssertionPolicy(models.Model):
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("assertion policy")
+        verbose_name_plural = _("assertion policies")
         constraints = [models.UniqueConstraint(fields=["provider", "client"], name="assertion_policy_once")]
 
     def __str__(self):

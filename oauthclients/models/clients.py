@@ -95,9 +95,9 @@ class OAuthClient(AbstractApplication):
         settings.AUTH_USER_MODEL,
         on_delete=models.PROTECT,
         related_name="oauth_clients",
-        verbose_name="owner",
+        verbose_name=_("owner"),
     )
-    client_type = models.CharField(max_length=32, choices=ClientKind.choices, verbose_name="kind")
+    client_type = models.CharField(max_length=32, choices=ClientKind.choices, verbose_name=_("kind"))
     authorization_grant_type = models.CharField(
         max_length=44,
         choices=AbstractApplication.GRANT_TYPES,
@@ -117,7 +117,9 @@ class OAuthClient(AbstractApplication):
     )
     hash_client_secret = models.BooleanField(default=False, editable=False)
 
-    purpose = models.TextField(blank=True, help_text=_("What the application does with the access it asks for."))
+    purpose = models.TextField(
+        blank=True, verbose_name=_("purpose"), help_text=_("What the application does with the access it asks for.")
+    )
     website_url = models.URLField(max_length=MAX_LINK_URL_LENGTH, verbose_name=_("website URL"))
     privacy_policy_url = models.URLField(
         max_length=MAX_LINK_URL_LENGTH, blank=True, default="", verbose_name=_("privacy policy URL")
@@ -137,16 +139,19 @@ class OAuthClient(AbstractApplication):
         help_text=_("Created before scopes existed: no scopes, tokens unrestricted."),
     )
 
-    status = models.CharField(max_length=16, choices=ClientStatus.choices, default=ClientStatus.PENDING)
-    rejection_reason = models.TextField(blank=True, default="")
+    status = models.CharField(
+        max_length=16, choices=ClientStatus.choices, default=ClientStatus.PENDING, verbose_name=_("status")
+    )
+    rejection_reason = models.TextField(blank=True, default="", verbose_name=_("rejection reason"))
     reviewed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="+",
+        verbose_name=_("reviewed by"),
     )
-    reviewed_at = models.DateTimeField(null=True, blank=True)
+    reviewed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("reviewed at"))
     # What users were shown when an administrator last approved it, to show what changed since;
     # users are shown this (and the approved logo) until the next approval (SECURITY.md, "Review").
     approved_snapshot = models.JSONField(default=dict, blank=True, editable=False)
@@ -164,6 +169,7 @@ class OAuthClient(AbstractApplication):
         max_length=8,
         choices=TokenFormat.choices,
         default=TokenFormat.OPAQUE,
+        verbose_name=_("token format"),
         help_text=_(
             "Resource servers only: JWT access tokens (RFC 9068) it verifies itself, or opaque ones it introspects."
         ),
@@ -190,6 +196,10 @@ class OAuthClient(AbstractApplication):
     # The name as users read it (validators.name_skeleton, UTS #39): an unverified client named like
     # a verified one is found with one indexed lookup (selectors.verified_name_like). Set by save().
     name_skeleton = models.CharField(max_length=NAME_SKELETON_LENGTH, blank=True, default="", editable=False)
+
+    # DOT's own columns, relabelled: DOT's catalogue does not cover every language served here.
+    created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
+    updated = models.DateTimeField(auto_now=True, verbose_name=_("updated"))
 
     objects = ApplicationManager()
 
@@ -386,11 +396,11 @@ class OAuthClient(AbstractApplication):
             return None
         after = self.presentation()
         labels = {
-            "name": "Name",
-            "website_url": "Website",
-            "privacy_policy_url": "Privacy policy URL",
-            "terms_url": "Terms of service URL",
-            "purpose": "Purpose",
+            "name": _("Name"),
+            "website_url": _("Website"),
+            "privacy_policy_url": _("Privacy policy URL"),
+            "terms_url": _("Terms of service URL"),
+            "purpose": _("Purpose"),
         }
         changes = [
             f"{label}: {before.get(field) or '(none)'} → {after[field] or '(none)'}"
@@ -482,6 +492,8 @@ class ClientSecret(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
+        verbose_name = _("client secret")
+        verbose_name_plural = _("client secrets")
         ordering = ["created", "id"]
         indexes = [models.Index(fields=["client", "revoked_at"])]
 
@@ -511,6 +523,8 @@ class ClientOrigin(models.Model):
     approved = models.BooleanField()
 
     class Meta:
+        verbose_name = _("web origin")
+        verbose_name_plural = _("web origins")
         constraints = [models.UniqueConstraint(fields=["client", "origin"], name="clientorigin_once_per_client")]
         indexes = [models.Index(fields=["origin", "approved"], name="clientorigin_origin_approved")]
 
@@ -528,6 +542,8 @@ class ExchangeTarget(models.Model):
     created = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:
+        verbose_name = _("exchange target")
+        verbose_name_plural = _("exchange targets")
         constraints = [models.UniqueConstraint(fields=["client", "target"], name="exchange_target_once")]
 
     def __str__(self):

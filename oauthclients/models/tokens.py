@@ -28,6 +28,7 @@ class Grant(AbstractGrant):
     amr = models.CharField(max_length=64, blank=True, default="", editable=False)
 
     class Meta(AbstractGrant.Meta):
+        verbose_name_plural = _("authorization codes")
         verbose_name = _("authorization code")
 
 
@@ -111,6 +112,8 @@ class AccessToken(AbstractAccessToken):
     objects = AccessTokenQuerySet.as_manager()
 
     class Meta(AbstractAccessToken.Meta):
+        verbose_name = _("access token")
+        verbose_name_plural = _("access tokens")
         indexes = [
             # The deny's delete (descending_from_assertions): only assertion-granted rows are in it,
             # so every other token's insert skips it.
@@ -134,7 +137,8 @@ class RefreshToken(AbstractRefreshToken):
     auth_time = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta(AbstractRefreshToken.Meta):
-        pass
+        verbose_name = _("refresh token")
+        verbose_name_plural = _("refresh tokens")
 
     @classmethod
     def revoke_family(cls, token_family) -> None:
@@ -149,4 +153,5 @@ class IDToken(AbstractIDToken):
     signed token itself is never stored. RP-initiated logout finds it by `jti` from id_token_hint."""
 
     class Meta(AbstractIDToken.Meta):
-        pass
+        verbose_name = _("ID token")
+        verbose_name_plural = _("ID tokens")
