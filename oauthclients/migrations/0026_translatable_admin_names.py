@@ -105,7 +105,10 @@ class Migration(migrations.Migration):
                     ("jwt", "JWT (RFC 9068, verified by the resource server)"),
                 ],
                 default="opaque",
-                help_text="Resource servers only: JWT access tokens (RFC 9068) it verifies itself, or opaque ones it introspects.",
+                help_text=(
+                    "Resource servers only: JWT access tokens (RFC 9068) it verifies itself,"
+                    " or opaque ones it introspects."
+                ),
                 max_length=8,
                 verbose_name="token format",
             ),
