@@ -12,6 +12,7 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from oauth2_provider.models import AbstractApplication, ApplicationManager
 
@@ -402,22 +403,29 @@ class OAuthClient(AbstractApplication):
             "terms_url": _("Terms of service URL"),
             "purpose": _("Purpose"),
         }
+        none = gettext("(none)")
         changes = [
-            f"{label}: {before.get(field) or '(none)'} → {after[field] or '(none)'}"
+            # Translators: a field's change since the last approval, e.g. "Website: https://a → https://b".
+            gettext("%(label)s: %(before)s → %(after)s")
+            % {"label": label, "before": before.get(field) or none, "after": after[field] or none}
             for field, label in labels.items()
             # A snapshot taken before the purpose was part of it says nothing about the purpose.
             if (field in before or field != "purpose") and before.get(field, "") != after[field]
         ]
         if before.get("logo", "") != after["logo"]:
-            changes.append("Logo: removed" if not after["logo"] else "Logo: a new image was uploaded")
-        for field, label in (
-            ("redirect_uris", "redirect URI"),
-            ("post_logout_redirect_uris", "post-logout redirect URI"),
-            ("scopes", "scope"),
+            changes.append(gettext("Logo: removed") if not after["logo"] else gettext("Logo: a new image was uploaded"))
+        for field, added, removed in (
+            ("redirect_uris", _("Added redirect URI %(value)s"), _("Removed redirect URI %(value)s")),
+            (
+                "post_logout_redirect_uris",
+                _("Added post-logout redirect URI %(value)s"),
+                _("Removed post-logout redirect URI %(value)s"),
+            ),
+            ("scopes", _("Added scope %(value)s"), _("Removed scope %(value)s")),
         ):
             old, new = set(before.get(field, [])), set(after[field])
-            changes += [f"Added {label} {value}" for value in sorted(new - old)]
-            changes += [f"Removed {label} {value}" for value in sorted(old - new)]
+            changes += [str(added) % {"value": value} for value in sorted(new - old)]
+            changes += [str(removed) % {"value": value} for value in sorted(old - new)]
         return changes
 
     @property
