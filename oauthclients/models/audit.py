@@ -40,18 +40,30 @@ KIND_WORDS = {
 class ClientAuditEvent(models.Model):
     """Who did what to which client, and when. Written in the same transaction as the change."""
 
-    client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="audit_events")
+    client = models.ForeignKey(
+        OAuthClient, on_delete=models.CASCADE, related_name="audit_events", verbose_name=_("client")
+    )
     actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("actor"),
     )
     # The end user a grant event concerns (the actor may be someone else, or nobody).
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("user"),
     )
-    action = models.CharField(max_length=32, choices=AuditAction.choices)
+    action = models.CharField(max_length=32, choices=AuditAction.choices, verbose_name=_("action"))
     # Never a credential: field names, statuses, secret ids and hints only.
-    detail = models.JSONField(default=dict, blank=True)
-    created = models.DateTimeField(default=timezone.now, db_index=True)
+    detail = models.JSONField(default=dict, blank=True, verbose_name=_("detail"))
+    created = models.DateTimeField(default=timezone.now, db_index=True, verbose_name=_("created"))
 
     class Meta:
         verbose_name_plural = _("audit events")

@@ -545,9 +545,13 @@ class ExchangeTarget(models.Model):
     tokens it receives (oauthflows.token.exchange). Only administrators write these rows
     (oauthclients.exchangetargets.client_exchange_targets_set, audited)."""
 
-    client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="exchange_targets")
-    target = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="exchange_sources")
-    created = models.DateTimeField(default=timezone.now, editable=False)
+    client = models.ForeignKey(
+        OAuthClient, on_delete=models.CASCADE, related_name="exchange_targets", verbose_name=_("client")
+    )
+    target = models.ForeignKey(
+        OAuthClient, on_delete=models.CASCADE, related_name="exchange_sources", verbose_name=_("target")
+    )
+    created = models.DateTimeField(default=timezone.now, editable=False, verbose_name=_("created"))
 
     class Meta:
         verbose_name = _("exchange target")
