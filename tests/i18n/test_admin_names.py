@@ -49,3 +49,22 @@ def test_the_client_change_pages_labels_are_translated(name):
     english = str(field.verbose_name)
     with translation.override("ar"):
         assert str(field.verbose_name) != english
+
+
+def shown_fields(model):
+    model_admin = admin.site._registry[model]
+    names = [*(model_admin.fields or ()), *model_admin.list_display, *(model_admin.list_filter or ())]
+    model_fields = {field.name: field for field in model._meta.get_fields() if hasattr(field, "verbose_name")}
+    return sorted({name for name in names if isinstance(name, str) and name in model_fields and name != "id"})
+
+
+SHOWN = [(model, name) for model in REGISTERED for name in shown_fields(model)]
+
+
+def test_the_admins_show_fields_of_ours():
+    assert len(SHOWN) >= 30
+
+
+@pytest.mark.parametrize(("model", "name"), SHOWN, ids=lambda v: v if isinstance(v, str) else v._meta.label)
+def test_each_field_an_admin_shows_has_a_translatable_label(model, name):
+    assert isinstance(model._meta.get_field(name).verbose_name, Promise)
