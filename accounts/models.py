@@ -41,17 +41,29 @@ class AccountAuditAction(models.TextChoices):
 class AccountAuditEvent(models.Model):
     """Who did what to which account or identity provider, and when. Written with the change."""
 
-    created = models.DateTimeField(auto_now_add=True, db_index=True)
-    action = models.CharField(max_length=40, choices=AccountAuditAction.choices)
+    created = models.DateTimeField(auto_now_add=True, db_index=True, verbose_name=_("created"))
+    action = models.CharField(max_length=40, choices=AccountAuditAction.choices, verbose_name=_("action"))
     actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("actor"),
     )
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("user"),
     )
-    detail = models.JSONField(default=dict, blank=True)  # ids, names, domains: never a secret
+    detail = models.JSONField(default=dict, blank=True, verbose_name=_("detail"))  # ids, names, domains: never a secret
 
     class Meta:
+        verbose_name = _("account audit event")
+        verbose_name_plural = _("account audit events")
         ordering = ["-created", "-pk"]
 
     def __str__(self):
@@ -80,20 +92,22 @@ class IdentityProvider(models.Model):
     so that one link always means one issuer.
     """
 
-    slug = models.SlugField(max_length=40, unique=True)
-    name = models.CharField(max_length=80)
-    issuer = models.URLField(max_length=300, unique=True)
-    client_id = models.CharField(max_length=300)
+    slug = models.SlugField(max_length=40, unique=True, verbose_name=_("slug"))
+    name = models.CharField(max_length=80, verbose_name=_("name"))
+    issuer = models.URLField(max_length=300, unique=True, verbose_name=_("issuer"))
+    client_id = models.CharField(max_length=300, verbose_name=_("client ID"))
     # Sealed under the signing keys' key-encryption key (signing.keys.secret_seal): never
     # shown again after it is entered, not in the admin, not in `identityprovider list`.
     client_secret_sealed = models.TextField(editable=False)
     # Domains this provider is authoritative for (lower case): an email at one of them, verified by
     # the provider, may link to an existing account; `enforce` makes it the only way in for them.
-    domains = models.JSONField(default=list, blank=True)
-    enforce = models.BooleanField(default=False)
-    created = models.DateTimeField(auto_now_add=True)
+    domains = models.JSONField(default=list, blank=True, verbose_name=_("domains"))
+    enforce = models.BooleanField(default=False, verbose_name=_("enforce"))
+    created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
 
     class Meta:
+        verbose_name = _("identity provider")
+        verbose_name_plural = _("identity providers")
         ordering = ["name"]
 
     def __str__(self):
@@ -106,12 +120,21 @@ class AssertionPolicy(models.Model):
     the organization decided (MCP Enterprise-Managed Authorization; oauthflows.token.idjag). Only
     administrators write these rows (accounts.services, audited)."""
 
-    provider = models.ForeignKey(IdentityProvider, on_delete=models.CASCADE, related_name="assertion_policies")
-    client = models.ForeignKey("oauthclients.OAuthClient", on_delete=models.CASCADE, related_name="+")
-    scopes = models.JSONField(default=list, blank=True)
-    created = models.DateTimeField(auto_now_add=True)
+    provider = models.ForeignKey(
+        IdentityProvider,
+        on_delete=models.CASCADE,
+        related_name="assertion_policies",
+        verbose_name=_("identity provider"),
+    )
+    client = models.ForeignKey(
+        "oauthclients.OAuthClient", on_delete=models.CASCADE, related_name="+", verbose_name=_("client")
+    )
+    scopes = models.JSONField(default=list, blank=True, verbose_name=_("scopes"))
+    created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
 
     class Meta:
+        verbose_name = _("assertion policy")
+        verbose_name_plural = _("assertion policies")
         constraints = [models.UniqueConstraint(fields=["provider", "client"], name="assertion_policy_once")]
 
     def __str__(self):

@@ -35,6 +35,7 @@ class SigningKey(models.Model):
     retired_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name_plural = _("signing keys")
         db_table = "oauthclients_signingkey"
         ordering = ["-signs_from", "-id"]
         verbose_name = _("signing key")
@@ -56,6 +57,7 @@ class StatusList(models.Model):
     last_issued = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name_plural = _("token status lists")
         db_table = "oauthclients_statuslist"
         verbose_name = _("token status list")
 

@@ -8,6 +8,7 @@ stay in oauthclients, with their migrations (docs/architecture.md, "Why DOT's mo
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 
 class Consent(models.Model):
@@ -24,6 +25,8 @@ class Consent(models.Model):
     unrestricted = models.BooleanField(default=False)
 
     class Meta:
+        verbose_name = _("consent")
+        verbose_name_plural = _("consents")
         db_table = "oauthclients_consent"
         constraints = [models.UniqueConstraint(fields=["user", "client"], name="consent_one_per_user_and_client")]
 

@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from oauthclients.models.clients import ClientKind, OAuthClient
@@ -30,23 +30,43 @@ class AuditAction(models.TextChoices):
     REGISTRATION_TOKEN_ISSUED = "client.registration_token_issued", _("Registration access token issued")
 
 
+# A client's kind inside an audit sentence ("registered the client (confidential) with scopes …").
+KIND_WORDS = {
+    ClientKind.CONFIDENTIAL.value: pgettext_lazy("a client's kind, inside a sentence", "confidential"),
+    ClientKind.PUBLIC.value: pgettext_lazy("a client's kind, inside a sentence", "public"),
+}
+
+
 class ClientAuditEvent(models.Model):
     """Who did what to which client, and when. Written in the same transaction as the change."""
 
-    client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="audit_events")
+    client = models.ForeignKey(
+        OAuthClient, on_delete=models.CASCADE, related_name="audit_events", verbose_name=_("client")
+    )
     actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("actor"),
     )
     # The end user a grant event concerns (the actor may be someone else, or nobody).
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("user"),
     )
-    action = models.CharField(max_length=32, choices=AuditAction.choices)
+    action = models.CharField(max_length=32, choices=AuditAction.choices, verbose_name=_("action"))
     # Never a credential: field names, statuses, secret ids and hints only.
-    detail = models.JSONField(default=dict, blank=True)
-    created = models.DateTimeField(default=timezone.now, db_index=True)
+    detail = models.JSONField(default=dict, blank=True, verbose_name=_("detail"))
+    created = models.DateTimeField(default=timezone.now, db_index=True, verbose_name=_("created"))
 
     class Meta:
+        verbose_name_plural = _("audit events")
         ordering = ["-created", "-id"]
         verbose_name = _("audit event")
         indexes = [models.Index(fields=["client", "-created"])]
@@ -72,7 +92,9 @@ class ClientAuditEvent(models.Model):
         def created() -> str:
             if detail.get("kind") == ClientKind.RESOURCE_SERVER:
                 return gettext("%(who)s registered the resource server (introspection only).") % {"who": who}
-            kind = detail.get("kind", gettext("unknown kind"))
+            # The kind as a word of the reader's language; a value this version does not know, as stored.
+            kind = detail.get("kind")
+            kind = KIND_WORDS[kind] if kind in KIND_WORDS else (kind or gettext("unknown kind"))
             if detail.get("legacy"):
                 return gettext("%(who)s registered the client (%(kind)s, legacy) with scopes %(scopes)s.") % {
                     "who": who,

@@ -12,6 +12,7 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from oauth2_provider.models import AbstractApplication, ApplicationManager
 
@@ -95,9 +96,9 @@ class OAuthClient(AbstractApplication):
         settings.AUTH_USER_MODEL,
         on_delete=models.PROTECT,
         related_name="oauth_clients",
-        verbose_name="owner",
+        verbose_name=_("owner"),
     )
-    client_type = models.CharField(max_length=32, choices=ClientKind.choices, verbose_name="kind")
+    client_type = models.CharField(max_length=32, choices=ClientKind.choices, verbose_name=_("kind"))
     authorization_grant_type = models.CharField(
         max_length=44,
         choices=AbstractApplication.GRANT_TYPES,
@@ -117,7 +118,9 @@ class OAuthClient(AbstractApplication):
     )
     hash_client_secret = models.BooleanField(default=False, editable=False)
 
-    purpose = models.TextField(blank=True, help_text=_("What the application does with the access it asks for."))
+    purpose = models.TextField(
+        blank=True, verbose_name=_("purpose"), help_text=_("What the application does with the access it asks for.")
+    )
     website_url = models.URLField(max_length=MAX_LINK_URL_LENGTH, verbose_name=_("website URL"))
     privacy_policy_url = models.URLField(
         max_length=MAX_LINK_URL_LENGTH, blank=True, default="", verbose_name=_("privacy policy URL")
@@ -137,16 +140,19 @@ class OAuthClient(AbstractApplication):
         help_text=_("Created before scopes existed: no scopes, tokens unrestricted."),
     )
 
-    status = models.CharField(max_length=16, choices=ClientStatus.choices, default=ClientStatus.PENDING)
-    rejection_reason = models.TextField(blank=True, default="")
+    status = models.CharField(
+        max_length=16, choices=ClientStatus.choices, default=ClientStatus.PENDING, verbose_name=_("status")
+    )
+    rejection_reason = models.TextField(blank=True, default="", verbose_name=_("rejection reason"))
     reviewed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
         related_name="+",
+        verbose_name=_("reviewed by"),
     )
-    reviewed_at = models.DateTimeField(null=True, blank=True)
+    reviewed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("reviewed at"))
     # What users were shown when an administrator last approved it, to show what changed since;
     # users are shown this (and the approved logo) until the next approval (SECURITY.md, "Review").
     approved_snapshot = models.JSONField(default=dict, blank=True, editable=False)
@@ -164,6 +170,7 @@ class OAuthClient(AbstractApplication):
         max_length=8,
         choices=TokenFormat.choices,
         default=TokenFormat.OPAQUE,
+        verbose_name=_("token format"),
         help_text=_(
             "Resource servers only: JWT access tokens (RFC 9068) it verifies itself, or opaque ones it introspects."
         ),
@@ -190,6 +197,10 @@ class OAuthClient(AbstractApplication):
     # The name as users read it (validators.name_skeleton, UTS #39): an unverified client named like
     # a verified one is found with one indexed lookup (selectors.verified_name_like). Set by save().
     name_skeleton = models.CharField(max_length=NAME_SKELETON_LENGTH, blank=True, default="", editable=False)
+
+    # DOT's own columns, relabelled: DOT's catalogue does not cover every language served here.
+    created = models.DateTimeField(auto_now_add=True, verbose_name=_("created"))
+    updated = models.DateTimeField(auto_now=True, verbose_name=_("updated"))
 
     objects = ApplicationManager()
 
@@ -386,28 +397,35 @@ class OAuthClient(AbstractApplication):
             return None
         after = self.presentation()
         labels = {
-            "name": "Name",
-            "website_url": "Website",
-            "privacy_policy_url": "Privacy policy URL",
-            "terms_url": "Terms of service URL",
-            "purpose": "Purpose",
+            "name": _("Name"),
+            "website_url": _("Website"),
+            "privacy_policy_url": _("Privacy policy URL"),
+            "terms_url": _("Terms of service URL"),
+            "purpose": _("Purpose"),
         }
+        none = gettext("(none)")
         changes = [
-            f"{label}: {before.get(field) or '(none)'} → {after[field] or '(none)'}"
+            # Translators: a field's change since the last approval, e.g. "Website: https://a → https://b".
+            gettext("%(label)s: %(before)s → %(after)s")
+            % {"label": label, "before": before.get(field) or none, "after": after[field] or none}
             for field, label in labels.items()
             # A snapshot taken before the purpose was part of it says nothing about the purpose.
             if (field in before or field != "purpose") and before.get(field, "") != after[field]
         ]
         if before.get("logo", "") != after["logo"]:
-            changes.append("Logo: removed" if not after["logo"] else "Logo: a new image was uploaded")
-        for field, label in (
-            ("redirect_uris", "redirect URI"),
-            ("post_logout_redirect_uris", "post-logout redirect URI"),
-            ("scopes", "scope"),
+            changes.append(gettext("Logo: removed") if not after["logo"] else gettext("Logo: a new image was uploaded"))
+        for field, added, removed in (
+            ("redirect_uris", _("Added redirect URI %(value)s"), _("Removed redirect URI %(value)s")),
+            (
+                "post_logout_redirect_uris",
+                _("Added post-logout redirect URI %(value)s"),
+                _("Removed post-logout redirect URI %(value)s"),
+            ),
+            ("scopes", _("Added scope %(value)s"), _("Removed scope %(value)s")),
         ):
             old, new = set(before.get(field, [])), set(after[field])
-            changes += [f"Added {label} {value}" for value in sorted(new - old)]
-            changes += [f"Removed {label} {value}" for value in sorted(old - new)]
+            changes += [str(added) % {"value": value} for value in sorted(new - old)]
+            changes += [str(removed) % {"value": value} for value in sorted(old - new)]
         return changes
 
     @property
@@ -482,6 +500,8 @@ class ClientSecret(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
+        verbose_name = _("client secret")
+        verbose_name_plural = _("client secrets")
         ordering = ["created", "id"]
         indexes = [models.Index(fields=["client", "revoked_at"])]
 
@@ -511,6 +531,8 @@ class ClientOrigin(models.Model):
     approved = models.BooleanField()
 
     class Meta:
+        verbose_name = _("web origin")
+        verbose_name_plural = _("web origins")
         constraints = [models.UniqueConstraint(fields=["client", "origin"], name="clientorigin_once_per_client")]
         indexes = [models.Index(fields=["origin", "approved"], name="clientorigin_origin_approved")]
 
@@ -523,11 +545,17 @@ class ExchangeTarget(models.Model):
     tokens it receives (oauthflows.token.exchange). Only administrators write these rows
     (oauthclients.exchangetargets.client_exchange_targets_set, audited)."""
 
-    client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="exchange_targets")
-    target = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="exchange_sources")
-    created = models.DateTimeField(default=timezone.now, editable=False)
+    client = models.ForeignKey(
+        OAuthClient, on_delete=models.CASCADE, related_name="exchange_targets", verbose_name=_("client")
+    )
+    target = models.ForeignKey(
+        OAuthClient, on_delete=models.CASCADE, related_name="exchange_sources", verbose_name=_("target")
+    )
+    created = models.DateTimeField(default=timezone.now, editable=False, verbose_name=_("created"))
 
     class Meta:
+        verbose_name = _("exchange target")
+        verbose_name_plural = _("exchange targets")
         constraints = [models.UniqueConstraint(fields=["client", "target"], name="exchange_target_once")]
 
     def __str__(self):

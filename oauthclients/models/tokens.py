@@ -16,18 +16,19 @@ class Grant(AbstractGrant):
 
     # Set when the code is redeemed; the row is kept until it expires so a replay is recognised
     # and can revoke the token family it produced (RFC 6749 §4.1.2, RFC 9700 §4.14).
-    used_at = models.DateTimeField(null=True, blank=True)
-    token_family = models.UUIDField(null=True, blank=True, editable=False)
+    used_at = models.DateTimeField(null=True, blank=True, verbose_name=_("used at"))
+    token_family = models.UUIDField(null=True, blank=True, editable=False, verbose_name=_("token family"))
     # OpenID Connect: when the user last logged in (the session's, at the authorization request),
     # for the ID token's `auth_time`; and the session's `sid` (a random value the session keeps,
     # unrelated to its key). DOT's AbstractGrant already holds the request's `nonce`.
-    auth_time = models.DateTimeField(null=True, blank=True, editable=False)
+    auth_time = models.DateTimeField(null=True, blank=True, editable=False, verbose_name=_("authentication time"))
     sid = models.CharField(max_length=64, blank=True, default="", editable=False)
     # RFC 8176 authentication method references of that login, space-separated (the ID token's
     # `amr`, and from it `acr`; accounts.selectors.session_amr).
     amr = models.CharField(max_length=64, blank=True, default="", editable=False)
 
     class Meta(AbstractGrant.Meta):
+        verbose_name_plural = _("authorization codes")
         verbose_name = _("authorization code")
 
 
@@ -81,7 +82,7 @@ class AccessToken(AbstractAccessToken):
     status_index = models.PositiveIntegerField(null=True, blank=True, editable=False)
     # RFC 8693 token exchange (oauthflows.token.exchange): `act` names the resource server that exchanged
     # (§4.1, nested for a chain).
-    act = models.JSONField(null=True, blank=True, editable=False)
+    act = models.JSONField(null=True, blank=True, editable=False, verbose_name=_("actor chain (act)"))
     # Lineage (AccessTokenQuerySet above; written by tokens.services.access_token_issue only):
     # - `token_family`: the refresh token family of the user's grant the token belongs to (a code's
     #   and each refresh's token; carried on to a token exchanged from one), so that ending the
@@ -95,8 +96,12 @@ class AccessToken(AbstractAccessToken):
     #   routine refresh deletes the subject's row while the exchanged token lives on with the
     #   family, so the reference may name a row that has ended (ids are never reused; read
     #   `exchanged_from_id`).
-    token_family = models.UUIDField(null=True, blank=True, editable=False, db_index=True)
-    assertion_issuer = models.CharField(max_length=300, blank=True, default="", editable=False)
+    token_family = models.UUIDField(
+        null=True, blank=True, editable=False, db_index=True, verbose_name=_("token family")
+    )
+    assertion_issuer = models.CharField(
+        max_length=300, blank=True, default="", editable=False, verbose_name=_("assertion issuer")
+    )
     exchanged_from = models.ForeignKey(
         "self",
         null=True,
@@ -106,11 +111,14 @@ class AccessToken(AbstractAccessToken):
         db_constraint=False,
         db_index=False,  # searched by /revoke only: the partial index below holds exchanged rows alone
         related_name="+",
+        verbose_name=_("exchanged from"),
     )
 
     objects = AccessTokenQuerySet.as_manager()
 
     class Meta(AbstractAccessToken.Meta):
+        verbose_name = _("access token")
+        verbose_name_plural = _("access tokens")
         indexes = [
             # The deny's delete (descending_from_assertions): only assertion-granted rows are in it,
             # so every other token's insert skips it.
@@ -131,10 +139,11 @@ class AccessToken(AbstractAccessToken):
 class RefreshToken(AbstractRefreshToken):
     # When the user authenticated for the grant this token continues: a JWT access token's
     # `auth_time` after a refresh (RFC 9068 §2.2.1).
-    auth_time = models.DateTimeField(null=True, blank=True, editable=False)
+    auth_time = models.DateTimeField(null=True, blank=True, editable=False, verbose_name=_("authentication time"))
 
     class Meta(AbstractRefreshToken.Meta):
-        pass
+        verbose_name = _("refresh token")
+        verbose_name_plural = _("refresh tokens")
 
     @classmethod
     def revoke_family(cls, token_family) -> None:
@@ -149,4 +158,5 @@ class IDToken(AbstractIDToken):
     signed token itself is never stored. RP-initiated logout finds it by `jti` from id_token_hint."""
 
     class Meta(AbstractIDToken.Meta):
-        pass
+        verbose_name = _("ID token")
+        verbose_name_plural = _("ID tokens")

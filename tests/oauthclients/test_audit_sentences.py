@@ -32,3 +32,28 @@ def test_a_sentence_is_in_the_administrators_language_with_names_and_scopes_as_t
     with translation.override("de"):
         assert event.sentence() == "Das System hat die Scopes auf BOOKING_READ gesetzt."
     assert event.sentence() == "The system set the scopes to BOOKING_READ."
+
+
+@pytest.mark.parametrize(
+    ("language", "expected"),
+    [("en", "(confidential)"), ("de", "(vertraulich)"), ("ar", "(سرّي)"), ("ja", "（コンフィデンシャル）")],
+)
+def test_the_registered_kind_is_a_word_of_the_readers_language(approved, language, expected):
+    from django.utils import translation
+
+    event = ClientAuditEvent(
+        client=approved.client,
+        action=AuditAction.CLIENT_CREATED,
+        detail={"kind": "confidential", "scopes": ["BOOKING_READ"]},
+    )
+    with translation.override(language):
+        sentence = event.sentence()
+    assert expected in sentence
+    assert language == "en" or "confidential" not in sentence
+
+
+def test_a_kind_this_version_does_not_know_is_shown_as_stored(approved):
+    event = ClientAuditEvent(
+        client=approved.client, action=AuditAction.CLIENT_CREATED, detail={"kind": "future_kind", "scopes": []}
+    )
+    assert "(future_kind)" in event.sentence()

@@ -221,3 +221,13 @@ def test_the_consent_page_shows_the_approved_purpose_after_an_edit_that_kept_it_
     assert "Now also reads your messages." not in response.content.decode()
     assert "Shows your bookings." in response.content.decode()  # the approved purpose
     assert edited.changes_since_approval() == ["Purpose: Shows your bookings. → Now also reads your messages."]
+
+
+def test_what_changed_since_the_approval_is_in_the_administrators_language(approved_with_logo, owner):
+    from django.utils import translation
+
+    edited = edit(approved_with_logo, owner, purpose="Now also reads your messages.")
+    with translation.override("de"):
+        assert edited.changes_since_approval() == ["Zweck: Shows your bookings. → Now also reads your messages."]
+    with translation.override("ar"):
+        assert edited.changes_since_approval() == ["الغرض: Shows your bookings. ← Now also reads your messages."]
