@@ -159,7 +159,7 @@ ACCOUNTS = {
 
 
 @pytest.fixture(scope="module")
-def idp(upstream_package, tmp_path_factory):
+def person_upstream(upstream_package, tmp_path_factory):
     policy = tmp_path_factory.mktemp("idjag-person") / "policy.json"
     policy.write_text("{}")
     upstream = Upstream(upstream_package, clients=[AGENT], accounts=ACCOUNTS, id_jag_policy=policy)
@@ -170,12 +170,12 @@ def idp(upstream_package, tmp_path_factory):
 
 
 @pytest.fixture
-def acme_idp(idp, settings, db):
+def acme_idp(person_upstream, settings, db):
     settings.OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK = True
     idjag.jwks_forget()
     record = identity_provider_add(
         name="ACME",
-        issuer=idp.issuer,
+        issuer=person_upstream.issuer,
         client_id="scheduling",
         client_secret="our-secret-at-acme",
         domains=["acme.example"],
@@ -186,12 +186,12 @@ def acme_idp(idp, settings, db):
 
 
 def test_an_assertion_from_oidc_provider_that_does_not_vouch_for_the_email_finds_nobody(
-    idp, acme_idp, alice, agent, settings
+    person_upstream, acme_idp, alice, agent, settings
 ):
     allow(agent[0])
-    organization_allows(idp, {settings.OAUTH_ISSUER: agent[0].client_id})
-    vouched = id_jag(idp, signed_in(idp, login="alice"), audience=settings.OAUTH_ISSUER)
-    unvouched = id_jag(idp, signed_in(idp, login="impostor"), audience=settings.OAUTH_ISSUER)
+    organization_allows(person_upstream, {settings.OAUTH_ISSUER: agent[0].client_id})
+    vouched = id_jag(person_upstream, signed_in(person_upstream, login="alice"), audience=settings.OAUTH_ISSUER)
+    unvouched = id_jag(person_upstream, signed_in(person_upstream, login="impostor"), audience=settings.OAUTH_ISSUER)
     # What the provider really signed: the same address, vouched for once.
     payloads = [decoded(assertion)[1] for assertion in (vouched, unvouched)]
     assert [(p["email"], p["email_verified"]) for p in payloads] == [

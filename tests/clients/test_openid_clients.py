@@ -26,17 +26,11 @@ from authlib.oidc.core import CodeIDToken
 from joserfc.errors import InvalidClaimError  # Authlib 1.9's JOSE layer (its own dependency)
 
 from profiles.models import Profile
-from signing.keys import signing_key_create
 from tests.clients.test_client_libraries import TIMEOUT, allow
 from tests.factories import make_client
 
 SCOPE = "openid profile email PROFILE_READ"
 REDIRECT_URI = "http://127.0.0.1:8765/callback"
-
-
-@pytest.fixture
-def signing_keys(db):
-    return {algorithm: signing_key_create(algorithm=algorithm) for algorithm in ("RS256", "ES256")}
 
 
 @pytest.fixture

@@ -57,7 +57,7 @@ def server(request, _postgres_only_guard, transactional_db, issuer_port):
 
 
 @pytest.fixture
-def credentials(transactional_db):
+def jwt_bookings_credentials(transactional_db):
     ops = make_server_user("ops", staff=True)
     created = services.resource_server_create(
         owner=ops, name="Bookings API", resource_uri=BOOKINGS, actor=ops, token_format="jwt"
@@ -66,8 +66,8 @@ def credentials(transactional_db):
 
 
 @contextmanager
-def bookings_service(server, credentials, **extra):
-    client_id, secret = credentials
+def bookings_service(server, jwt_bookings_credentials, **extra):
+    client_id, secret = jwt_bookings_credentials
     environment = example_service_environment(
         server.url, client_id, secret, OAUTH_TOKEN_FORMAT="jwt", OAUTH_ISSUER=server.url, **extra
     )
@@ -77,8 +77,8 @@ def bookings_service(server, credentials, **extra):
 
 
 @pytest.fixture
-def bookings(server, credentials):
-    with bookings_service(server, credentials) as live:
+def bookings(server, jwt_bookings_credentials):
+    with bookings_service(server, jwt_bookings_credentials) as live:
         yield live
 
 
@@ -158,11 +158,11 @@ def test_an_opaque_token_is_introspected_there(server, bookings, app):
     assert requests_to(server, "/v2/auth/oauth2/introspect") == 1
 
 
-def test_the_authorization_server_down_is_503_after_the_staleness_bound(server, credentials, app):
+def test_the_authorization_server_down_is_503_after_the_staleness_bound(server, jwt_bookings_credentials, app):
     user = make_server_user("erin")
     token = issue(server, app, user)["access_token"]
     bound = 8
-    with bookings_service(server, credentials, OAUTH_STATUS_LIST_MAX_STALENESS=str(bound)) as bookings:
+    with bookings_service(server, jwt_bookings_credentials, OAUTH_STATUS_LIST_MAX_STALENESS=str(bound)) as bookings:
         assert call(bookings, token).status_code == 200
         fetched = time.monotonic()  # the service fetched the list for that call
         stop(server.process)
@@ -175,12 +175,12 @@ def test_the_authorization_server_down_is_503_after_the_staleness_bound(server, 
         assert answer.status_code == 503 and answer.headers["Retry-After"] == "5"
 
 
-def test_a_key_rotation_fails_no_request(server, credentials, app, settings):
+def test_a_key_rotation_fails_no_request(server, jwt_bookings_credentials, app, settings):
     settings.OAUTH_SIGNING_KEY_PUBLISH_AHEAD = 2  # as the server's: the rotation is made here
     users = [make_server_user(f"user{index}") for index in range(3)]
     failures, served = [], []
     stop_at = time.monotonic() + 11
-    with bookings_service(server, credentials, OAUTH_JWKS_MAX_AGE="1") as bookings:
+    with bookings_service(server, jwt_bookings_credentials, OAUTH_JWKS_MAX_AGE="1") as bookings:
 
         def keep_calling(user):
             while time.monotonic() < stop_at:

@@ -17,7 +17,7 @@ BOOKINGS_RESOURCE = "http://127.0.0.1:8001/v2"
 
 
 @pytest.fixture
-def credentials(transactional_db):
+def bookings_credentials(transactional_db):
     ops = make_server_user("ops", staff=True)
     created = services.resource_server_create(owner=ops, name="Bookings API", resource_uri=BOOKINGS_RESOURCE, actor=ops)
     return created.client.client_id, created.secret.plaintext
@@ -29,9 +29,9 @@ def service_cache_seconds():
 
 
 @pytest.fixture
-def bookings(server, credentials, service_cache_seconds):
+def bookings(server, bookings_credentials, service_cache_seconds):
     """The example service, configured only by its four variables, pointing at `server`."""
-    client_id, secret = credentials
+    client_id, secret = bookings_credentials
     environment = example_service_environment(
         server.url, client_id, secret, OAUTH_INTROSPECTION_CACHE_SECONDS=str(service_cache_seconds)
     )

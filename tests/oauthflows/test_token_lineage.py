@@ -23,7 +23,7 @@ from signing.statuslist import allocator
 from tests.factories import make_client
 from tests.oauthclients.service_helpers import status_bit
 from tests.oauthflows.helpers import refresh
-from tests.oauthflows.test_idjag import claims_for, grant, linked, org
+from tests.oauthflows.test_idjag import claims_for, grant, idjag_org, linked
 from tests.oauthflows.test_token_exchange import (
     BOOKINGS,
     CALENDAR,
@@ -50,7 +50,7 @@ def token_format():
 
 
 @pytest.fixture
-def mcp(reviewer, token_format):
+def mcp_in_format(reviewer, token_format):
     return _server(reviewer, "Scheduling MCP", MCP, token_format=token_format)
 
 
@@ -71,14 +71,14 @@ def agent(owner):
 
 
 @pytest.fixture
-def exchanges(mcp, bookings, calendar, reviewer):
+def exchanges(mcp_in_format, bookings, calendar, reviewer):
     """The scheduling MCP server may exchange toward the bookings service, which may toward the calendar."""
-    client_exchange_targets_set(client=mcp[0], resource_uris=[BOOKINGS], actor=reviewer)
+    client_exchange_targets_set(client=mcp_in_format[0], resource_uris=[BOOKINGS], actor=reviewer)
     client_exchange_targets_set(client=bookings[0], resource_uris=[CALENDAR], actor=reviewer)
 
 
 @pytest.fixture
-def assertions(org, agent):
+def assertions(idjag_org, agent):
     """ACME's identity provider may grant the agent BOOKING_READ by assertion (ID-JAG)."""
     call_command(
         "identityprovider", "allow-assertions", "ACME", "--client", agent[0].client_id,
@@ -86,9 +86,9 @@ def assertions(org, agent):
     )  # fmt: skip
 
 
-def asserted_token(api, org, agent, settings) -> str:
+def asserted_token(api, idjag_org, agent, settings) -> str:
     """An ID-JAG token of the agent for the linked person, bound to the scheduling MCP server."""
-    response = grant(api, agent, org.assertion(**claims_for(agent, settings)))
+    response = grant(api, agent, idjag_org.assertion(**claims_for(agent, settings)))
     assert response.status_code == 200, response.content
     return response.json()["access_token"]
 
@@ -103,7 +103,7 @@ def row(token: str) -> AccessToken:
     return AccessToken.objects.get(token_checksum=digest(token))
 
 
-def deny(org, agent) -> dict:
+def deny(idjag_org, agent) -> dict:
     out = StringIO()
     call_command("identityprovider", "deny-assertions", "ACME", "--client", agent[0].client_id, stdout=out)
     return json.loads(out.getvalue())["access_tokens_ended"]
@@ -113,7 +113,7 @@ def deny(org, agent) -> dict:
 
 
 def test_each_grant_records_where_its_token_comes_from(
-    browser, api, settings, confidential, org, linked, agent, assertions, mcp, bookings, exchanges
+    browser, api, settings, confidential, idjag_org, linked, agent, assertions, mcp_in_format, bookings, exchanges
 ):
     # A code's token belongs to its grant's refresh token family.
     tokens = user_tokens(browser, api, confidential)
@@ -125,14 +125,18 @@ def test_each_grant_records_where_its_token_comes_from(
     renewed = refresh(api, confidential[0], tokens["refresh_token"], secret=confidential[1]).json()
     assert row(renewed["access_token"]).token_family == family
     # An exchanged token carries its subject's family, and names the subject for the audit.
-    exchanged = row(traded(api, mcp, renewed["access_token"]))
+    exchanged = row(traded(api, mcp_in_format, renewed["access_token"]))
     assert (exchanged.token_family, exchanged.exchanged_from_id) == (family, row(renewed["access_token"]).pk)
-    assert exchanged.act == {"sub": mcp[0].client_id} and exchanged.assertion_issuer == ""
+    assert exchanged.act == {"sub": mcp_in_format[0].client_id} and exchanged.assertion_issuer == ""
     # An assertion's token has no family but its issuer; a token exchanged from it carries both marks.
-    asserted = row(asserted_token(api, org, agent, settings))
-    assert (asserted.token_family, asserted.assertion_issuer, asserted.exchanged_from_id) == (None, org.issuer, None)
-    from_assertion = row(traded(api, mcp, asserted_token(api, org, agent, settings)))
-    assert from_assertion.assertion_issuer == org.issuer and from_assertion.token_family is None
+    asserted = row(asserted_token(api, idjag_org, agent, settings))
+    assert (asserted.token_family, asserted.assertion_issuer, asserted.exchanged_from_id) == (
+        None,
+        idjag_org.issuer,
+        None,
+    )
+    from_assertion = row(traded(api, mcp_in_format, asserted_token(api, idjag_org, agent, settings)))
+    assert from_assertion.assertion_issuer == idjag_org.issuer and from_assertion.token_family is None
     assert from_assertion.exchanged_from_id is not None and from_assertion.application == agent[0]
 
 
@@ -140,51 +144,51 @@ def test_each_grant_records_where_its_token_comes_from(
 
 
 def test_deny_assertions_ends_the_token_exchanged_from_an_assertions_token(
-    api, settings, org, linked, agent, assertions, mcp, bookings, exchanges
+    api, settings, idjag_org, linked, agent, assertions, mcp_in_format, bookings, exchanges
 ):
-    asserted = asserted_token(api, org, agent, settings)
-    exchanged = traded(api, mcp, asserted)
-    assert introspect(api, mcp, asserted)["active"] is True
+    asserted = asserted_token(api, idjag_org, agent, settings)
+    exchanged = traded(api, mcp_in_format, asserted)
+    assert introspect(api, mcp_in_format, asserted)["active"] is True
     assert introspect(api, bookings, exchanged)["active"] is True
-    assert deny(org, agent) == {agent[0].client_id: 2}
+    assert deny(idjag_org, agent) == {agent[0].client_id: 2}
     # The attack of the red team: the exchanged token stayed active for up to its 30 minutes.
-    assert introspect(api, mcp, asserted) == {"active": False}
+    assert introspect(api, mcp_in_format, asserted) == {"active": False}
     assert introspect(api, bookings, exchanged) == {"active": False}
 
 
 def test_deny_assertions_ends_a_whole_chain_of_exchanges(
-    api, settings, org, linked, agent, assertions, mcp, bookings, calendar, exchanges
+    api, settings, idjag_org, linked, agent, assertions, mcp_in_format, bookings, calendar, exchanges
 ):
-    first = traded(api, mcp, asserted_token(api, org, agent, settings))
+    first = traded(api, mcp_in_format, asserted_token(api, idjag_org, agent, settings))
     second = traded(api, bookings, first, resource=CALENDAR)
     assert introspect(api, calendar, second)["active"] is True
-    assert deny(org, agent) == {agent[0].client_id: 3}
+    assert deny(idjag_org, agent) == {agent[0].client_id: 3}
     assert introspect(api, calendar, second) == {"active": False}
 
 
 def test_deny_assertions_leaves_what_the_user_granted_the_same_app(
-    browser, api, settings, org, linked, agent, assertions, mcp, bookings, exchanges
+    browser, api, settings, idjag_org, linked, agent, assertions, mcp_in_format, bookings, exchanges
 ):
     consented = user_tokens(browser, api, agent, scope="BOOKING_READ")
-    exchanged = traded(api, mcp, consented["access_token"])
-    traded(api, mcp, asserted_token(api, org, agent, settings))
-    assert deny(org, agent) == {agent[0].client_id: 2}
-    assert introspect(api, mcp, consented["access_token"])["active"] is True
+    exchanged = traded(api, mcp_in_format, consented["access_token"])
+    traded(api, mcp_in_format, asserted_token(api, idjag_org, agent, settings))
+    assert deny(idjag_org, agent) == {agent[0].client_id: 2}
+    assert introspect(api, mcp_in_format, consented["access_token"])["active"] is True
     assert introspect(api, bookings, exchanged)["active"] is True
 
 
 @pytest.mark.parametrize("token_format", ["jwt"])
 def test_deny_assertions_sets_the_status_bits_of_jwts_exchanged_from_an_assertions_token(
-    api, settings, org, linked, agent, assertions, mcp, bookings, exchanges, token_format
+    api, settings, idjag_org, linked, agent, assertions, mcp_in_format, bookings, exchanges, token_format
 ):
     allocator.forget()
     signing_key_create(algorithm="ES256")
-    asserted = asserted_token(api, org, agent, settings)
-    exchanged = traded(api, mcp, asserted)
+    asserted = asserted_token(api, idjag_org, agent, settings)
+    exchanged = traded(api, mcp_in_format, asserted)
     assert is_jwt(asserted) and is_jwt(exchanged)
     places = [(row(token).status_list, row(token).status_index) for token in (asserted, exchanged)]
     assert [status_bit(*place) for place in places] == [0, 0]
-    deny(org, agent)
+    deny(idjag_org, agent)
     assert [status_bit(*place) for place in places] == [1, 1]
 
 
@@ -192,13 +196,13 @@ def test_deny_assertions_sets_the_status_bits_of_jwts_exchanged_from_an_assertio
 
 
 def test_revoking_the_app_under_connected_apps_ends_the_token_exchanged_from_an_assertions_token(
-    browser, api, settings, org, linked, agent, assertions, mcp, bookings, exchanges
+    browser, api, settings, idjag_org, linked, agent, assertions, mcp_in_format, bookings, exchanges
 ):
-    asserted = asserted_token(api, org, agent, settings)
-    exchanged = traded(api, mcp, asserted)
+    asserted = asserted_token(api, idjag_org, agent, settings)
+    exchanged = traded(api, mcp_in_format, asserted)
     response = browser.post(f"/settings/apps/{agent[0].client_id}/revoke/")
     assert response.status_code == 303 and response["Location"] == "/settings/apps/"
-    assert introspect(api, mcp, asserted) == {"active": False}
+    assert introspect(api, mcp_in_format, asserted) == {"active": False}
     assert introspect(api, bookings, exchanged) == {"active": False}
 
 
@@ -206,12 +210,12 @@ def test_revoking_the_app_under_connected_apps_ends_the_token_exchanged_from_an_
 
 
 def test_a_routine_refresh_leaves_the_exchanged_token_and_a_replay_ends_it(
-    browser, api, confidential, mcp, bookings, exchanges
+    browser, api, confidential, mcp_in_format, bookings, exchanges
 ):
     client, secret = confidential
     tokens = user_tokens(browser, api, confidential)
     parent = row(tokens["access_token"])
-    exchanged = traded(api, mcp, tokens["access_token"])
+    exchanged = traded(api, mcp_in_format, tokens["access_token"])
     renewed = refresh(api, client, tokens["refresh_token"], secret=secret)
     assert renewed.status_code == 200
     # The refresh ended the subject's row; the exchanged token follows the family, alive, and still
