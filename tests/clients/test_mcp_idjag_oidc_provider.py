@@ -78,7 +78,7 @@ def org_upstream(upstream_package, tmp_path_factory):
 
 
 @pytest.fixture
-def acme(org_upstream, settings, db):
+def acme_idjag(org_upstream, settings, db):
     """The provider registered here, its discovery and JWKS fetched on loopback (allowed, as for
     development), with nothing cached from an earlier test."""
     settings.OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK = True
@@ -96,9 +96,9 @@ def acme(org_upstream, settings, db):
 
 
 @pytest.fixture
-def linked_employee(acme, end_user):
+def linked_employee(acme_idjag, end_user):
     """The employee's account, linked to their `sub` at the provider by an earlier single sign-on."""
-    SocialAccount.objects.create(user=end_user, provider=acme.slug, uid="wile")
+    SocialAccount.objects.create(user=end_user, provider=acme_idjag.slug, uid="wile")
     return end_user
 
 
@@ -287,11 +287,13 @@ def test_a_client_this_server_did_not_let_the_provider_reach_is_refused(org_upst
     assert AccessToken.objects.get(token_checksum=digest(accepted.json()["access_token"])).user == linked_employee
 
 
-def test_an_assertion_from_an_issuer_this_server_does_not_know_is_refused(org_upstream, agent, linked_employee, acme):
+def test_an_assertion_from_an_issuer_this_server_does_not_know_is_refused(
+    org_upstream, agent, linked_employee, acme_idjag
+):
     organization_allows(org_upstream, {settings.OAUTH_ISSUER: agent[0].client_id})
     allow_assertions(agent[0])
     assertion = id_jag(org_upstream, signed_in(org_upstream), audience=settings.OAUTH_ISSUER)
-    call_command("identityprovider", "remove", acme.slug, stdout=StringIO())
+    call_command("identityprovider", "remove", acme_idjag.slug, stdout=StringIO())
     refused = presented(agent, assertion)
     assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant", refused.content
     assert "not an identity provider" in refused.json()["error_description"]

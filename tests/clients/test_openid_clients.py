@@ -34,7 +34,7 @@ REDIRECT_URI = "http://127.0.0.1:8765/callback"
 
 
 @pytest.fixture
-def person(end_user):
+def profiled_person(end_user):
     end_user.email = "ada@example.com"
     end_user.save(update_fields=["email"])
     Profile.objects.create(user=end_user, name="Ada Lovelace", time_zone="Europe/Paris", locale="fr")
@@ -96,7 +96,7 @@ def run_node_flow(node_package, server, user_agent, *, library, client, secret, 
     ],
 )
 def test_node_libraries_discover_sign_in_validate_the_id_token_and_read_userinfo(
-    node_package, server, user_agent, owner, person, signing_keys, library, kind, algorithm
+    node_package, server, user_agent, owner, profiled_person, signing_keys, library, kind, algorithm
 ):
     client, secret = _app(owner, kind=kind, algorithm=algorithm)
     result, authorization_url = run_node_flow(
@@ -106,12 +106,12 @@ def test_node_libraries_discover_sign_in_validate_the_id_token_and_read_userinfo
     assert "nonce=" in authorization_url and "code_challenge_method=S256" in authorization_url
     claims = result["claims"]
     assert claims["iss"] == server and claims["aud"] == client.client_id
-    assert claims["sub"] == str(person.pk) and claims["nonce"] == result["nonce"]
+    assert claims["sub"] == str(profiled_person.pk) and claims["nonce"] == result["nonce"]
     assert {"auth_time", "at_hash", "sid"} <= set(claims)
     assert result["scope"] == SCOPE
     assert result["userinfo"] == {
-        "sub": str(person.pk),
-        "preferred_username": person.username,
+        "sub": str(profiled_person.pk),
+        "preferred_username": profiled_person.username,
         "name": "Ada Lovelace",
         "zoneinfo": "Europe/Paris",
         "locale": "fr",
@@ -122,7 +122,7 @@ def test_node_libraries_discover_sign_in_validate_the_id_token_and_read_userinfo
 
 @pytest.mark.parametrize("library", ["openid-client", "oauth4webapi"])
 def test_node_libraries_refuse_an_id_token_for_another_nonce(
-    node_package, server, user_agent, owner, person, signing_keys, library
+    node_package, server, user_agent, owner, profiled_person, signing_keys, library
 ):
     client, secret = _app(owner, kind="confidential")
     result, _url = run_node_flow(
@@ -160,15 +160,15 @@ def _authlib_flow(server, user_agent, client, secret, *, expected_nonce=None):
 
 
 def test_authlib_discovers_signs_in_validates_the_id_token_and_reads_userinfo(
-    server, user_agent, owner, person, signing_keys
+    server, user_agent, owner, profiled_person, signing_keys
 ):
     client, secret = _app(owner, kind="confidential")
     claims, userinfo = _authlib_flow(server, user_agent, client, secret)
-    assert claims["sub"] == userinfo["sub"] == str(person.pk)
+    assert claims["sub"] == userinfo["sub"] == str(profiled_person.pk)
     assert userinfo["email"] == "ada@example.com" and userinfo["zoneinfo"] == "Europe/Paris"
 
 
-def test_authlib_refuses_an_id_token_for_another_nonce(server, user_agent, owner, person, signing_keys):
+def test_authlib_refuses_an_id_token_for_another_nonce(server, user_agent, owner, profiled_person, signing_keys):
     client, secret = _app(owner, kind="confidential")
     with pytest.raises(InvalidClaimError, match="nonce"):
         _authlib_flow(server, user_agent, client, secret, expected_nonce="not-the-one-sent")

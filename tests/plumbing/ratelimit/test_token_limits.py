@@ -63,8 +63,8 @@ def token_client(db):
     return Client(enforce_csrf_checks=True)
 
 
-def test_failures_under_the_client_limit_leave_the_client_working(token_client, browser, confidential, limits):
-    client, secret = confidential
+def test_failures_under_the_client_limit_leave_the_client_working(token_client, browser, approved_confidential, limits):
+    client, secret = approved_confidential
     limits(token_failures_per_client=(3, 60))
     for _ in range(2):
         assert wrong_secret(token_client, client).status_code == 401
@@ -76,10 +76,12 @@ def strangers(n):
     return (f"203.0.113.{i}" for i in range(1, n + 1))
 
 
-def test_strangers_wrong_secrets_never_refuse_the_apps_own_refresh(token_client, confidential, end_user, limits):
+def test_strangers_wrong_secrets_never_refuse_the_apps_own_refresh(
+    token_client, approved_confidential, end_user, limits
+):
     # issue 28, medium 4: forty wrong secrets with the app's public client_id, from anywhere, then
     # the app's own refresh with its right secret. It used to get 429 for the rest of the window.
-    client, secret = confidential
+    client, secret = approved_confidential
     limits(token_failures_per_client=(20, 60))
     _access, refresh_token = make_tokens(end_user, client)
     answers = [wrong_secret(token_client, client, address=stranger).status_code for stranger in strangers(40)]
@@ -92,8 +94,8 @@ def test_strangers_wrong_secrets_never_refuse_the_apps_own_refresh(token_client,
     assert post(token_client, data, as_json=True, HTTP_AUTHORIZATION=basic(client.client_id, secret)).status_code == 200
 
 
-def test_a_right_secret_over_the_client_limit_gets_its_own_answer(token_client, browser, confidential, limits):
-    client, secret = confidential
+def test_a_right_secret_over_the_client_limit_gets_its_own_answer(token_client, browser, approved_confidential, limits):
+    client, secret = approved_confidential
     limits(token_failures_per_client=(3, 60))
     for stranger in strangers(3):
         assert wrong_secret(token_client, client, address=stranger).status_code == 401
@@ -103,9 +105,11 @@ def test_a_right_secret_over_the_client_limit_gets_its_own_answer(token_client, 
     assert_refused(wrong_secret(token_client, client))
 
 
-def test_an_unknown_client_and_a_wrong_secret_are_refused_alike_past_the_limit(token_client, confidential, limits):
+def test_an_unknown_client_and_a_wrong_secret_are_refused_alike_past_the_limit(
+    token_client, approved_confidential, limits
+):
     # SECURITY.md: unknown client and wrong secret look the same, under the limit and past it.
-    client, _secret = confidential
+    client, _secret = approved_confidential
     limits(token_failures_per_client=(2, 60))
     for stranger in strangers(2):
         assert wrong_secret(token_client, client, address=stranger).status_code == 401
@@ -134,8 +138,8 @@ def test_a_public_client_has_no_per_client_failure_limit(token_client, owner, en
     assert_refused(wrong_secret(token_client, public, address=ELSEWHERE))
 
 
-def test_client_failures_count_from_every_address(token_client, confidential, other_confidential, limits):
-    client, _secret = confidential
+def test_client_failures_count_from_every_address(token_client, approved_confidential, other_confidential, limits):
+    client, _secret = approved_confidential
     other, _other_secret = other_confidential
     limits(token_failures_per_client=(3, 60))
     for address in (HERE, ELSEWHERE, THIRD):
@@ -145,8 +149,8 @@ def test_client_failures_count_from_every_address(token_client, confidential, ot
     assert wrong_secret(token_client, other, address="198.51.100.4").status_code == 401
 
 
-def test_basic_json_and_form_credentials_count_against_the_same_client(token_client, confidential, limits):
-    client, _secret = confidential
+def test_basic_json_and_form_credentials_count_against_the_same_client(token_client, approved_confidential, limits):
+    client, _secret = approved_confidential
     limits(token_failures_per_client=(2, 60))
     data = {"grant_type": "refresh_token", "refresh_token": "x" * 43}
     assert post(token_client, data, HTTP_AUTHORIZATION=basic(client.client_id, "cs_wrong")).status_code == 401
@@ -156,10 +160,10 @@ def test_basic_json_and_form_credentials_count_against_the_same_client(token_cli
     assert_refused(post(token_client, data, address=THIRD, HTTP_AUTHORIZATION=basic(client.client_id, "cs_wrong")))
 
 
-def test_an_invalid_grant_counts_per_address_but_not_against_the_client(token_client, confidential, limits):
+def test_an_invalid_grant_counts_per_address_but_not_against_the_client(token_client, approved_confidential, limits):
     # An app with many users meets expired refresh tokens every day; only failed client
     # authentication counts against the client.
-    client, secret = confidential
+    client, secret = approved_confidential
     limits(token_failures_per_client=(1, 60), token_failures_per_address=(3, 60))
     for _ in range(3):
         assert bad_grant(token_client, client, secret).status_code == 400
@@ -167,8 +171,8 @@ def test_an_invalid_grant_counts_per_address_but_not_against_the_client(token_cl
     assert bad_grant(token_client, client, secret, address=ELSEWHERE).status_code == 400
 
 
-def test_an_address_over_its_failure_limit_is_refused_whatever_the_client(token_client, confidential, limits):
-    client, secret = confidential
+def test_an_address_over_its_failure_limit_is_refused_whatever_the_client(token_client, approved_confidential, limits):
+    client, secret = approved_confidential
     limits(token_failures_per_address=(3, 60))
     for name in ("guess-1", "guess-2", "guess-3"):
         assert unknown_client(token_client, name).status_code == 401
@@ -177,8 +181,8 @@ def test_an_address_over_its_failure_limit_is_refused_whatever_the_client(token_
     assert unknown_client(token_client, "guess-4", address=ELSEWHERE).status_code == 401
 
 
-def test_successful_exchanges_do_not_count_as_failures(token_client, browser, confidential, limits):
-    client, secret = confidential
+def test_successful_exchanges_do_not_count_as_failures(token_client, browser, approved_confidential, limits):
+    client, secret = approved_confidential
     limits(token_failures_per_client=(1, 60), token_failures_per_address=(1, 60))
     for _ in range(3):
         code = get_code(browser, client)
@@ -187,8 +191,8 @@ def test_successful_exchanges_do_not_count_as_failures(token_client, browser, co
     assert_refused(wrong_secret(token_client, client))
 
 
-def test_every_request_counts_towards_the_address_request_limit(token_client, browser, confidential, limits):
-    client, secret = confidential
+def test_every_request_counts_towards_the_address_request_limit(token_client, browser, approved_confidential, limits):
+    client, secret = approved_confidential
     limits(token_requests_per_address=(3, 60))
     for _ in range(3):
         code = get_code(browser, client)
@@ -205,8 +209,8 @@ def test_only_posts_are_counted(token_client, limits):
     assert unknown_client(token_client, "guess").status_code == 401
 
 
-def test_a_rotated_x_forwarded_for_gets_no_fresh_budget_by_default(token_client, confidential, limits):
-    client, _secret = confidential
+def test_a_rotated_x_forwarded_for_gets_no_fresh_budget_by_default(token_client, approved_confidential, limits):
+    client, _secret = approved_confidential
     limits(token_failures_per_address=(2, 60))
     for fake in ("192.0.2.1", "192.0.2.2"):
         assert unknown_client_from(token_client, HERE, forwarded=fake).status_code == 401
@@ -257,7 +261,7 @@ def test_the_limiter_can_be_switched_off(token_client, limits, settings):
         assert unknown_client(token_client, "guess").status_code == 401
 
 
-def test_requests_without_a_client_address_are_limited_together(token_client, confidential, limits):
+def test_requests_without_a_client_address_are_limited_together(token_client, approved_confidential, limits):
     # An empty REMOTE_ADDR (a Unix socket behind an untrusted proxy) is one shared key, not none.
     limits(token_failures_per_address=(3, 60))
     for name in ("guess-1", "guess-2", "guess-3"):
