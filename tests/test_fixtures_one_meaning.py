@@ -17,10 +17,7 @@ ROOT = TESTS.parent
 
 # Still two meanings or more under one name (issue 39, "Fixtures"): rename one side when you touch it.
 NAMED_TWICE = {
-    "agent": 6,
     "app": 4,  # the OAuth flow's; the live server's (tests/integration/); two client libraries' (tests/clients/)
-    "bookings": 5,
-    "cast": 5,
     "server": 2,  # the live server: gunicorn (tests/integration/) and Django's live_server (tests/clients/)
 }
 

@@ -193,7 +193,7 @@ def decoded(jwt: str) -> tuple[dict, dict]:
 
 
 @pytest.fixture
-def agent(owner, reviewer, db):
+def acme_agent(owner, reviewer, db):
     """The agent's client here (confidential, approved) and the MCP server as a resource server."""
     created = make_client(owner, name="Acme agent", scopes=SCOPES, approve=True)
     services.resource_server_create(owner=reviewer, name="Scheduling MCP", resource_uri=MCP, actor=reviewer)
@@ -204,9 +204,9 @@ def allow_assertions(client) -> None:
     call_command("identityprovider", "allow-assertions", "Acme SSO", "--client", client.client_id, stdout=StringIO())
 
 
-def presented(agent, assertion: str):
+def presented(acme_agent, assertion: str):
     """The agent's RFC 7523 JWT bearer grant here, with its secret."""
-    client, secret = agent
+    client, secret = acme_agent
     data = {"grant_type": JWT_BEARER.grant_type, "assertion": assertion, "resource": MCP}
     return token_request(Client(enforce_csrf_checks=True), data, auth=basic(client.client_id, secret))
 
@@ -259,57 +259,59 @@ def test_an_employee_signed_in_at_the_organizations_provider_uses_the_agent_with
 
 
 def test_an_assertion_the_provider_made_for_another_authorization_server_is_refused(
-    org_upstream, agent, linked_employee
+    org_upstream, acme_agent, linked_employee
 ):
-    organization_allows(org_upstream, {settings.OAUTH_ISSUER: agent[0].client_id, ANOTHER_SERVER: agent[0].client_id})
-    allow_assertions(agent[0])
+    organization_allows(
+        org_upstream, {settings.OAUTH_ISSUER: acme_agent[0].client_id, ANOTHER_SERVER: acme_agent[0].client_id}
+    )
+    allow_assertions(acme_agent[0])
     id_token = signed_in(org_upstream)
     elsewhere = id_jag(org_upstream, id_token, audience=ANOTHER_SERVER)
     assert decoded(elsewhere)[1]["aud"] == ANOTHER_SERVER
-    refused = presented(agent, elsewhere)
+    refused = presented(acme_agent, elsewhere)
     assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant", refused.content
     assert "aud" in refused.json()["error_description"]
     # The same person and agent, the assertion for this server: accepted.
-    here = presented(agent, id_jag(org_upstream, id_token, audience=settings.OAUTH_ISSUER))
+    here = presented(acme_agent, id_jag(org_upstream, id_token, audience=settings.OAUTH_ISSUER))
     assert here.status_code == 200, here.content
 
 
-def test_a_client_this_server_did_not_let_the_provider_reach_is_refused(org_upstream, agent, linked_employee):
-    organization_allows(org_upstream, {settings.OAUTH_ISSUER: agent[0].client_id})
+def test_a_client_this_server_did_not_let_the_provider_reach_is_refused(org_upstream, acme_agent, linked_employee):
+    organization_allows(org_upstream, {settings.OAUTH_ISSUER: acme_agent[0].client_id})
     assertion = id_jag(org_upstream, signed_in(org_upstream), audience=settings.OAUTH_ISSUER)
-    refused = presented(agent, assertion)
+    refused = presented(acme_agent, assertion)
     assert refused.status_code == 400 and refused.json()["error"] == "unauthorized_client", refused.content
     assert not AccessToken.objects.exists()
     # Once an administrator here allows it, the same assertion (its jti still unused) is accepted.
-    allow_assertions(agent[0])
-    accepted = presented(agent, assertion)
+    allow_assertions(acme_agent[0])
+    accepted = presented(acme_agent, assertion)
     assert accepted.status_code == 200, accepted.content
     assert AccessToken.objects.get(token_checksum=digest(accepted.json()["access_token"])).user == linked_employee
 
 
 def test_an_assertion_from_an_issuer_this_server_does_not_know_is_refused(
-    org_upstream, agent, linked_employee, acme_idjag
+    org_upstream, acme_agent, linked_employee, acme_idjag
 ):
-    organization_allows(org_upstream, {settings.OAUTH_ISSUER: agent[0].client_id})
-    allow_assertions(agent[0])
+    organization_allows(org_upstream, {settings.OAUTH_ISSUER: acme_agent[0].client_id})
+    allow_assertions(acme_agent[0])
     assertion = id_jag(org_upstream, signed_in(org_upstream), audience=settings.OAUTH_ISSUER)
     call_command("identityprovider", "remove", acme_idjag.slug, stdout=StringIO())
-    refused = presented(agent, assertion)
+    refused = presented(acme_agent, assertion)
     assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant", refused.content
     assert "not an identity provider" in refused.json()["error_description"]
 
 
-def test_an_assertion_signed_with_a_key_the_provider_rotated_out_is_refused(org_upstream, agent, linked_employee):
-    organization_allows(org_upstream, {settings.OAUTH_ISSUER: agent[0].client_id})
-    allow_assertions(agent[0])
+def test_an_assertion_signed_with_a_key_the_provider_rotated_out_is_refused(org_upstream, acme_agent, linked_employee):
+    organization_allows(org_upstream, {settings.OAUTH_ISSUER: acme_agent[0].client_id})
+    allow_assertions(acme_agent[0])
     before = id_jag(org_upstream, signed_in(org_upstream), audience=settings.OAUTH_ISSUER)
     org_upstream.restart()  # a new signing key; the old one is no longer in its JWKS
-    refused = presented(agent, before)
+    refused = presented(acme_agent, before)
     assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant", refused.content
     assert "key is not in its issuer's JWKS" in refused.json()["error_description"]
     after = id_jag(org_upstream, signed_in(org_upstream), audience=settings.OAUTH_ISSUER)
     assert decoded(after)[0]["kid"] != decoded(before)[0]["kid"]
-    accepted = presented(agent, after)
+    accepted = presented(acme_agent, after)
     assert accepted.status_code == 200, accepted.content
 
 

@@ -502,7 +502,7 @@ COMMITTED_THEN_LOST = {"exchange": exchange_committed_then_lost, "refresh": refr
 
 
 @pytest.fixture
-def cast(transactional_db):
+def app_and_users(transactional_db):
     owner = make_server_user("fleetowner")
     created = make_client(owner, redirect_uris=["http://localhost:8765/cb"], scopes=["PROFILE_READ"], approve=True)
     users = [make_server_user(f"fleetuser{n}") for n in range(CLIENTS)]
@@ -513,8 +513,8 @@ def _browsers(fleet, users):
     return [login(fleet.url, user.username) for user in users]
 
 
-def test_a_rolling_restart_costs_no_request(fleet, cast):
-    app, secret, users = cast
+def test_a_rolling_restart_costs_no_request(fleet, app_and_users):
+    app, secret, users = app_and_users
     with Load(fleet, app, secret, _browsers(fleet, users), retry_cut_off=False) as load:
         time.sleep(2)
         took = [fleet.rolling_restart(port) for port in fleet.ports]
@@ -529,8 +529,8 @@ def test_a_rolling_restart_costs_no_request(fleet, cast):
     assert tally.statuses[("exchange", 200)] >= 10 and tally.statuses[("introspect", 200)] >= 10
 
 
-def test_a_server_killed_mid_load_loses_only_its_requests_in_flight(fleet, cast):
-    app, secret, users = cast
+def test_a_server_killed_mid_load_loses_only_its_requests_in_flight(fleet, app_and_users):
+    app, secret, users = app_and_users
     with Load(fleet, app, secret, _browsers(fleet, users), retry_cut_off=True) as load:
         time.sleep(2)
         fleet.kill(fleet.ports[0])

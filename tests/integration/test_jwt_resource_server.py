@@ -77,7 +77,7 @@ def bookings_service(server, jwt_bookings_credentials, **extra):
 
 
 @pytest.fixture
-def bookings(server, jwt_bookings_credentials):
+def jwt_bookings_process(server, jwt_bookings_credentials):
     with bookings_service(server, jwt_bookings_credentials) as live:
         yield live
 
@@ -104,13 +104,13 @@ def requests_to(server, path: str) -> int:
     return len(re.findall(rf'"(?:GET|POST) {re.escape(path)}', server.log_path.read_text(errors="replace")))
 
 
-def test_the_service_verifies_without_calling_home_per_request(server, bookings, app):
+def test_the_service_verifies_without_calling_home_per_request(server, jwt_bookings_process, app):
     user = make_server_user("alice")
     token = issue(server, app, user)["access_token"]
     assert token.count(".") == 2
     started = time.monotonic()
     for _ in range(40):
-        answer = call(bookings, token)
+        answer = call(jwt_bookings_process, token)
         assert answer.status_code == 200, answer.text
     elapsed = time.monotonic() - started
     assert answer.json()["scopes"] == ["BOOKING_READ"]
@@ -120,11 +120,11 @@ def test_the_service_verifies_without_calling_home_per_request(server, bookings,
     assert 1 <= lists <= elapsed / TTL + 2  # once per ttl, not once per request
 
 
-def test_a_revoked_token_is_refused_within_the_ttl(server, bookings, app):
+def test_a_revoked_token_is_refused_within_the_ttl(server, jwt_bookings_process, app):
     client, secret = app
     user = make_server_user("bob")
     token = issue(server, app, user)["access_token"]
-    assert call(bookings, token).status_code == 200
+    assert call(jwt_bookings_process, token).status_code == 200
     revoked = requests.post(
         server.url + REVOKE,
         data={"token": token, "client_id": client.client_id, "client_secret": secret},
@@ -132,29 +132,29 @@ def test_a_revoked_token_is_refused_within_the_ttl(server, bookings, app):
     )
     assert revoked.status_code == 200
     revoked_at = time.monotonic()
-    while call(bookings, token).status_code == 200:
+    while call(jwt_bookings_process, token).status_code == 200:
         assert time.monotonic() - revoked_at < TTL + 1.5, "still accepted after the list's ttl"
         time.sleep(0.1)
-    refused = call(bookings, token)
+    refused = call(jwt_bookings_process, token)
     assert refused.status_code == 401 and 'error="invalid_token"' in refused.headers["WWW-Authenticate"]
 
 
-def test_a_refresh_ends_the_old_jwt_there_too(server, bookings, app):
+def test_a_refresh_ends_the_old_jwt_there_too(server, jwt_bookings_process, app):
     client, secret = app
     user = make_server_user("carol")
     first = issue(server, app, user)
     second = refresh(server.url, client.client_id, secret, first["refresh_token"]).json()
-    assert call(bookings, second["access_token"]).status_code == 200
+    assert call(jwt_bookings_process, second["access_token"]).status_code == 200
     time.sleep(TTL + 0.3)
-    assert call(bookings, first["access_token"]).status_code == 401
-    assert call(bookings, second["access_token"]).status_code == 200
+    assert call(jwt_bookings_process, first["access_token"]).status_code == 401
+    assert call(jwt_bookings_process, second["access_token"]).status_code == 200
 
 
-def test_an_opaque_token_is_introspected_there(server, bookings, app):
+def test_an_opaque_token_is_introspected_there(server, jwt_bookings_process, app):
     user = make_server_user("dave")
     token = issue(server, app, user, resource=None)["access_token"]
     assert token.count(".") == 0
-    assert call(bookings, token).status_code == 200
+    assert call(jwt_bookings_process, token).status_code == 200
     assert requests_to(server, "/v2/auth/oauth2/introspect") == 1
 
 
