@@ -213,12 +213,12 @@ def presented(acme_agent, assertion: str):
 
 @pytest.mark.django_db(transaction=True)
 def test_an_employee_signed_in_at_the_organizations_provider_uses_the_agent_with_no_consent_page(
-    org_upstream, server, linked_employee, mcp_server, bookings_service, owner
+    org_upstream, live_issuer, linked_employee, mcp_server, bookings_service, owner
 ):
     created = make_client(owner, name="Acme agent", scopes=SCOPES, approve=True)
     client = created.client
     allow_assertions(client)
-    organization_allows(org_upstream, {server: client.client_id})
+    organization_allows(org_upstream, {live_issuer: client.client_id})
     id_token = signed_in(org_upstream)
     issued = []
 
@@ -233,7 +233,7 @@ def test_an_employee_signed_in_at_the_organizations_provider_uses_the_agent_with
         storage=MemoryStorage(),
         client_id=client.client_id,
         client_secret=created.secret.plaintext,
-        issuer=server,
+        issuer=live_issuer,
         assertion_provider=assertion_provider,
         scope=" ".join(SCOPES),
     )
@@ -247,7 +247,7 @@ def test_an_employee_signed_in_at_the_organizations_provider_uses_the_agent_with
     header, claims = decoded(issued[0])
     jwks = requests.get(discovery(org_upstream)["jwks_uri"], timeout=TIMEOUT).json()
     assert header["typ"] == ID_JAG_TYPE and header["kid"] in {key["kid"] for key in jwks["keys"]}
-    assert claims["iss"] == org_upstream.issuer and claims["sub"] == "wile" and claims["aud"] == server
+    assert claims["iss"] == org_upstream.issuer and claims["sub"] == "wile" and claims["aud"] == live_issuer
     assert claims["client_id"] == client.client_id and claims["resource"] == mcp_server
     assert claims["scope"] == " ".join(SCOPES) and claims["jti"] and claims["exp"] - claims["iat"] == 300
     token = AccessToken.objects.get(application=client, act__isnull=True)

@@ -87,8 +87,8 @@ def app_scopes():
     return ["PROFILE_READ", "BOOKING_READ"]
 
 
-def issue(server, app, user, *, resource=BOOKINGS) -> dict:
-    client, secret = app
+def issue(server, server_app, user, *, resource=BOOKINGS) -> dict:
+    client, secret = server_app
     code = authorize(login(server.url, user.username), server.url, client, scope="BOOKING_READ", resource=resource)
     response = exchange(server.url, client, secret, code)
     assert response.status_code == 200, response.text
@@ -104,9 +104,9 @@ def requests_to(server, path: str) -> int:
     return len(re.findall(rf'"(?:GET|POST) {re.escape(path)}', server.log_path.read_text(errors="replace")))
 
 
-def test_the_service_verifies_without_calling_home_per_request(server, jwt_bookings_process, app):
+def test_the_service_verifies_without_calling_home_per_request(server, jwt_bookings_process, server_app):
     user = make_server_user("alice")
-    token = issue(server, app, user)["access_token"]
+    token = issue(server, server_app, user)["access_token"]
     assert token.count(".") == 2
     started = time.monotonic()
     for _ in range(40):
@@ -120,10 +120,10 @@ def test_the_service_verifies_without_calling_home_per_request(server, jwt_booki
     assert 1 <= lists <= elapsed / TTL + 2  # once per ttl, not once per request
 
 
-def test_a_revoked_token_is_refused_within_the_ttl(server, jwt_bookings_process, app):
-    client, secret = app
+def test_a_revoked_token_is_refused_within_the_ttl(server, jwt_bookings_process, server_app):
+    client, secret = server_app
     user = make_server_user("bob")
-    token = issue(server, app, user)["access_token"]
+    token = issue(server, server_app, user)["access_token"]
     assert call(jwt_bookings_process, token).status_code == 200
     revoked = requests.post(
         server.url + REVOKE,
@@ -139,10 +139,10 @@ def test_a_revoked_token_is_refused_within_the_ttl(server, jwt_bookings_process,
     assert refused.status_code == 401 and 'error="invalid_token"' in refused.headers["WWW-Authenticate"]
 
 
-def test_a_refresh_ends_the_old_jwt_there_too(server, jwt_bookings_process, app):
-    client, secret = app
+def test_a_refresh_ends_the_old_jwt_there_too(server, jwt_bookings_process, server_app):
+    client, secret = server_app
     user = make_server_user("carol")
-    first = issue(server, app, user)
+    first = issue(server, server_app, user)
     second = refresh(server.url, client.client_id, secret, first["refresh_token"]).json()
     assert call(jwt_bookings_process, second["access_token"]).status_code == 200
     time.sleep(TTL + 0.3)
@@ -150,17 +150,17 @@ def test_a_refresh_ends_the_old_jwt_there_too(server, jwt_bookings_process, app)
     assert call(jwt_bookings_process, second["access_token"]).status_code == 200
 
 
-def test_an_opaque_token_is_introspected_there(server, jwt_bookings_process, app):
+def test_an_opaque_token_is_introspected_there(server, jwt_bookings_process, server_app):
     user = make_server_user("dave")
-    token = issue(server, app, user, resource=None)["access_token"]
+    token = issue(server, server_app, user, resource=None)["access_token"]
     assert token.count(".") == 0
     assert call(jwt_bookings_process, token).status_code == 200
     assert requests_to(server, "/v2/auth/oauth2/introspect") == 1
 
 
-def test_the_authorization_server_down_is_503_after_the_staleness_bound(server, jwt_bookings_credentials, app):
+def test_the_authorization_server_down_is_503_after_the_staleness_bound(server, jwt_bookings_credentials, server_app):
     user = make_server_user("erin")
-    token = issue(server, app, user)["access_token"]
+    token = issue(server, server_app, user)["access_token"]
     bound = 8
     with bookings_service(server, jwt_bookings_credentials, OAUTH_STATUS_LIST_MAX_STALENESS=str(bound)) as bookings:
         assert call(bookings, token).status_code == 200
@@ -175,7 +175,7 @@ def test_the_authorization_server_down_is_503_after_the_staleness_bound(server, 
         assert answer.status_code == 503 and answer.headers["Retry-After"] == "5"
 
 
-def test_a_key_rotation_fails_no_request(server, jwt_bookings_credentials, app, settings):
+def test_a_key_rotation_fails_no_request(server, jwt_bookings_credentials, server_app, settings):
     settings.OAUTH_SIGNING_KEY_PUBLISH_AHEAD = 2  # as the server's: the rotation is made here
     users = [make_server_user(f"user{index}") for index in range(3)]
     failures, served = [], []
@@ -184,7 +184,7 @@ def test_a_key_rotation_fails_no_request(server, jwt_bookings_credentials, app, 
 
         def keep_calling(user):
             while time.monotonic() < stop_at:
-                token = issue(server, app, user)["access_token"]
+                token = issue(server, server_app, user)["access_token"]
                 answer = call(bookings, token)
                 if answer.status_code == 200:
                     served.append(json.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=="))["kid"])
