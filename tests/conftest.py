@@ -4,6 +4,7 @@ import pytest
 from django.db import connection
 from django.test import Client
 
+from signing.keys import signing_key_create
 from tests.factories import PASSWORD, make_client, make_resource_server, make_user
 
 REQUIRE_POSTGRES = os.environ.get("REQUIRE_POSTGRES") == "1"
@@ -25,6 +26,12 @@ def _postgres_only_guard(django_db_blocker):
     if REQUIRE_POSTGRES:
         pytest.fail(f"REQUIRE_POSTGRES=1 but the test database is {vendor}, not PostgreSQL")
     pytest.skip("needs PostgreSQL (row locks and real concurrency); run with DATABASE_URL=postgres://...")
+
+
+@pytest.fixture
+def signing_keys(db):
+    """One signing key of each algorithm the server signs with."""
+    return {algorithm: signing_key_create(algorithm=algorithm) for algorithm in ("RS256", "ES256")}
 
 
 @pytest.fixture

@@ -44,7 +44,7 @@ class World:
 
 
 @pytest.fixture
-def world(end_user):
+def audit_world(end_user):
     # The date the admin's form posts back (below): unchanged, so that a change names only its fields.
     type(end_user).objects.filter(pk=end_user.pk).update(date_joined=datetime(2025, 1, 1, tzinfo=UTC))
     identity_provider_add(
@@ -229,9 +229,9 @@ DOORS = {
 
 
 @pytest.mark.parametrize("name", DOORS)
-def test_an_admin_change_to_an_account_is_audited_with_the_administrator(name, world, staff, reviewer):
+def test_an_admin_change_to_an_account_is_audited_with_the_administrator(name, audit_world, staff, reviewer):
     door = DOORS[name]
-    answer = staff.post(door.path(world), door.data(world))
+    answer = staff.post(door.path(audit_world), door.data(audit_world))
     assert answer.status_code == 302, (name, answer.content[:2000])
     (event,) = AccountAuditEvent.objects.filter(action=door.action, detail__model=door.model)
     assert event.actor == reviewer
@@ -245,10 +245,10 @@ def test_an_admin_change_to_an_account_is_audited_with_the_administrator(name, w
     assert NEW_PASSWORD not in str(detail) and "pbkdf2" not in str(detail) and "md5$" not in str(detail)
 
 
-def test_a_refused_change_leaves_no_audit_row(world, staff):
+def test_a_refused_change_leaves_no_audit_row(audit_world, staff):
     # A form the admin refuses (two passwords that differ) changes nothing and audits nothing.
     answer = staff.post(
-        f"/admin/auth/user/{world.end_user.pk}/password/",
+        f"/admin/auth/user/{audit_world.end_user.pk}/password/",
         {"password1": NEW_PASSWORD, "password2": "something-else-42", "usable_password": "true"},
     )
     assert answer.status_code == 200

@@ -39,7 +39,7 @@ def forged(origin: str) -> str:
 
 
 @pytest.fixture(autouse=True, params=["http://testserver", "http://localhost:8000"])
-def issuer(request, settings):
+def passkey_issuer(request, settings):
     """The test server's issuer, and `make run`'s (the one the old prefix match switched allauth's
     any-origin mode on for): the relying party is the issuer's host, whatever Host a request has.
     allauth's limit on passkey sign-ins (10 a minute per address) starts over for each test."""
@@ -148,6 +148,6 @@ def test_the_origin_rule(settings, configured, origin, allowed):
     assert passkey_origin_allowed(origin) is allowed
 
 
-def test_the_issuers_origin_is_what_the_rule_expects(issuer):
-    assert issuer_origin() == issuer
+def test_the_issuers_origin_is_what_the_rule_expects(passkey_issuer):
+    assert issuer_origin() == passkey_issuer
     assert passkey_origin_allowed(issuer_origin())

@@ -28,7 +28,7 @@ UNAVAILABLE = "Sign-in through Acme SSO is unavailable right now"
 
 
 @pytest.fixture
-def acme(db):
+def acme_sealed(db):
     """An enforcing provider for acme.example, its secret sealed under the test suite's key; no
     earlier log of it in this process."""
     run(
@@ -63,15 +63,15 @@ def unopenable(settings, provider, how: str) -> None:
 HOW = ["wrong key", "no key", "not sealed"]
 
 
-def test_with_the_right_key_the_provider_is_offered(acme):
+def test_with_the_right_key_the_provider_is_offered(acme_sealed):
     page = Client().get("/accounts/login/")
     assert page.status_code == 200 and OFFERED in page.content and UNAVAILABLE not in page.content.decode()
     assert identity_provider_secrets_open(databases=["default"]) == []
 
 
 @pytest.mark.parametrize("how", HOW)
-def test_the_login_page_renders_without_the_provider_and_says_so(acme, settings, caplog, how):
-    unopenable(settings, acme, how)
+def test_the_login_page_renders_without_the_provider_and_says_so(acme_sealed, settings, caplog, how):
+    unopenable(settings, acme_sealed, how)
     browser = Client(raise_request_exception=False)
     with caplog.at_level(logging.ERROR, logger="accounts.selectors"):
         first, second = browser.get("/accounts/login/"), browser.get("/accounts/login/")
@@ -82,7 +82,9 @@ def test_the_login_page_renders_without_the_provider_and_says_so(acme, settings,
     (record,) = [record for record in caplog.records if record.name == "accounts.selectors"]
     logged = record.getMessage()
     assert "acme-sso" in logged and "OAUTH_SIGNING_KEY_ENCRYPTION_KEY" in logged
-    assert SECRET not in caplog.text and acme.client_secret_sealed not in caplog.text and WRONG not in caplog.text
+    assert (
+        SECRET not in caplog.text and acme_sealed.client_secret_sealed not in caplog.text and WRONG not in caplog.text
+    )
     # A password still signs in.
     make_user("someone")
     signed_in = Client()
@@ -90,18 +92,18 @@ def test_the_login_page_renders_without_the_provider_and_says_so(acme, settings,
     assert "_auth_user_id" in signed_in.session
 
 
-def test_an_address_of_its_enforced_domain_gets_a_page_saying_it_is_unavailable(acme, settings):
-    unopenable(settings, acme, "wrong key")
+def test_an_address_of_its_enforced_domain_gets_a_page_saying_it_is_unavailable(acme_sealed, settings):
+    unopenable(settings, acme_sealed, "wrong key")
     answer = Client(raise_request_exception=False).post("/accounts/login/", {"login": "ceo@acme.example"})
     assert answer.status_code == 503
     page = answer.content.decode()
     assert "Sign-in through Acme SSO is unavailable" in page and "Tell your administrator" in page
 
 
-def test_its_sign_in_address_and_a_linked_accounts_pages_answer_without_a_500(acme, settings):
+def test_its_sign_in_address_and_a_linked_accounts_pages_answer_without_a_500(acme_sealed, settings):
     person = make_user("employee")
     SocialAccount.objects.create(user=person, provider="acme-sso", uid="employee-1")
-    unopenable(settings, acme, "wrong key")
+    unopenable(settings, acme_sealed, "wrong key")
     anonymous = Client(raise_request_exception=False)
     assert anonymous.post("/accounts/oidc/acme-sso/login/").status_code == 404  # allauth's, for a provider not offered
     assert anonymous.get("/accounts/oidc/acme-sso/login/callback/?state=s&code=c").status_code == 404
@@ -112,8 +114,8 @@ def test_its_sign_in_address_and_a_linked_accounts_pages_answer_without_a_500(ac
 
 
 @pytest.mark.parametrize("how", HOW)
-def test_check_deploy_names_the_provider_whose_secret_does_not_open(acme, settings, how):
-    unopenable(settings, acme, how)
+def test_check_deploy_names_the_provider_whose_secret_does_not_open(acme_sealed, settings, how):
+    unopenable(settings, acme_sealed, how)
     (error,) = identity_provider_secrets_open(databases=["default"])
     assert error.id == "accounts.E001" and "acme-sso" in error.msg and "OAUTH_SIGNING_KEY_ENCRYPTION_KEY" in error.msg
     assert SECRET not in error.msg and WRONG not in error.msg
@@ -122,11 +124,11 @@ def test_check_deploy_names_the_provider_whose_secret_does_not_open(acme, settin
         call_command("check", "--deploy", "--database", "default", "--tag", "security", stdout=StringIO())
 
 
-def test_readyz_reports_it_and_stays_ready(acme, settings):
+def test_readyz_reports_it_and_stays_ready(acme_sealed, settings):
     # Everything else serves (passwords, passkeys, tokens): the process stays in the pool.
     assert Client().get("/readyz").json()["checks"]["identity_providers"] == "ok"
     readiness_forget()
-    unopenable(settings, acme, "not sealed")
+    unopenable(settings, acme_sealed, "not sealed")
     answer = Client().get("/readyz")
     assert answer.status_code == 200 and answer.json()["status"] == "ready"
     problem = answer.json()["checks"]["identity_providers"]

@@ -58,7 +58,7 @@ class World:
 
 
 @pytest.fixture
-def world(reviewer, end_user, owner):
+def servers_and_tokens(reviewer, end_user, owner):
     servers = [
         services.resource_server_create(owner=reviewer, name=name, resource_uri=uri, actor=reviewer).client
         for name, uri in (("Scheduling MCP", MCP), ("Bookings service", BOOKINGS), ("Calendar service", CALENDAR))
@@ -195,7 +195,7 @@ DOORS = {
 
 
 @pytest.fixture
-def stale_admin(world, settings):
+def stale_admin(servers_and_tokens, settings):
     """The reviewer with an authenticator app, signed in with it (password, then code) an hour ago;
     the staff rule on, as in production."""
     settings.OAUTH_STAFF_MFA_REQUIRED = True
@@ -206,7 +206,7 @@ def stale_admin(world, settings):
     # again from test to test: each test starts from none.
     cache.clear()
     secret = pyotp.random_base32()
-    TOTP.activate(world.reviewer, secret)
+    TOTP.activate(servers_and_tokens.reviewer, secret)
     browser, answer = log_in("reviewer")
     assert answer["Location"].startswith("/accounts/2fa/authenticate/")
     assert second_step(browser, pyotp.TOTP(secret).at(time.time() - 30)).status_code == 302
@@ -216,54 +216,56 @@ def stale_admin(world, settings):
 
 
 @pytest.mark.parametrize("name", DOORS)
-def test_a_door_that_grants_power_asks_an_old_sign_in_to_confirm_with_the_factor(name, world, stale_admin):
+def test_a_door_that_grants_power_asks_an_old_sign_in_to_confirm_with_the_factor(name, servers_and_tokens, stale_admin):
     door = DOORS[name]
     browser, secret = stale_admin
-    path = door.path(world)
-    assert not door.changed(world)
-    stale = browser.post(path, door.data(world))
+    path = door.path(servers_and_tokens)
+    assert not door.changed(servers_and_tokens)
+    stale = browser.post(path, door.data(servers_and_tokens))
     assert stale.status_code == 302 and stale["Location"].startswith(f"{CONFIRM}?next="), (stale.status_code, name)
-    assert not door.changed(world)
+    assert not door.changed(servers_and_tokens)
     # Confirmed with the app's code: allauth replays the POST it kept.
     confirmed = browser.post(CONFIRM, {"code": pyotp.TOTP(secret).now(), "next": path})
     assert confirmed.status_code in (200, 302), confirmed.content[:1000]
-    assert door.changed(world), (name, confirmed.status_code, confirmed.content[:1000])
+    assert door.changed(servers_and_tokens), (name, confirmed.status_code, confirmed.content[:1000])
 
 
-def test_a_recent_sign_in_without_the_factor_confirms_it_first(world, settings):
+def test_a_recent_sign_in_without_the_factor_confirms_it_first(servers_and_tokens, settings):
     # The staff rule off, so that the recent-sign-in rule alone decides: a password sign-in a
     # moment ago is not enough for someone who has a second factor.
     settings.OAUTH_STAFF_MFA_REQUIRED = False
     secret = pyotp.random_base32()
-    TOTP.activate(world.reviewer, secret)
+    TOTP.activate(servers_and_tokens.reviewer, secret)
     browser = Client()
-    browser.force_login(world.reviewer)  # a password sign-in, now (tests/conftest.py)
+    browser.force_login(servers_and_tokens.reviewer)  # a password sign-in, now (tests/conftest.py)
     path = "/admin/oauthclients/exchangetarget/add/"
-    data = {"client": world.mcp.pk, "target": _server_pk(BOOKINGS)}
+    data = {"client": servers_and_tokens.mcp.pk, "target": _server_pk(BOOKINGS)}
     stale = browser.post(path, data)
     assert stale.status_code == 302 and stale["Location"].startswith(f"{CONFIRM}?next=")
-    assert exchange_target_uris(client=world.mcp) == [CALENDAR]
+    assert exchange_target_uris(client=servers_and_tokens.mcp) == [CALENDAR]
     browser.post(CONFIRM, {"code": pyotp.TOTP(secret).now(), "next": path})
-    assert exchange_target_uris(client=world.mcp) == [BOOKINGS, CALENDAR]
+    assert exchange_target_uris(client=servers_and_tokens.mcp) == [BOOKINGS, CALENDAR]
 
 
-def test_a_wrong_code_changes_nothing(world, stale_admin):
+def test_a_wrong_code_changes_nothing(servers_and_tokens, stale_admin):
     browser, _secret = stale_admin
-    path = f"/admin/accounts/assertionpolicy/{world.policy.pk}/delete/"
+    path = f"/admin/accounts/assertionpolicy/{servers_and_tokens.policy.pk}/delete/"
     browser.post(path, {"post": "yes"})
     refused = browser.post(CONFIRM, {"code": "000000", "next": path})
     assert refused.status_code == 200
-    assert AssertionPolicy.objects.filter(pk=world.policy.pk).exists()
+    assert AssertionPolicy.objects.filter(pk=servers_and_tokens.policy.pk).exists()
     assert not AccountAuditEvent.objects.filter(action=AccountAuditAction.ASSERTIONS_DENIED).exists()
 
 
-def test_a_recent_sign_in_with_the_factor_goes_straight_through(world, settings):
+def test_a_recent_sign_in_with_the_factor_goes_straight_through(servers_and_tokens, settings):
     settings.OAUTH_STAFF_MFA_REQUIRED = True
     secret = pyotp.random_base32()
-    TOTP.activate(world.reviewer, secret)
+    TOTP.activate(servers_and_tokens.reviewer, secret)
     browser, _ = log_in("reviewer")
     second_step(browser, pyotp.TOTP(secret).now())
-    answer = browser.post(f"/admin/oauthclients/exchangetarget/{world.calendar_target.pk}/delete/", {"post": "yes"})
+    answer = browser.post(
+        f"/admin/oauthclients/exchangetarget/{servers_and_tokens.calendar_target.pk}/delete/", {"post": "yes"}
+    )
     assert answer.status_code == 302 and answer["Location"] == "/admin/oauthclients/exchangetarget/"
     assert not ExchangeTarget.objects.exists()
 

@@ -21,22 +21,22 @@ from accounts.identity import address_holder, unproven_address_release, upstream
 from accounts.models import AccountAuditAction, AccountAuditEvent
 from accounts.services import identity_provider_add
 from accounts.socialadapter import SocialAccountAdapter
-from oauthclients import services
 from oauthclients.models import AccessToken, digest
 from oauthflows.grants import JWT_BEARER
 from oauthflows.token import idjag
 from tests.accounts.test_identity_providers import _upstream_login
 from tests.browser.upstream_provider import Upstream, upstream_package  # noqa: F401 - a fixture
-from tests.clients.test_mcp_idjag_oidc_provider import (
+from tests.clients.test_mcp_idjag_oidc_provider import (  # noqa: F401 - acme_agent, a fixture
     AGENT,
     MCP,
     SCOPES,
+    acme_agent,
     decoded,
     id_jag,
     organization_allows,
     signed_in,
 )
-from tests.factories import make_client, make_user
+from tests.factories import make_user
 from tests.oauthflows.helpers import basic, token_request
 from tests.oauthflows.idjag_helpers import OrganizationProvider
 
@@ -68,19 +68,12 @@ def alice(db):
     return user
 
 
-@pytest.fixture
-def agent(owner, reviewer):
-    created = make_client(owner, name="Acme agent", scopes=SCOPES, approve=True)
-    services.resource_server_create(owner=reviewer, name="Scheduling MCP", resource_uri=MCP, actor=reviewer)
-    return created.client, created.secret.plaintext
-
-
 def allow(client) -> None:
     call_command("identityprovider", "allow-assertions", "ACME", "--client", client.client_id, stdout=StringIO())
 
 
-def presented(agent, assertion: str):
-    client, secret = agent
+def presented(acme_agent, assertion: str):
+    client, secret = acme_agent
     data = {"grant_type": JWT_BEARER.grant_type, "assertion": assertion, "resource": MCP, "scope": "BOOKING_READ"}
     return token_request(Client(enforce_csrf_checks=True), data, auth=basic(client.client_id, secret))
 
@@ -121,13 +114,13 @@ def test_the_link_comes_first_whatever_the_email_says(org, alice):
 
 
 @pytest.mark.parametrize(("email", "email_verified", "names_alice"), CASES)
-def test_both_doors_answer_alike(org, alice, agent, settings, email, email_verified, names_alice):
+def test_both_doors_answer_alike(org, alice, acme_agent, settings, email, email_verified, names_alice):
     EmailAddress.objects.create(user=alice, email="alice@elsewhere.example", verified=True)
     # ID-JAG: a token for alice, or invalid_grant.
-    allow(agent[0])
-    claims = {"aud": settings.OAUTH_ISSUER, "client_id": agent[0].client_id, "resource": MCP}
+    allow(acme_agent[0])
+    claims = {"aud": settings.OAUTH_ISSUER, "client_id": acme_agent[0].client_id, "resource": MCP}
     claims |= {"scope": "BOOKING_READ", "sub": "someone", "email": email, "email_verified": email_verified}
-    answer = presented(agent, org.assertion(**claims))
+    answer = presented(acme_agent, org.assertion(**claims))
     if names_alice:
         assert answer.status_code == 200, answer.content
         assert AccessToken.objects.get(token_checksum=digest(answer.json()["access_token"])).user == alice
@@ -159,7 +152,7 @@ ACCOUNTS = {
 
 
 @pytest.fixture(scope="module")
-def idp(upstream_package, tmp_path_factory):
+def person_upstream(upstream_package, tmp_path_factory):
     policy = tmp_path_factory.mktemp("idjag-person") / "policy.json"
     policy.write_text("{}")
     upstream = Upstream(upstream_package, clients=[AGENT], accounts=ACCOUNTS, id_jag_policy=policy)
@@ -170,12 +163,12 @@ def idp(upstream_package, tmp_path_factory):
 
 
 @pytest.fixture
-def acme_idp(idp, settings, db):
+def acme_idp(person_upstream, settings, db):
     settings.OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK = True
     idjag.jwks_forget()
     record = identity_provider_add(
         name="ACME",
-        issuer=idp.issuer,
+        issuer=person_upstream.issuer,
         client_id="scheduling",
         client_secret="our-secret-at-acme",
         domains=["acme.example"],
@@ -186,21 +179,21 @@ def acme_idp(idp, settings, db):
 
 
 def test_an_assertion_from_oidc_provider_that_does_not_vouch_for_the_email_finds_nobody(
-    idp, acme_idp, alice, agent, settings
+    person_upstream, acme_idp, alice, acme_agent, settings
 ):
-    allow(agent[0])
-    organization_allows(idp, {settings.OAUTH_ISSUER: agent[0].client_id})
-    vouched = id_jag(idp, signed_in(idp, login="alice"), audience=settings.OAUTH_ISSUER)
-    unvouched = id_jag(idp, signed_in(idp, login="impostor"), audience=settings.OAUTH_ISSUER)
+    allow(acme_agent[0])
+    organization_allows(person_upstream, {settings.OAUTH_ISSUER: acme_agent[0].client_id})
+    vouched = id_jag(person_upstream, signed_in(person_upstream, login="alice"), audience=settings.OAUTH_ISSUER)
+    unvouched = id_jag(person_upstream, signed_in(person_upstream, login="impostor"), audience=settings.OAUTH_ISSUER)
     # What the provider really signed: the same address, vouched for once.
     payloads = [decoded(assertion)[1] for assertion in (vouched, unvouched)]
     assert [(p["email"], p["email_verified"]) for p in payloads] == [
         ("alice@acme.example", True),
         ("alice@acme.example", False),
     ]
-    refused = presented(agent, unvouched)
+    refused = presented(acme_agent, unvouched)
     assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant", refused.content
-    granted = presented(agent, vouched)
+    granted = presented(acme_agent, vouched)
     assert granted.status_code == 200, granted.content
     assert AccessToken.objects.get(token_checksum=digest(granted.json()["access_token"])).user == alice
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def cast(people, live_server, settings):
+def account_pages_cast(people, live_server, settings):
     """An end user with TOTP and recovery codes, an upstream provider record, an approved app."""
     from allauth.mfa.recovery_codes.internal.auth import RecoveryCodes
     from allauth.mfa.totp.internal.auth import TOTP, generate_totp_secret
@@ -83,7 +83,7 @@ def _on_consent(page, authorize: str) -> None:
 
 
 @pytest.mark.parametrize("viewport", list(VIEWPORTS))
-def test_every_account_page_is_ours_and_axe_clean(cast, live_server, chromium, screenshots, viewport):
+def test_every_account_page_is_ours_and_axe_clean(account_pages_cast, live_server, chromium, screenshots, viewport):
     width, height = VIEWPORTS[viewport]
     base = live_server.url
     audit = Audit(screenshots)
@@ -91,15 +91,15 @@ def test_every_account_page_is_ours_and_axe_clean(cast, live_server, chromium, s
 
     # The second-factor challenge, reached from an app's authorization request; the consent of the
     # same request comes after it.
-    page.goto(base + cast["authorize"])
+    page.goto(base + account_pages_cast["authorize"])
     audit(page, "login")
     log_in(page, "enduser")
     assert urlsplit(page.url).path == "/accounts/2fa/authenticate/"
     audit(page, "second-factor")
-    page.fill("#id_code", pyotp.TOTP(cast["secret"]).now())
+    page.fill("#id_code", pyotp.TOTP(account_pages_cast["secret"]).now())
     with page.expect_navigation():
         page.click("main button[type=submit]")
-    _on_consent(page, cast["authorize"])
+    _on_consent(page, account_pages_cast["authorize"])
 
     # Second factors, recovery codes, passkeys (signed in with the second factor: no confirmation).
     for path, name in [
@@ -115,7 +115,7 @@ def test_every_account_page_is_ours_and_axe_clean(cast, live_server, chromium, s
         page.goto(base + path)
         assert urlsplit(page.url).path == path, (path, page.url)
         audit(page, name)
-    assert cast["codes"][0] in page.goto(base + "/accounts/2fa/recovery-codes/").text()
+    assert account_pages_cast["codes"][0] in page.goto(base + "/accounts/2fa/recovery-codes/").text()
 
     # Email verification: the link mailed for the account's address.
     page.goto(base + "/accounts/email/")
@@ -130,17 +130,17 @@ def test_every_account_page_is_ours_and_axe_clean(cast, live_server, chromium, s
     log_out(page, base)
 
     # A recovery code instead of the app, from an app's request: the consent of that request next.
-    page.goto(base + cast["authorize"])
+    page.goto(base + account_pages_cast["authorize"])
     log_in(page, "enduser")
-    page.fill("#id_code", cast["codes"][1])
+    page.fill("#id_code", account_pages_cast["codes"][1])
     with page.expect_navigation():
         page.click("main button[type=submit]")
-    _on_consent(page, cast["authorize"])
+    _on_consent(page, account_pages_cast["authorize"])
     log_out(page, base)
 
     # Password reset, end to end through the pages, started from an app's request: the end of the
     # reset leads back to it (through the login and the second factor).
-    page.goto(base + cast["authorize"])
+    page.goto(base + account_pages_cast["authorize"])
     with page.expect_navigation():
         page.get_by_role("link", name="Forgot your password?").click()
     audit(page, "password-reset")
@@ -161,10 +161,10 @@ def test_every_account_page_is_ours_and_axe_clean(cast, live_server, chromium, s
     page.fill("#id_password", "a-new-passphrase-for-enduser-7")
     with page.expect_navigation():
         page.click("main button[type=submit]")
-    page.fill("#id_code", cast["codes"][2])
+    page.fill("#id_code", account_pages_cast["codes"][2])
     with page.expect_navigation():
         page.click("main button[type=submit]")
-    _on_consent(page, cast["authorize"])
+    _on_consent(page, account_pages_cast["authorize"])
     log_out(page, base)
 
     # "Continue with…": the confirmation before leaving for the provider.
@@ -175,18 +175,18 @@ def test_every_account_page_is_ours_and_axe_clean(cast, live_server, chromium, s
     audit.assert_clean()
 
 
-def test_a_passkey_second_factor_keeps_the_authorization_request(cast, live_server, chromium):
+def test_a_passkey_second_factor_keeps_the_authorization_request(account_pages_cast, live_server, chromium):
     base = live_server.url
     page = new_page(chromium)
     virtual_authenticator(page)
     page.goto(base + "/accounts/login/")
     log_in(page, "enduser")
-    page.fill("#id_code", pyotp.TOTP(cast["secret"]).now())
+    page.fill("#id_code", pyotp.TOTP(account_pages_cast["secret"]).now())
     with page.expect_navigation():
         page.click("main button[type=submit]")
     add_passkey(page, base, "Laptop", passwordless=True)
     log_out(page, base)
-    page.goto(base + cast["authorize"])
+    page.goto(base + account_pages_cast["authorize"])
     with page.expect_navigation():
         page.click("#passkey_login")
-    _on_consent(page, cast["authorize"])
+    _on_consent(page, account_pages_cast["authorize"])

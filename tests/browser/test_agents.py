@@ -21,7 +21,7 @@ NAME = "Calendar Sync"  # the name of a verified app, which the agent copies
 
 
 @pytest.fixture
-def agent(people):
+def self_registered_agent(people):
     """Made before the browser starts (no ORM call runs while Playwright's loop is up)."""
     make_client(people["developer"], name=NAME, approve=True)
     return services.client_self_register(
@@ -34,12 +34,14 @@ def agent(people):
 
 
 @pytest.mark.parametrize("viewport", list(VIEWPORTS))
-def test_unverified_consent_and_admin_queue_with_axe(people, agent, live_server, chromium, screenshots, viewport):
+def test_unverified_consent_and_admin_queue_with_axe(
+    people, self_registered_agent, live_server, chromium, screenshots, viewport
+):
     width, height = VIEWPORTS[viewport]
     base = live_server.url
     query = urlencode(
         {
-            "client_id": agent.client_id,
+            "client_id": self_registered_agent.client_id,
             "redirect_uri": "http://127.0.0.1:33418/callback",
             "scope": "PROFILE_READ BOOKING_READ",
             "state": "s",

@@ -61,7 +61,7 @@ class Journey:
 
 
 @pytest.fixture
-def cast(transactional_db, live_server):
+def languages_cast(transactional_db, live_server):
     developer = make_user("developer")
     make_user("enduser")
     # The app's callback on this machine (http on localhost is allowed): the browser lands there.
@@ -72,14 +72,14 @@ def cast(transactional_db, live_server):
 
 @pytest.mark.parametrize("viewport", list(VIEWPORTS))
 @pytest.mark.parametrize("language", ["de", *JOURNEY_LANGUAGES])
-def test_the_consent_and_connected_apps_journey(cast, live_server, chromium, screenshots, viewport, language):
+def test_the_consent_and_connected_apps_journey(languages_cast, live_server, chromium, screenshots, viewport, language):
     shipped(language)
     width, height = VIEWPORTS[viewport]
     base = live_server.url
     journey = Journey(screenshots, language)
     query = {
-        "client_id": cast["client_id"],
-        "redirect_uri": cast["redirect_uri"],
+        "client_id": languages_cast["client_id"],
+        "redirect_uri": languages_cast["redirect_uri"],
         "response_type": "code",
         "scope": "PROFILE_READ BOOKING_READ",
         "state": "s",
@@ -92,7 +92,7 @@ def test_the_consent_and_connected_apps_journey(cast, live_server, chromium, scr
     journey(page, "consent")
     page.locator("ul.resources summary").first.click()
     journey(page, "consent-details")
-    with page.expect_navigation(url=re.compile(re.escape(cast["redirect_uri"]) + r"\?")):
+    with page.expect_navigation(url=re.compile(re.escape(languages_cast["redirect_uri"]) + r"\?")):
         page.click("main button[formaction*='/allow?']")
     # Pages outside the authorization follow the person: here, their choice on the account pages.
     page.goto(base + "/accounts/language/")
@@ -104,7 +104,7 @@ def test_the_consent_and_connected_apps_journey(cast, live_server, chromium, scr
     page.goto(base + "/settings/apps/")
     journey(page, "connected-apps")
     with page.expect_navigation():
-        page.click(f"main a[href*='{cast['client_id']}']")
+        page.click(f"main a[href*='{languages_cast['client_id']}']")
     journey(page, "revoke-confirm")
     with page.expect_navigation():
         page.click("main button.danger[type=submit]")
@@ -115,7 +115,9 @@ def test_the_consent_and_connected_apps_journey(cast, live_server, chromium, scr
 
 
 @pytest.mark.parametrize("language", JOURNEY_LANGUAGES)
-def test_the_developer_settings_journey_at_phone_width(cast, live_server, chromium, screenshots, tmp_path, language):
+def test_the_developer_settings_journey_at_phone_width(
+    languages_cast, live_server, chromium, screenshots, tmp_path, language
+):
     shipped(language)
     base = live_server.url
     journey = Journey(screenshots, language)
@@ -172,7 +174,7 @@ def localhost_issuer(live_server, settings):
 
 
 @pytest.mark.parametrize("language", JOURNEY_LANGUAGES)
-def test_the_passkey_journey_at_phone_width(cast, localhost_issuer, chromium, screenshots, language):
+def test_the_passkey_journey_at_phone_width(languages_cast, localhost_issuer, chromium, screenshots, language):
     shipped(language)
     base = localhost_issuer
     journey = Journey(screenshots, language)

@@ -19,7 +19,7 @@ NODE_PACKAGE = Path(__file__).parent / "node"
 
 
 @pytest.fixture
-def server(live_server, settings):
+def live_issuer(live_server, settings):
     """The live server's URL, and its issuer everywhere: the metadata, every token's `iss` (ID
     tokens, JWT access tokens) and RFC 9207 `iss` on the redirect, which strict clients check."""
     from signing.statuslist import allocator
@@ -34,15 +34,15 @@ PACKAGE_FILES = ("package.json", "package-lock.json", "flow.mjs", "jwt_access_to
 
 
 @pytest.fixture
-def user_agent(server, end_user):
+def user_agent(live_issuer, end_user):
     """The end user's browser: a requests.Session logged in through the login form."""
     session = requests.Session()
-    page = session.get(server + "/accounts/login/", timeout=TIMEOUT)
+    page = session.get(live_issuer + "/accounts/login/", timeout=TIMEOUT)
     assert page.status_code == 200
     response = session.post(
-        server + "/accounts/login/",
+        live_issuer + "/accounts/login/",
         data={"username": end_user.username, "password": PASSWORD, "csrfmiddlewaretoken": CSRF_RE.search(page.text)[1]},
-        headers={"Referer": server + "/accounts/login/"},
+        headers={"Referer": live_issuer + "/accounts/login/"},
         allow_redirects=False,
         timeout=TIMEOUT,
     )

@@ -33,7 +33,7 @@ CSRF_RE = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
 
 @pytest.fixture
-def server(live_server, settings, monkeypatch):
+def live_issuer(live_server, settings, monkeypatch):
     settings.OAUTH_ISSUER = live_server.url
     monkeypatch.setenv("OAUTHLIB_INSECURE_TRANSPORT", "1")  # the client library's setting, for http://
     return live_server.url
@@ -48,16 +48,16 @@ def closed_after():
         session.close()
 
 
-def allow(user_agent, server, authorization_url: str) -> str:
+def allow(user_agent, live_issuer, authorization_url: str) -> str:
     """Show the consent page for the library's URL and click Allow; return the redirect Location."""
-    assert authorization_url.startswith(server + AUTHORIZE + "?")
+    assert authorization_url.startswith(live_issuer + AUTHORIZE + "?")
     authorization_url = asking_again(authorization_url)  # the page, even if granted before
     page = user_agent.get(authorization_url, allow_redirects=False, timeout=TIMEOUT)
     assert page.status_code == 200, page.text[:500]
     response = user_agent.post(
         authorization_url.replace(AUTHORIZE + "?", AUTHORIZE + "/allow?", 1),
         data={"csrfmiddlewaretoken": CSRF_RE.search(page.text)[1], **consent_form(page.text)},
-        headers={"Referer": server + "/"},
+        headers={"Referer": live_issuer + "/"},
         allow_redirects=False,
         timeout=TIMEOUT,
     )
@@ -66,7 +66,7 @@ def allow(user_agent, server, authorization_url: str) -> str:
 
 
 @pytest.fixture(params=["confidential", "public"])
-def app(request, owner):
+def app_of_each_kind(request, owner):
     """(client, secret or None, redirect_uri) of an approved client of either kind."""
     redirect_uri = "http://127.0.0.1:8765/callback"
     created = make_client(owner, kind=request.param, scopes=SCOPES, redirect_uris=[redirect_uri], approve=True)
@@ -84,14 +84,14 @@ def assert_me(response, end_user):
     assert response.json()["data"]["username"] == end_user.username
 
 
-def call_and_refresh(oauth, server, token: dict, refreshed: list, end_user):
+def call_and_refresh(oauth, live_issuer, token: dict, refreshed: list, end_user):
     """Call /v2/me with the library's token; make the token look expired and call again: the
     library refreshes by itself (once) and the call succeeds with the new token."""
     assert token["token_type"] == "bearer" and token["expires_in"] == 1800
-    assert_me(oauth.get(server + ME, timeout=TIMEOUT), end_user)
+    assert_me(oauth.get(live_issuer + ME, timeout=TIMEOUT), end_user)
 
     oauth.token = expire(token)
-    assert_me(oauth.get(server + ME, timeout=TIMEOUT), end_user)
+    assert_me(oauth.get(live_issuer + ME, timeout=TIMEOUT), end_user)
     assert len(refreshed) == 1
     new = refreshed[0]
     assert oauth.token["access_token"] == new["access_token"] != token["access_token"]
@@ -99,12 +99,14 @@ def call_and_refresh(oauth, server, token: dict, refreshed: list, end_user):
     scope = new["scope"] if isinstance(new["scope"], list) else new["scope"].split()  # oauthlib parses it
     assert new["token_type"] == "bearer" and set(scope) == set(SCOPES)
     # Rotation: the previous access token no longer works.
-    stale = requests.get(server + ME, headers={"Authorization": f"Bearer {token['access_token']}"}, timeout=TIMEOUT)
+    stale = requests.get(
+        live_issuer + ME, headers={"Authorization": f"Bearer {token['access_token']}"}, timeout=TIMEOUT
+    )
     assert stale.status_code == 401
 
 
-def test_requests_oauthlib(server, user_agent, app, end_user, closed_after):
-    client, secret, redirect_uri = app
+def test_requests_oauthlib(live_issuer, user_agent, app_of_each_kind, end_user, closed_after):
+    client, secret, redirect_uri = app_of_each_kind
     refreshed = []
     credentials = {"client_id": client.client_id, **({"client_secret": secret} if secret else {})}
     oauth = closed_after(
@@ -113,28 +115,28 @@ def test_requests_oauthlib(server, user_agent, app, end_user, closed_after):
             redirect_uri=redirect_uri,
             scope=SCOPES,
             pkce="S256",
-            auto_refresh_url=server + TOKEN,
+            auto_refresh_url=live_issuer + TOKEN,
             auto_refresh_kwargs=credentials,  # refresh: client_secret_post (or client_id alone)
             token_updater=refreshed.append,
         )
     )
-    authorization_url, state = oauth.authorization_url(server + AUTHORIZE)
+    authorization_url, state = oauth.authorization_url(live_issuer + AUTHORIZE)
     assert "code_challenge_method=S256" in authorization_url
-    location = allow(user_agent, server, authorization_url)
+    location = allow(user_agent, live_issuer, authorization_url)
 
     if secret:  # exchange: client_secret_basic, the library's default
         token = oauth.fetch_token(
-            server + TOKEN, authorization_response=location, client_secret=secret, timeout=TIMEOUT
+            live_issuer + TOKEN, authorization_response=location, client_secret=secret, timeout=TIMEOUT
         )
     else:
         token = oauth.fetch_token(
-            server + TOKEN, authorization_response=location, include_client_id=True, timeout=TIMEOUT
+            live_issuer + TOKEN, authorization_response=location, include_client_id=True, timeout=TIMEOUT
         )
-    call_and_refresh(oauth, server, dict(token), refreshed, end_user)
+    call_and_refresh(oauth, live_issuer, dict(token), refreshed, end_user)
 
 
-def test_authlib(server, user_agent, app, end_user, closed_after):
-    client, secret, redirect_uri = app
+def test_authlib(live_issuer, user_agent, app_of_each_kind, end_user, closed_after):
+    client, secret, redirect_uri = app_of_each_kind
     refreshed = []
     oauth = closed_after(
         AuthlibSession(
@@ -144,47 +146,47 @@ def test_authlib(server, user_agent, app, end_user, closed_after):
             scope=" ".join(SCOPES),
             redirect_uri=redirect_uri,
             code_challenge_method="S256",
-            token_endpoint=server + TOKEN,
+            token_endpoint=live_issuer + TOKEN,
             update_token=lambda token, refresh_token=None, access_token=None: refreshed.append(dict(token)),
         )
     )
     verifier = generate_token(64)
-    authorization_url, state = oauth.create_authorization_url(server + AUTHORIZE, code_verifier=verifier)
-    location = allow(user_agent, server, authorization_url)
+    authorization_url, state = oauth.create_authorization_url(live_issuer + AUTHORIZE, code_verifier=verifier)
+    location = allow(user_agent, live_issuer, authorization_url)
 
     token = oauth.fetch_token(authorization_response=location, code_verifier=verifier, state=state, timeout=TIMEOUT)
-    call_and_refresh(oauth, server, dict(token), refreshed, end_user)
+    call_and_refresh(oauth, live_issuer, dict(token), refreshed, end_user)
 
     current = oauth.token
     if secret:  # introspection is for confidential clients
-        claims = oauth.introspect_token(server + INTROSPECT, token=current["access_token"], timeout=TIMEOUT).json()
+        claims = oauth.introspect_token(live_issuer + INTROSPECT, token=current["access_token"], timeout=TIMEOUT).json()
         assert (
             claims["active"] is True
             and claims["client_id"] == client.client_id
             and claims["username"] == end_user.username
         )
     revoked = oauth.revoke_token(
-        server + REVOKE, token=current["refresh_token"], token_type_hint="refresh_token", timeout=TIMEOUT
+        live_issuer + REVOKE, token=current["refresh_token"], token_type_hint="refresh_token", timeout=TIMEOUT
     )
     assert revoked.status_code == 200
-    assert oauth.get(server + ME, timeout=TIMEOUT).status_code == 401  # the whole authorization is gone
+    assert oauth.get(live_issuer + ME, timeout=TIMEOUT).status_code == 401  # the whole authorization is gone
 
 
 # --- first-hour finding 5: the guide's complete Authlib web app, run as a user would ---
 
 
 def test_the_authlib_flask_example_signs_in_checks_iss_refreshes_and_revokes(
-    server, user_agent, owner, end_user, settings
+    live_issuer, user_agent, owner, end_user, settings
 ):
     from examples.authlib_flask.app import create_app
     from oauthclients.models import AccessToken, RefreshToken
 
     # The `iss` of authorization responses (RFC 9207) is the live server's, as in a deployment.
-    settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "OIDC_ISS_ENDPOINT": server}
+    settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "OIDC_ISS_ENDPOINT": live_issuer}
     redirect_uri = "http://127.0.0.1:5000/callback"
     created = make_client(owner, redirect_uris=[redirect_uri], scopes=["PROFILE_READ"], approve=True)
     app = create_app(
-        issuer=server,
+        issuer=live_issuer,
         client_id=created.client.client_id,
         client_secret=created.secret.plaintext,
         redirect_uri=redirect_uri,
@@ -192,7 +194,7 @@ def test_the_authlib_flask_example_signs_in_checks_iss_refreshes_and_revokes(
     web = app.test_client()
 
     to_consent = web.get("/login")
-    location = allow(user_agent, server, to_consent.headers["Location"])
+    location = allow(user_agent, live_issuer, to_consent.headers["Location"])
     callback = location.replace("http://127.0.0.1:5000", "", 1)
     # A forged answer naming another issuer is refused before any token request.
     forged = web.get(re.sub(r"iss=[^&]+", "iss=https%3A%2F%2Fevil.example", callback))

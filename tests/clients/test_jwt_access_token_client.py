@@ -37,25 +37,25 @@ def jwt_resource_server(reviewer):
 
 
 @pytest.fixture
-def app(owner):
+def jwt_app(owner):
     created = make_client(owner, scopes=["PROFILE_READ", "BOOKING_READ"], redirect_uris=[REDIRECT_URI], approve=True)
     return created.client, created.secret.plaintext
 
 
-def jwt_access_token(server, user_agent, app) -> str:
-    client, secret = app
-    code = authorize(user_agent, server, client, scope=SCOPE, resource=RESOURCE)
-    response = exchange(server, client, secret, code)
+def jwt_access_token(live_issuer, user_agent, jwt_app) -> str:
+    client, secret = jwt_app
+    code = authorize(user_agent, live_issuer, client, scope=SCOPE, resource=RESOURCE)
+    response = exchange(live_issuer, client, secret, code)
     assert response.status_code == 200, response.text
     token = response.json()["access_token"]
     assert token.count(".") == 2, "an opaque token: the resource server is not JWT-format"
     return token
 
 
-def validate(node_package, server, token, *, audience=RESOURCE, algorithm="ES256") -> dict:
+def validate(node_package, live_issuer, token, *, audience=RESOURCE, algorithm="ES256") -> dict:
     env = {
         "PATH": os.environ.get("PATH", ""),
-        "ISSUER": server,
+        "ISSUER": live_issuer,
         "AUDIENCE": audience,
         "ACCESS_TOKEN": token,
         "ALG": algorithm,
@@ -84,38 +84,40 @@ def _payload(token: str) -> dict:
 
 @pytest.mark.parametrize("algorithm", ["ES256", "RS256"])
 def test_oauth4webapi_validates_a_jwt_access_token(
-    node_package, server, user_agent, jwt_resource_server, app, end_user, settings, algorithm
+    node_package, live_issuer, user_agent, jwt_resource_server, jwt_app, end_user, settings, algorithm
 ):
     settings.OAUTH_JWT_ACCESS_TOKEN_ALGORITHM = algorithm
     signing_key_create(algorithm=algorithm)
-    token = jwt_access_token(server, user_agent, app)
-    result = validate(node_package, server, token, algorithm=algorithm)
+    token = jwt_access_token(live_issuer, user_agent, jwt_app)
+    result = validate(node_package, live_issuer, token, algorithm=algorithm)
     assert "error" not in result, result
-    assert result["jwks_uri"] == server + "/.well-known/jwks.json"
+    assert result["jwks_uri"] == live_issuer + "/.well-known/jwks.json"
     claims = result["claims"]
-    assert claims["iss"] == server and claims["aud"] == RESOURCE
-    assert claims["sub"] == str(end_user.pk) and claims["client_id"] == app[0].client_id
+    assert claims["iss"] == live_issuer and claims["aud"] == RESOURCE
+    assert claims["sub"] == str(end_user.pk) and claims["client_id"] == jwt_app[0].client_id
     assert claims["scope"] == SCOPE and claims["exp"] > claims["iat"]
-    assert claims["status"]["status_list"]["uri"].startswith(server + "/v2/auth/oauth2/status-lists/")
+    assert claims["status"]["status_list"]["uri"].startswith(live_issuer + "/v2/auth/oauth2/status-lists/")
 
 
 def test_oauth4webapi_refuses_a_jwt_access_token_for_another_audience(
-    node_package, server, user_agent, jwt_resource_server, app
+    node_package, live_issuer, user_agent, jwt_resource_server, jwt_app
 ):
     signing_key_create(algorithm="ES256")
-    token = jwt_access_token(server, user_agent, app)
-    result = validate(node_package, server, token, audience="http://127.0.0.1:8003/v2")
+    token = jwt_access_token(live_issuer, user_agent, jwt_app)
+    result = validate(node_package, live_issuer, token, audience="http://127.0.0.1:8003/v2")
     assert result.get("error") == "OAUTH_JWT_CLAIM_COMPARISON_FAILED", result
     assert '"aud"' in result["message"], result
 
 
-def test_oauth4webapi_refuses_a_tampered_jwt_access_token(node_package, server, user_agent, jwt_resource_server, app):
+def test_oauth4webapi_refuses_a_tampered_jwt_access_token(
+    node_package, live_issuer, user_agent, jwt_resource_server, jwt_app
+):
     signing_key_create(algorithm="ES256")
-    token = jwt_access_token(server, user_agent, app)
+    token = jwt_access_token(live_issuer, user_agent, jwt_app)
     header, _payload_part, signature = token.split(".")
     claims = _payload(token) | {"scope": "BOOKING_READ BOOKING_WRITE"}
     tampered = ".".join((header, _b64(json.dumps(claims, separators=(",", ":")).encode()), signature))
     # Every claim still passes; only the signature no longer matches.
-    result = validate(node_package, server, tampered)
+    result = validate(node_package, live_issuer, tampered)
     assert result.get("error") == "OAUTH_INVALID_RESPONSE", result
     assert result["message"] == "JWT signature verification failed", result

@@ -53,7 +53,9 @@ REDIRECT_URI = "http://127.0.0.1:33418/callback"
 
 
 @contextlib.contextmanager
-def running_mcp(server: str, reviewer, tmp_path, *, introspection_url: str | None = None, bookings: str | None = None):
+def running_mcp(
+    live_issuer: str, reviewer, tmp_path, *, introspection_url: str | None = None, bookings: str | None = None
+):
     """The example MCP server in its own process, as docs/agents.md runs it, with a resource
     server's credentials (allowed to exchange toward `bookings`, the bookings service's resource
     URI); yields its resource URI. Only OAUTH_ISSUER names the authorization server: the
@@ -67,7 +69,7 @@ def running_mcp(server: str, reviewer, tmp_path, *, introspection_url: str | Non
         client_exchange_targets_set(client=created.client, resource_uris=[bookings], actor=reviewer)
     env = {
         **os.environ,
-        "OAUTH_ISSUER": server,
+        "OAUTH_ISSUER": live_issuer,
         "OAUTH_RESOURCE_SERVER_ID": created.client.client_id,
         "OAUTH_RESOURCE_SERVER_SECRET": created.secret.plaintext,
         "OAUTH_INTROSPECTION_TIMEOUT": "2",
@@ -93,7 +95,7 @@ def running_mcp(server: str, reviewer, tmp_path, *, introspection_url: str | Non
 
 
 @pytest.fixture
-def bookings_service(server, reviewer, tmp_path):
+def bookings_service(live_issuer, reviewer, tmp_path):
     """examples/bookings_service in its own gunicorn, with its own SQLite database, accepting only
     tokens bound to it; yields (its resource URI, its database's path)."""
     port = free_port()
@@ -103,7 +105,7 @@ def bookings_service(server, reviewer, tmp_path):
     )
     database = tmp_path / "bookings.sqlite3"
     environment = example_service_environment(
-        server,
+        live_issuer,
         created.client.client_id,
         created.secret.plaintext,
         OAUTH_RESOURCE_URI=resource,
@@ -115,8 +117,8 @@ def bookings_service(server, reviewer, tmp_path):
 
 
 @pytest.fixture
-def mcp_server(server, reviewer, tmp_path, bookings_service):
-    with running_mcp(server, reviewer, tmp_path, bookings=bookings_service[0]) as resource:
+def mcp_server(live_issuer, reviewer, tmp_path, bookings_service):
+    with running_mcp(live_issuer, reviewer, tmp_path, bookings=bookings_service[0]) as resource:
         yield resource
 
 
@@ -154,12 +156,12 @@ class MemoryStorage:
         self.client_info = client_info
 
 
-def agent_provider(mcp_url: str, browser: requests.Session, server: str, seen: dict) -> OAuthClientProvider:
+def agent_provider(mcp_url: str, browser: requests.Session, live_issuer: str, seen: dict) -> OAuthClientProvider:
     async def redirect_handler(authorization_url: str) -> None:
         seen["authorization_url"] = authorization_url
         consent_page = browser.get(authorization_url + "&prompt=consent", timeout=TIMEOUT)
         seen["consent_page"] = consent_page.text
-        location = await asyncio.to_thread(allow, browser, server, authorization_url)
+        location = await asyncio.to_thread(allow, browser, live_issuer, authorization_url)
         seen["location"] = location
 
     async def callback_handler() -> AuthorizationCodeResult:
@@ -200,10 +202,10 @@ async def call_tools(mcp_url: str, provider: OAuthClientProvider) -> dict:
 
 @pytest.mark.django_db(transaction=True)
 def test_an_sdk_agent_registers_is_authorized_and_calls_the_tools(
-    server, mcp_server, bookings_service, user_agent, end_user
+    live_issuer, mcp_server, bookings_service, user_agent, end_user
 ):
     seen: dict = {}
-    provider = agent_provider(mcp_server, user_agent, server, seen)
+    provider = agent_provider(mcp_server, user_agent, live_issuer, seen)
     results = asyncio.run(call_tools(mcp_server, provider))
 
     assert results["tools"] == ["create_booking", "list_bookings", "whoami"]
@@ -275,12 +277,12 @@ def post_mcp(mcp_url: str, token: str | None) -> requests.Response:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_its_metadata_lists_only_the_tools_scopes(server, mcp_server):
+def test_its_metadata_lists_only_the_tools_scopes(live_issuer, mcp_server):
     parts = urlsplit(mcp_server)
     for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
         document = requests.get(f"{parts.scheme}://{parts.netloc}{path}", timeout=TIMEOUT).json()
         assert document["resource"] == mcp_server
-        assert document["authorization_servers"] == [server]
+        assert document["authorization_servers"] == [live_issuer]
         assert document["scopes_supported"] == ["BOOKING_READ", "BOOKING_WRITE", "PROFILE_READ"]
         assert document["bearer_methods_supported"] == ["header"]
     refused = post_mcp(mcp_server, None)
@@ -292,11 +294,11 @@ def test_its_metadata_lists_only_the_tools_scopes(server, mcp_server):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_token_for_another_resource_or_none_is_refused_one_for_it_accepted(server, mcp_server, end_user, owner):
+def test_a_token_for_another_resource_or_none_is_refused_one_for_it_accepted(live_issuer, mcp_server, end_user, owner):
     client = make_client(owner, scopes=["PROFILE_READ"], approve=True).client
     # Another resource's token is inactive to this server's introspection (RFC 7662 §2.2); a token
     # with no audience is active but refused here (OAUTH_REQUIRE_AUDIENCE=1), saying which to ask for.
-    for resource, said in (([server + "/v2"], "invalid, expired or revoked"), ([], f"resource={mcp_server}")):
+    for resource, said in (([live_issuer + "/v2"], "invalid, expired or revoked"), ([], f"resource={mcp_server}")):
         response = post_mcp(mcp_server, token_for(end_user, client, scope="PROFILE_READ", resource=resource))
         assert response.status_code == 401
         assert 'error="invalid_token"' in response.headers["WWW-Authenticate"]
@@ -311,8 +313,10 @@ def test_a_token_for_another_resource_or_none_is_refused_one_for_it_accepted(ser
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_unreachable_authorization_server_is_503_never_allowed(server, reviewer, tmp_path, end_user, owner):
-    with running_mcp(server, reviewer, tmp_path, introspection_url=f"http://127.0.0.1:{free_port()}/introspect") as url:
+def test_an_unreachable_authorization_server_is_503_never_allowed(live_issuer, reviewer, tmp_path, end_user, owner):
+    with running_mcp(
+        live_issuer, reviewer, tmp_path, introspection_url=f"http://127.0.0.1:{free_port()}/introspect"
+    ) as url:
         client = make_client(owner, scopes=["PROFILE_READ"], approve=True).client
         response = post_mcp(url, token_for(end_user, client, scope="PROFILE_READ", resource=[url]))
         assert response.status_code == 503
@@ -320,7 +324,7 @@ def test_an_unreachable_authorization_server_is_503_never_allowed(server, review
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_agent_with_a_client_id_metadata_document_connects(server, mcp_server, user_agent, end_user, settings):
+def test_an_agent_with_a_client_id_metadata_document_connects(live_issuer, mcp_server, user_agent, end_user, settings):
     """The same journey with a client ID metadata document instead of registration: the SDK
     presents such URLs only over https, so this agent is driven over HTTP by the test, step by
     step as the MCP authorization rules describe, with the document on loopback."""
@@ -360,7 +364,7 @@ def test_an_agent_with_a_client_id_metadata_document_connects(server, mcp_server
         url = authorization_server["authorization_endpoint"] + "?" + urlencode(query)
         consent_page = user_agent.get(url + "&prompt=consent", timeout=TIMEOUT)
         assert "Document Agent" in consent_page.text and "Unverified app" in consent_page.text
-        location = allow(user_agent, server, url)
+        location = allow(user_agent, live_issuer, url)
         answer = {key: values[0] for key, values in parse_qs(urlsplit(location).query).items()}
         assert answer["iss"] == issuer and answer["state"] == "st"
         tokens = requests.post(
@@ -398,7 +402,9 @@ async def call_one(mcp_url: str, token: str, tool: str, arguments: dict):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_create_booking_books_through_an_exchanged_write_token(server, mcp_server, bookings_service, end_user, owner):
+def test_create_booking_books_through_an_exchanged_write_token(
+    live_issuer, mcp_server, bookings_service, end_user, owner
+):
     client = make_client(owner, scopes=["BOOKING_READ", "BOOKING_WRITE"], approve=True).client
     token = token_for(end_user, client, scope="BOOKING_READ BOOKING_WRITE", resource=[mcp_server])
     booked = asyncio.run(call_one(mcp_server, token, "create_booking", {"title": "Lunch with Ada"}))
@@ -420,9 +426,9 @@ def test_create_booking_books_through_an_exchanged_write_token(server, mcp_serve
 
 @pytest.mark.django_db(transaction=True)
 def test_without_an_allowed_target_the_tool_fails_and_nothing_reaches_the_bookings_service(
-    server, reviewer, tmp_path, bookings_service, end_user, owner
+    live_issuer, reviewer, tmp_path, bookings_service, end_user, owner
 ):
-    with running_mcp(server, reviewer, tmp_path) as url:  # no exchange target allowed
+    with running_mcp(live_issuer, reviewer, tmp_path) as url:  # no exchange target allowed
         env_less = url
         client = make_client(owner, scopes=["BOOKING_READ"], approve=True).client
         token = token_for(end_user, client, scope="BOOKING_READ", resource=[env_less])

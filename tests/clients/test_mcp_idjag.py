@@ -27,7 +27,7 @@ from tests.oauthflows.idjag_helpers import OrganizationProvider
 
 @pytest.mark.django_db(transaction=True)
 def test_an_organizations_agent_gets_a_token_with_no_consent_page(
-    server, mcp_server, bookings_service, end_user, owner, settings
+    live_issuer, mcp_server, bookings_service, end_user, owner, settings
 ):
     settings.OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK = True
     idjag.jwks_forget()
@@ -53,7 +53,7 @@ def test_an_organizations_agent_gets_a_token_with_no_consent_page(
             storage=MemoryStorage(),
             client_id=client.client_id,
             client_secret=created.secret.plaintext,
-            issuer=server,
+            issuer=live_issuer,
             assertion_provider=assertion_provider,
             scope="PROFILE_READ BOOKING_READ",
         )
@@ -71,7 +71,7 @@ def test_an_organizations_agent_gets_a_token_with_no_consent_page(
     finally:
         organization.close()
         idjag.jwks_forget()
-    assert asked == [(server, mcp_server)]
+    assert asked == [(live_issuer, mcp_server)]
     assert not whoami.is_error and whoami.structured_content["username"] == end_user.username
     assert not bookings.is_error and bookings.structured_content["bookings"]
     token = AccessToken.objects.get(application=client, act__isnull=True)

@@ -66,7 +66,7 @@ SCOPES = ["PROFILE_READ", "BOOKING_READ"]
 
 
 @pytest.fixture(scope="module")
-def idp(upstream_package, tmp_path_factory):
+def org_upstream(upstream_package, tmp_path_factory):
     """The organization's provider, for the whole module; tests write its ID-JAG policy."""
     policy = tmp_path_factory.mktemp("idjag") / "policy.json"
     policy.write_text("{}")
@@ -78,14 +78,14 @@ def idp(upstream_package, tmp_path_factory):
 
 
 @pytest.fixture
-def acme(idp, settings, db):
+def acme_idjag(org_upstream, settings, db):
     """The provider registered here, its discovery and JWKS fetched on loopback (allowed, as for
     development), with nothing cached from an earlier test."""
     settings.OAUTH_CLIENT_METADATA_ALLOW_LOOPBACK = True
     idjag.jwks_forget()
     record = identity_provider_add(
         name="Acme SSO",
-        issuer=idp.issuer,
+        issuer=org_upstream.issuer,
         client_id="scheduling",
         client_secret="our-secret-at-acme",
         domains=["acme.example"],
@@ -96,30 +96,30 @@ def acme(idp, settings, db):
 
 
 @pytest.fixture
-def employee(acme, end_user):
+def linked_employee(acme_idjag, end_user):
     """The employee's account, linked to their `sub` at the provider by an earlier single sign-on."""
-    SocialAccount.objects.create(user=end_user, provider=acme.slug, uid="wile")
+    SocialAccount.objects.create(user=end_user, provider=acme_idjag.slug, uid="wile")
     return end_user
 
 
-def organization_allows(idp, audiences: dict[str, str]) -> None:
+def organization_allows(org_upstream, audiences: dict[str, str]) -> None:
     """The organization's administrators: the agent may get ID-JAGs for these authorization servers
     ({their issuer: the agent's client_id there}), up to SCOPES."""
     policy = {
         issuer: {"clients": {AGENT["client_id"]: client_id}, "scopes": SCOPES}
         for issuer, client_id in audiences.items()
     }
-    idp.id_jag_policy.write_text(json.dumps(policy))
+    org_upstream.id_jag_policy.write_text(json.dumps(policy))
 
 
-def discovery(idp) -> dict:
-    return requests.get(idp.issuer + "/.well-known/openid-configuration", timeout=TIMEOUT).json()
+def discovery(org_upstream) -> dict:
+    return requests.get(org_upstream.issuer + "/.well-known/openid-configuration", timeout=TIMEOUT).json()
 
 
-def signed_in(idp, client: dict = AGENT, login: str = "wile") -> str:
+def signed_in(org_upstream, client: dict = AGENT, login: str = "wile") -> str:
     """The employee signs in at the provider (its authorization code flow with PKCE and its login
     form), and `client` redeems the code there, authenticated: the provider's ID token for it."""
-    endpoints = discovery(idp)
+    endpoints = discovery(org_upstream)
     verifier, challenge = pkce_pair()
     redirect_uri = client["redirect_uris"][0]
     query = {
@@ -155,7 +155,7 @@ def signed_in(idp, client: dict = AGENT, login: str = "wile") -> str:
     return tokens.json()["id_token"]
 
 
-def exchanged(idp, id_token: str, *, audience: str, resource: str = MCP, **extra) -> requests.Response:
+def exchanged(org_upstream, id_token: str, *, audience: str, resource: str = MCP, **extra) -> requests.Response:
     """The agent's RFC 8693 token exchange at the provider: its ID token for an ID-JAG."""
     data = {
         "grant_type": TOKEN_EXCHANGE,
@@ -167,15 +167,15 @@ def exchanged(idp, id_token: str, *, audience: str, resource: str = MCP, **extra
         "scope": " ".join(SCOPES),
     } | extra
     return requests.post(
-        discovery(idp)["token_endpoint"],
+        discovery(org_upstream)["token_endpoint"],
         data={key: value for key, value in data.items() if value is not None},
         auth=(AGENT["client_id"], AGENT["client_secret"]),
         timeout=TIMEOUT,
     )
 
 
-def id_jag(idp, id_token: str, *, audience: str, resource: str = MCP) -> str:
-    response = exchanged(idp, id_token, audience=audience, resource=resource)
+def id_jag(org_upstream, id_token: str, *, audience: str, resource: str = MCP) -> str:
+    response = exchanged(org_upstream, id_token, audience=audience, resource=resource)
     assert response.status_code == 200, response.text
     answer = response.json()
     assert answer["issued_token_type"] == ID_JAG_TOKEN_TYPE and answer["token_type"] == "N_A"
@@ -193,7 +193,7 @@ def decoded(jwt: str) -> tuple[dict, dict]:
 
 
 @pytest.fixture
-def agent(owner, reviewer, db):
+def acme_agent(owner, reviewer, db):
     """The agent's client here (confidential, approved) and the MCP server as a resource server."""
     created = make_client(owner, name="Acme agent", scopes=SCOPES, approve=True)
     services.resource_server_create(owner=reviewer, name="Scheduling MCP", resource_uri=MCP, actor=reviewer)
@@ -204,26 +204,26 @@ def allow_assertions(client) -> None:
     call_command("identityprovider", "allow-assertions", "Acme SSO", "--client", client.client_id, stdout=StringIO())
 
 
-def presented(agent, assertion: str):
+def presented(acme_agent, assertion: str):
     """The agent's RFC 7523 JWT bearer grant here, with its secret."""
-    client, secret = agent
+    client, secret = acme_agent
     data = {"grant_type": JWT_BEARER.grant_type, "assertion": assertion, "resource": MCP}
     return token_request(Client(enforce_csrf_checks=True), data, auth=basic(client.client_id, secret))
 
 
 @pytest.mark.django_db(transaction=True)
 def test_an_employee_signed_in_at_the_organizations_provider_uses_the_agent_with_no_consent_page(
-    idp, server, employee, mcp_server, bookings_service, owner
+    org_upstream, live_issuer, linked_employee, mcp_server, bookings_service, owner
 ):
     created = make_client(owner, name="Acme agent", scopes=SCOPES, approve=True)
     client = created.client
     allow_assertions(client)
-    organization_allows(idp, {server: client.client_id})
-    id_token = signed_in(idp)
+    organization_allows(org_upstream, {live_issuer: client.client_id})
+    id_token = signed_in(org_upstream)
     issued = []
 
     async def assertion_provider(audience: str, resource: str) -> str:
-        response = await asyncio.to_thread(exchanged, idp, id_token, audience=audience, resource=resource)
+        response = await asyncio.to_thread(exchanged, org_upstream, id_token, audience=audience, resource=resource)
         assert response.status_code == 200, response.text
         issued.append(response.json()["access_token"])
         return issued[-1]
@@ -233,93 +233,106 @@ def test_an_employee_signed_in_at_the_organizations_provider_uses_the_agent_with
         storage=MemoryStorage(),
         client_id=client.client_id,
         client_secret=created.secret.plaintext,
-        issuer=server,
+        issuer=live_issuer,
         assertion_provider=assertion_provider,
         scope=" ".join(SCOPES),
     )
 
     results = asyncio.run(call_tools(mcp_server, provider))
     whoami, bookings = results["whoami"], results["list_bookings"]
-    assert not whoami.is_error and whoami.structured_content["username"] == employee.username
+    assert not whoami.is_error and whoami.structured_content["username"] == linked_employee.username
     assert not bookings.is_error and bookings.structured_content["bookings"]
     # What the provider signed: the draft's claims, with its own key (published in its JWKS).
     assert len(issued) == 1
     header, claims = decoded(issued[0])
-    jwks = requests.get(discovery(idp)["jwks_uri"], timeout=TIMEOUT).json()
+    jwks = requests.get(discovery(org_upstream)["jwks_uri"], timeout=TIMEOUT).json()
     assert header["typ"] == ID_JAG_TYPE and header["kid"] in {key["kid"] for key in jwks["keys"]}
-    assert claims["iss"] == idp.issuer and claims["sub"] == "wile" and claims["aud"] == server
+    assert claims["iss"] == org_upstream.issuer and claims["sub"] == "wile" and claims["aud"] == live_issuer
     assert claims["client_id"] == client.client_id and claims["resource"] == mcp_server
     assert claims["scope"] == " ".join(SCOPES) and claims["jti"] and claims["exp"] - claims["iat"] == 300
     token = AccessToken.objects.get(application=client, act__isnull=True)
-    assert token.user == employee and token.assertion_issuer == idp.issuer and token.resource == [mcp_server]
+    assert (
+        token.user == linked_employee
+        and token.assertion_issuer == org_upstream.issuer
+        and token.resource == [mcp_server]
+    )
 
 
-def test_an_assertion_the_provider_made_for_another_authorization_server_is_refused(idp, agent, employee):
-    organization_allows(idp, {settings.OAUTH_ISSUER: agent[0].client_id, ANOTHER_SERVER: agent[0].client_id})
-    allow_assertions(agent[0])
-    id_token = signed_in(idp)
-    elsewhere = id_jag(idp, id_token, audience=ANOTHER_SERVER)
+def test_an_assertion_the_provider_made_for_another_authorization_server_is_refused(
+    org_upstream, acme_agent, linked_employee
+):
+    organization_allows(
+        org_upstream, {settings.OAUTH_ISSUER: acme_agent[0].client_id, ANOTHER_SERVER: acme_agent[0].client_id}
+    )
+    allow_assertions(acme_agent[0])
+    id_token = signed_in(org_upstream)
+    elsewhere = id_jag(org_upstream, id_token, audience=ANOTHER_SERVER)
     assert decoded(elsewhere)[1]["aud"] == ANOTHER_SERVER
-    refused = presented(agent, elsewhere)
+    refused = presented(acme_agent, elsewhere)
     assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant", refused.content
     assert "aud" in refused.json()["error_description"]
     # The same person and agent, the assertion for this server: accepted.
-    here = presented(agent, id_jag(idp, id_token, audience=settings.OAUTH_ISSUER))
+    here = presented(acme_agent, id_jag(org_upstream, id_token, audience=settings.OAUTH_ISSUER))
     assert here.status_code == 200, here.content
 
 
-def test_a_client_this_server_did_not_let_the_provider_reach_is_refused(idp, agent, employee):
-    organization_allows(idp, {settings.OAUTH_ISSUER: agent[0].client_id})
-    assertion = id_jag(idp, signed_in(idp), audience=settings.OAUTH_ISSUER)
-    refused = presented(agent, assertion)
+def test_a_client_this_server_did_not_let_the_provider_reach_is_refused(org_upstream, acme_agent, linked_employee):
+    organization_allows(org_upstream, {settings.OAUTH_ISSUER: acme_agent[0].client_id})
+    assertion = id_jag(org_upstream, signed_in(org_upstream), audience=settings.OAUTH_ISSUER)
+    refused = presented(acme_agent, assertion)
     assert refused.status_code == 400 and refused.json()["error"] == "unauthorized_client", refused.content
     assert not AccessToken.objects.exists()
     # Once an administrator here allows it, the same assertion (its jti still unused) is accepted.
-    allow_assertions(agent[0])
-    accepted = presented(agent, assertion)
+    allow_assertions(acme_agent[0])
+    accepted = presented(acme_agent, assertion)
     assert accepted.status_code == 200, accepted.content
-    assert AccessToken.objects.get(token_checksum=digest(accepted.json()["access_token"])).user == employee
+    assert AccessToken.objects.get(token_checksum=digest(accepted.json()["access_token"])).user == linked_employee
 
 
-def test_an_assertion_from_an_issuer_this_server_does_not_know_is_refused(idp, agent, employee, acme):
-    organization_allows(idp, {settings.OAUTH_ISSUER: agent[0].client_id})
-    allow_assertions(agent[0])
-    assertion = id_jag(idp, signed_in(idp), audience=settings.OAUTH_ISSUER)
-    call_command("identityprovider", "remove", acme.slug, stdout=StringIO())
-    refused = presented(agent, assertion)
+def test_an_assertion_from_an_issuer_this_server_does_not_know_is_refused(
+    org_upstream, acme_agent, linked_employee, acme_idjag
+):
+    organization_allows(org_upstream, {settings.OAUTH_ISSUER: acme_agent[0].client_id})
+    allow_assertions(acme_agent[0])
+    assertion = id_jag(org_upstream, signed_in(org_upstream), audience=settings.OAUTH_ISSUER)
+    call_command("identityprovider", "remove", acme_idjag.slug, stdout=StringIO())
+    refused = presented(acme_agent, assertion)
     assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant", refused.content
     assert "not an identity provider" in refused.json()["error_description"]
 
 
-def test_an_assertion_signed_with_a_key_the_provider_rotated_out_is_refused(idp, agent, employee):
-    organization_allows(idp, {settings.OAUTH_ISSUER: agent[0].client_id})
-    allow_assertions(agent[0])
-    before = id_jag(idp, signed_in(idp), audience=settings.OAUTH_ISSUER)
-    idp.restart()  # a new signing key; the old one is no longer in its JWKS
-    refused = presented(agent, before)
+def test_an_assertion_signed_with_a_key_the_provider_rotated_out_is_refused(org_upstream, acme_agent, linked_employee):
+    organization_allows(org_upstream, {settings.OAUTH_ISSUER: acme_agent[0].client_id})
+    allow_assertions(acme_agent[0])
+    before = id_jag(org_upstream, signed_in(org_upstream), audience=settings.OAUTH_ISSUER)
+    org_upstream.restart()  # a new signing key; the old one is no longer in its JWKS
+    refused = presented(acme_agent, before)
     assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant", refused.content
     assert "key is not in its issuer's JWKS" in refused.json()["error_description"]
-    after = id_jag(idp, signed_in(idp), audience=settings.OAUTH_ISSUER)
+    after = id_jag(org_upstream, signed_in(org_upstream), audience=settings.OAUTH_ISSUER)
     assert decoded(after)[0]["kid"] != decoded(before)[0]["kid"]
-    accepted = presented(agent, after)
+    accepted = presented(acme_agent, after)
     assert accepted.status_code == 200, accepted.content
 
 
-def test_the_provider_exchanges_only_its_own_id_tokens_issued_to_the_agent_for_audiences_it_allows(idp):
-    organization_allows(idp, {ANOTHER_SERVER: "agent-there"})
-    id_token = signed_in(idp)
-    assert exchanged(idp, id_token, audience=ANOTHER_SERVER).status_code == 200
+def test_the_provider_exchanges_only_its_own_id_tokens_issued_to_the_agent_for_audiences_it_allows(org_upstream):
+    organization_allows(org_upstream, {ANOTHER_SERVER: "agent-there"})
+    id_token = signed_in(org_upstream)
+    assert exchanged(org_upstream, id_token, audience=ANOTHER_SERVER).status_code == 200
     header, claims, signature = id_token.split(".")
     tampered = ".".join((header, claims, signature[:-4] + ("AAAA" if signature[-4:] != "AAAA" else "BBBB")))
-    someone_elses = signed_in(idp, client=OTHER_APP)
+    someone_elses = signed_in(org_upstream, client=OTHER_APP)
     for subject_token, audience, error in (
         (tampered, ANOTHER_SERVER, "invalid_grant"),  # not its signature
         (someone_elses, ANOTHER_SERVER, "invalid_grant"),  # its own, but issued to another client
         (id_token, "https://not-in-the-policy.example", "invalid_target"),
     ):
-        response = exchanged(idp, subject_token, audience=audience)
+        response = exchanged(org_upstream, subject_token, audience=audience)
         assert response.status_code == 400 and response.json()["error"] == error, (audience, response.text)
     wrong_type = exchanged(
-        idp, id_token, audience=ANOTHER_SERVER, requested_token_type="urn:ietf:params:oauth:token-type:access_token"
+        org_upstream,
+        id_token,
+        audience=ANOTHER_SERVER,
+        requested_token_type="urn:ietf:params:oauth:token-type:access_token",
     )
     assert wrong_type.status_code == 400 and wrong_type.json()["error"] == "invalid_request"

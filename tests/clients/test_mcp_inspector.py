@@ -103,7 +103,7 @@ def log_in(page, username: str) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_mcp_inspectors_guided_oauth_flow_registers_consents_exchanges_and_calls_a_tool(
-    server, mcp_server, end_user, inspector_1, chromium, screenshots
+    live_issuer, mcp_server, end_user, inspector_1, chromium, screenshots
 ):
     page = new_page(chromium, width=1400, height=1000)
     context = page.context
@@ -112,7 +112,9 @@ def test_mcp_inspectors_guided_oauth_flow_registers_consents_exchanges_and_calls
     context.on(
         "response",
         lambda r: (
-            cross_origin.append((r.request.method, r.url.split("?")[0], r.status)) if r.url.startswith(server) else None
+            cross_origin.append((r.request.method, r.url.split("?")[0], r.status))
+            if r.url.startswith(live_issuer)
+            else None
         ),
     )
 
@@ -138,7 +140,7 @@ def test_mcp_inspectors_guided_oauth_flow_registers_consents_exchanges_and_calls
         page.get_by_text(shown).wait_for()
         screenshots(page, step)
     authorization_url = page.locator("p.break-all").first.inner_text().strip()
-    assert authorization_url.startswith(server + "/auth/oauth2/authorize?")
+    assert authorization_url.startswith(live_issuer + "/auth/oauth2/authorize?")
     assert f"resource={requests.utils.quote(mcp_server, safe='')}" in authorization_url
     assert "scope=PROFILE_READ+BOOKING_READ" in authorization_url
 
@@ -181,7 +183,7 @@ def test_mcp_inspectors_guided_oauth_flow_registers_consents_exchanges_and_calls
     assert "list_bookings" in shown and "create_booking" in shown
 
     # What the page sent us, cross-origin, and what it had to say about it.
-    sent = {(method, url[len(server) :], status) for method, url, status in cross_origin}
+    sent = {(method, url[len(live_issuer) :], status) for method, url, status in cross_origin}
     assert ("GET", "/.well-known/oauth-authorization-server", 200) in sent
     assert ("POST", "/v2/auth/oauth2/register", 201) in sent
     assert ("POST", "/v2/auth/oauth2/token", 200) in sent
@@ -200,7 +202,7 @@ def test_mcp_inspectors_guided_oauth_flow_registers_consents_exchanges_and_calls
 
 @pytest.mark.django_db(transaction=True)
 def test_the_current_mcp_inspector_connects_and_steps_up_to_create_booking_once_approved(
-    server, mcp_server, bookings_service, end_user, reviewer, inspector_2, chromium, screenshots
+    live_issuer, mcp_server, bookings_service, end_user, reviewer, inspector_2, chromium, screenshots
 ):
     """Inspector 2.x, what `npx @modelcontextprotocol/inspector` runs today: switching the server on
     meets the 401; its backend discovers, registers and sends this page to our login and consent

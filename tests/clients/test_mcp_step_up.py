@@ -55,7 +55,7 @@ def tool_call(mcp_url: str, token: str, tool: str) -> requests.Response:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_tool_call_without_its_scope_is_a_403_insufficient_scope_challenge(server, mcp_server, end_user, owner):
+def test_a_tool_call_without_its_scope_is_a_403_insufficient_scope_challenge(live_issuer, mcp_server, end_user, owner):
     client = make_client(owner, scopes=["PROFILE_READ", "BOOKING_READ", "BOOKING_WRITE"], approve=True).client
     token = token_for(end_user, client, scope="PROFILE_READ BOOKING_READ", resource=[mcp_server])
     refused = tool_call(mcp_server, token, "create_booking")
@@ -73,10 +73,10 @@ def test_a_tool_call_without_its_scope_is_a_403_insufficient_scope_challenge(ser
 
 @pytest.mark.django_db(transaction=True)
 def test_an_agent_approved_after_registering_steps_up_to_create_booking(
-    server, mcp_server, bookings_service, user_agent, end_user, reviewer
+    live_issuer, mcp_server, bookings_service, user_agent, end_user, reviewer
 ):
     seen: dict = {}
-    provider = agent_provider(mcp_server, user_agent, server, seen)
+    provider = agent_provider(mcp_server, user_agent, live_issuer, seen)
     (bookings,) = asyncio.run(session_calls(mcp_server, provider, [("list_bookings", {})]))
     assert not bookings.is_error, bookings
     client = OAuthClient.objects.get(name="Test agent")
@@ -112,10 +112,10 @@ def test_an_agent_approved_after_registering_steps_up_to_create_booking(
 
 @pytest.mark.django_db(transaction=True)
 def test_an_unverified_agent_stepping_up_beyond_the_ceiling_is_refused_on_our_page(
-    server, mcp_server, user_agent, end_user, reviewer
+    live_issuer, mcp_server, user_agent, end_user, reviewer
 ):
     seen: dict = {}
-    provider = agent_provider(mcp_server, user_agent, server, seen)
+    provider = agent_provider(mcp_server, user_agent, live_issuer, seen)
     (bookings,) = asyncio.run(session_calls(mcp_server, provider, [("list_bookings", {})]))
     assert not bookings.is_error, bookings
     client = OAuthClient.objects.get(name="Test agent")

@@ -48,10 +48,10 @@ class Agent:
         self.process.stdin.write(line + "\n")
         self.process.stdin.flush()
 
-    def consent(self, user_agent, server) -> str:
+    def consent(self, user_agent, live_issuer) -> str:
         """The user allows what the agent's authorization URL asks; the code goes back to it."""
         authorization_url = self.next("authorize")
-        location = allow(user_agent, server, authorization_url)
+        location = allow(user_agent, live_issuer, authorization_url)
         self.answer(parse_qs(urlsplit(location).query)["code"][0])
         return authorization_url
 
@@ -62,12 +62,12 @@ class Agent:
 
 @pytest.mark.django_db(transaction=True)
 def test_the_typescript_sdk_agent_goes_from_registration_to_a_booking_and_deletes_itself(
-    node_package, server, mcp_server, bookings_service, user_agent, end_user, reviewer
+    node_package, live_issuer, mcp_server, bookings_service, user_agent, end_user, reviewer
 ):
     agent = Agent(node_package, mcp_server)
     try:
         # 1. It registers itself and the user allows what the MCP server's 401 names.
-        first_url = agent.consent(user_agent, server)
+        first_url = agent.consent(user_agent, live_issuer)
         read = agent.next("read")
         client = OAuthClient.objects.get(client_id=read["client_id"])
         assert client.status == ClientStatus.UNVERIFIED and client.name == "TypeScript agent"
@@ -78,7 +78,7 @@ def test_the_typescript_sdk_agent_goes_from_registration_to_a_booking_and_delete
         assert read["whoami"]["username"] == end_user.username
         assert [b["title"] for b in read["bookings"]["bookings"]] == ["Intro call", "Design review", "Dentist"]
         assert read["has_refresh_token"]  # what makes the SDK's own step-up refresh (below)
-        assert read["registration_client_uri"] == f"{server}/v2/auth/oauth2/register/{client.client_id}"
+        assert read["registration_client_uri"] == f"{live_issuer}/v2/auth/oauth2/register/{client.client_id}"
 
         # 2. An administrator reviews it: enables the write scope and approves it.
         client = services.client_set_scopes(
@@ -107,7 +107,7 @@ def test_the_typescript_sdk_agent_goes_from_registration_to_a_booking_and_delete
         new_part, granted_part = consent_page_parts(page)
         assert "BOOKING_WRITE" in new_part and "BOOKING_READ" not in new_part
         assert "BOOKING_READ" in granted_part and "BOOKING_WRITE" not in granted_part
-        location = allow(user_agent, server, authorization_url)
+        location = allow(user_agent, live_issuer, authorization_url)
         agent.answer(parse_qs(urlsplit(location).query)["code"][0])
         booked = agent.next("booked")
         assert not booked["is_error"], booked

@@ -26,7 +26,6 @@ from authlib.oidc.core import CodeIDToken
 from joserfc.errors import InvalidClaimError  # Authlib 1.9's JOSE layer (its own dependency)
 
 from profiles.models import Profile
-from signing.keys import signing_key_create
 from tests.clients.test_client_libraries import TIMEOUT, allow
 from tests.factories import make_client
 
@@ -35,12 +34,7 @@ REDIRECT_URI = "http://127.0.0.1:8765/callback"
 
 
 @pytest.fixture
-def signing_keys(db):
-    return {algorithm: signing_key_create(algorithm=algorithm) for algorithm in ("RS256", "ES256")}
-
-
-@pytest.fixture
-def person(end_user):
+def profiled_person(end_user):
     end_user.email = "ada@example.com"
     end_user.save(update_fields=["email"])
     Profile.objects.create(user=end_user, name="Ada Lovelace", time_zone="Europe/Paris", locale="fr")
@@ -54,11 +48,13 @@ def _app(owner, *, kind: str, algorithm: str = "RS256"):
     return created.client, (created.secret.plaintext if kind == "confidential" else "")
 
 
-def run_node_flow(node_package, server, user_agent, *, library, client, secret, algorithm="RS256", wrong_nonce=False):
+def run_node_flow(
+    node_package, live_issuer, user_agent, *, library, client, secret, algorithm="RS256", wrong_nonce=False
+):
     env = {
         "PATH": os.environ.get("PATH", ""),
         "LIBRARY": library,
-        "ISSUER": server,
+        "ISSUER": live_issuer,
         "CLIENT_ID": client.client_id,
         "CLIENT_SECRET": secret,
         "REDIRECT_URI": REDIRECT_URI,
@@ -78,7 +74,7 @@ def run_node_flow(node_package, server, user_agent, *, library, client, secret, 
     try:
         first = json.loads(process.stdout.readline() or "{}")
         assert "authorization_url" in first, (first, process.stderr.read() if process.poll() is not None else "")
-        callback = allow(user_agent, server, first["authorization_url"])
+        callback = allow(user_agent, live_issuer, first["authorization_url"])
         process.stdin.write(callback + "\n")
         process.stdin.flush()
         result = json.loads(process.stdout.readline() or "{}")
@@ -102,22 +98,22 @@ def run_node_flow(node_package, server, user_agent, *, library, client, secret, 
     ],
 )
 def test_node_libraries_discover_sign_in_validate_the_id_token_and_read_userinfo(
-    node_package, server, user_agent, owner, person, signing_keys, library, kind, algorithm
+    node_package, live_issuer, user_agent, owner, profiled_person, signing_keys, library, kind, algorithm
 ):
     client, secret = _app(owner, kind=kind, algorithm=algorithm)
     result, authorization_url = run_node_flow(
-        node_package, server, user_agent, library=library, client=client, secret=secret, algorithm=algorithm
+        node_package, live_issuer, user_agent, library=library, client=client, secret=secret, algorithm=algorithm
     )
     assert "error" not in result, result
     assert "nonce=" in authorization_url and "code_challenge_method=S256" in authorization_url
     claims = result["claims"]
-    assert claims["iss"] == server and claims["aud"] == client.client_id
-    assert claims["sub"] == str(person.pk) and claims["nonce"] == result["nonce"]
+    assert claims["iss"] == live_issuer and claims["aud"] == client.client_id
+    assert claims["sub"] == str(profiled_person.pk) and claims["nonce"] == result["nonce"]
     assert {"auth_time", "at_hash", "sid"} <= set(claims)
     assert result["scope"] == SCOPE
     assert result["userinfo"] == {
-        "sub": str(person.pk),
-        "preferred_username": person.username,
+        "sub": str(profiled_person.pk),
+        "preferred_username": profiled_person.username,
         "name": "Ada Lovelace",
         "zoneinfo": "Europe/Paris",
         "locale": "fr",
@@ -128,17 +124,17 @@ def test_node_libraries_discover_sign_in_validate_the_id_token_and_read_userinfo
 
 @pytest.mark.parametrize("library", ["openid-client", "oauth4webapi"])
 def test_node_libraries_refuse_an_id_token_for_another_nonce(
-    node_package, server, user_agent, owner, person, signing_keys, library
+    node_package, live_issuer, user_agent, owner, profiled_person, signing_keys, library
 ):
     client, secret = _app(owner, kind="confidential")
     result, _url = run_node_flow(
-        node_package, server, user_agent, library=library, client=client, secret=secret, wrong_nonce=True
+        node_package, live_issuer, user_agent, library=library, client=client, secret=secret, wrong_nonce=True
     )
     assert "error" in result and 'ID Token "nonce"' in f"{result['message']} {result['cause']}", result
 
 
-def _authlib_flow(server, user_agent, client, secret, *, expected_nonce=None):
-    metadata = requests.get(server + "/.well-known/openid-configuration", timeout=TIMEOUT).json()
+def _authlib_flow(live_issuer, user_agent, client, secret, *, expected_nonce=None):
+    metadata = requests.get(live_issuer + "/.well-known/openid-configuration", timeout=TIMEOUT).json()
     session = OAuth2Session(
         client.client_id, secret, scope=SCOPE, redirect_uri=REDIRECT_URI, code_challenge_method="S256"
     )
@@ -146,7 +142,7 @@ def _authlib_flow(server, user_agent, client, secret, *, expected_nonce=None):
     url, _state = session.create_authorization_url(
         metadata["authorization_endpoint"], code_verifier=verifier, nonce=nonce
     )
-    callback = allow(user_agent, server, url)
+    callback = allow(user_agent, live_issuer, url)
     token = session.fetch_token(metadata["token_endpoint"], authorization_response=callback, code_verifier=verifier)
     keys = JsonWebKey.import_key_set(requests.get(metadata["jwks_uri"], timeout=TIMEOUT).json())
     claims = jwt.decode(
@@ -166,15 +162,15 @@ def _authlib_flow(server, user_agent, client, secret, *, expected_nonce=None):
 
 
 def test_authlib_discovers_signs_in_validates_the_id_token_and_reads_userinfo(
-    server, user_agent, owner, person, signing_keys
+    live_issuer, user_agent, owner, profiled_person, signing_keys
 ):
     client, secret = _app(owner, kind="confidential")
-    claims, userinfo = _authlib_flow(server, user_agent, client, secret)
-    assert claims["sub"] == userinfo["sub"] == str(person.pk)
+    claims, userinfo = _authlib_flow(live_issuer, user_agent, client, secret)
+    assert claims["sub"] == userinfo["sub"] == str(profiled_person.pk)
     assert userinfo["email"] == "ada@example.com" and userinfo["zoneinfo"] == "Europe/Paris"
 
 
-def test_authlib_refuses_an_id_token_for_another_nonce(server, user_agent, owner, person, signing_keys):
+def test_authlib_refuses_an_id_token_for_another_nonce(live_issuer, user_agent, owner, profiled_person, signing_keys):
     client, secret = _app(owner, kind="confidential")
     with pytest.raises(InvalidClaimError, match="nonce"):
-        _authlib_flow(server, user_agent, client, secret, expected_nonce="not-the-one-sent")
+        _authlib_flow(live_issuer, user_agent, client, secret, expected_nonce="not-the-one-sent")

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def admin_browser(reviewer):
+def superuser_browser(reviewer):
     browser = Client()
     assert browser.login(username=reviewer.username, password=PASSWORD)
     get_user_model().objects.filter(pk=reviewer.pk).update(is_superuser=True)
@@ -30,24 +30,24 @@ def admin_browser(reviewer):
         ("en", ["OAuth client waiting for review", "The last 24 hours"], ["wartet auf Prüfung"]),
     ],
 )
-def test_the_admin_index_queue_and_morning_view(admin_browser, owner, language, said, not_said):
+def test_the_admin_index_queue_and_morning_view(superuser_browser, owner, language, said, not_said):
     make_client(owner, name="Calendar Sync")
-    page = admin_browser.get(reverse("admin:index"), HTTP_ACCEPT_LANGUAGE=language).content.decode()
+    page = superuser_browser.get(reverse("admin:index"), HTTP_ACCEPT_LANGUAGE=language).content.decode()
     for words in said:
         assert words in page
     for words in not_said:
         assert words not in page
 
 
-def test_the_review_pages_are_german_with_the_name_as_typed(admin_browser, owner):
+def test_the_review_pages_are_german_with_the_name_as_typed(superuser_browser, owner):
     client = make_client(owner, name="Kalender Sync").client
-    change = admin_browser.get(
+    change = superuser_browser.get(
         reverse("admin:oauthclients_oauthclient_change", args=[client.pk]), HTTP_ACCEPT_LANGUAGE="de"
     ).content.decode()
     assert "Mit Begründung ablehnen" in change and "Reject with a reason" not in change
     assert "hat den Client registriert" in change  # the audit trail's sentence
     assert "Kalender Sync" in change
-    approve = admin_browser.get(
+    approve = superuser_browser.get(
         reverse("admin:oauthclients_oauthclient_approve", args=[client.pk]), HTTP_ACCEPT_LANGUAGE="de"
     ).content.decode()
     assert (

@@ -73,19 +73,14 @@ def expected(language: str, part: str) -> list[str]:
     return EXPECTED_WORDS.get(language, {}).get(part, [])
 
 
-@pytest.fixture
-def app(approved):
-    return approved.client
-
-
 def test_every_language_of_settings_is_covered_here():
     """The parametrised tests below run for every language switched on: German today."""
     assert "de" in LANGUAGES and "en" not in LANGUAGES
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
-def test_the_consent_page_is_in_the_language(browser, app, language):
-    url = authorize_url(app, prompt="consent", scope="PROFILE_READ BOOKING_READ")
+def test_the_consent_page_is_in_the_language(browser, approved_client, language):
+    url = authorize_url(approved_client, prompt="consent", scope="PROFILE_READ BOOKING_READ")
     english_html = browser.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
     html = browser.get(url, HTTP_ACCEPT_LANGUAGE=language).content.decode()
     english, page = text(english_html), text(html)
@@ -102,17 +97,17 @@ def test_the_consent_page_is_in_the_language(browser, app, language):
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
-def test_the_consent_page_follows_ui_locales(browser, app, language):
+def test_the_consent_page_follows_ui_locales(browser, approved_client, language):
     """The app's ui_locales, an unsupported tag first, gives the same page as the browser's language."""
-    url = authorize_url(app, prompt="consent", scope="PROFILE_READ", ui_locales=f"tlh {language}")
+    url = authorize_url(approved_client, prompt="consent", scope="PROFILE_READ", ui_locales=f"tlh {language}")
     html = browser.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert_page_speaks(html, language)
     assert "wants to access your scheduling account" not in text(html)
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
-def test_the_login_page_is_in_the_language(client, app, language):
-    url = "/accounts/login/?" + urlencode({"next": authorize_url(app)})
+def test_the_login_page_is_in_the_language(client, approved_client, language):
+    url = "/accounts/login/?" + urlencode({"next": authorize_url(approved_client)})
     english_html = client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
     html = client.get(url, HTTP_ACCEPT_LANGUAGE=language).content.decode()
     english, page = text(english_html), text(html)

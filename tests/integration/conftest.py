@@ -43,12 +43,12 @@ def app_owner(transactional_db):
 
 @pytest.fixture
 def app_scopes():
-    """The scopes `app` registers; a module that needs others overrides this fixture."""
+    """The scopes `server_app` registers; a module that needs others overrides this fixture."""
     return ["PROFILE_READ"]
 
 
 @pytest.fixture
-def app(app_owner, app_scopes):
+def server_app(app_owner, app_scopes):
     """An approved confidential client and its secret."""
     created = make_client(app_owner, redirect_uris=["http://localhost:8765/cb"], scopes=app_scopes, approve=True)
     return created.client, created.secret.plaintext

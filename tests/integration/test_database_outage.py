@@ -77,8 +77,8 @@ def cluster(_postgres_only_guard):
 class Traffic:
     """Threads calling /v2/me and refreshing a token in a loop, recording every outcome."""
 
-    def __init__(self, base_url: str, app, me_token: str, refresh_token: str):
-        self.base_url, self.app = base_url, app
+    def __init__(self, base_url: str, server_app, me_token: str, refresh_token: str):
+        self.base_url, self.app = base_url, server_app
         self.me_token, self.refresh_token = me_token, refresh_token
         self.outcomes: list[Outcome] = []
         self.lock = threading.Lock()

@@ -25,16 +25,16 @@ pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db(transaction=True)
 RACERS = 20
 
 
-def race_code(server, app, user_session):
+def race_code(server, server_app, user_session):
     """One code redeemed by RACERS requests at once; (code, responses)."""
-    client, secret = app
+    client, secret = server_app
     code = authorize(user_session, server.url, client)
     return code, all_at_once(RACERS, lambda index: exchange(server.url, client, secret, code))
 
 
-def race_refresh(server, app, user_session):
+def race_refresh(server, server_app, user_session):
     """One refresh token presented by RACERS requests at once; (first tokens, family, responses)."""
-    client, secret = app
+    client, secret = server_app
     first = exchange(server.url, client, secret, authorize(user_session, server.url, client)).json()
     family = RefreshToken.objects.get().token_family
     responses = all_at_once(RACERS, lambda index: refresh(server.url, client.client_id, secret, first["refresh_token"]))
@@ -47,9 +47,9 @@ def assert_no_orphan() -> None:
     assert not AccessToken.objects.filter(refresh_token__isnull=True).exists()
 
 
-def test_twenty_concurrent_redemptions_of_one_code_have_exactly_one_winner(server, app, user_session):
-    client, secret = app
-    code, responses = race_code(server, app, user_session)
+def test_twenty_concurrent_redemptions_of_one_code_have_exactly_one_winner(server, server_app, user_session):
+    client, secret = server_app
+    code, responses = race_code(server, server_app, user_session)
 
     assert statuses(responses) == [200] + [400] * (RACERS - 1)
     assert error_codes(responses) == {"invalid_grant"}
@@ -66,9 +66,9 @@ def test_twenty_concurrent_redemptions_of_one_code_have_exactly_one_winner(serve
     assert refresh(server.url, client.client_id, secret, tokens["refresh_token"]).status_code == 400
 
 
-def test_twenty_concurrent_refreshes_of_one_token_have_exactly_one_winner(server, app, user_session):
-    client, secret = app
-    first, family, responses = race_refresh(server, app, user_session)
+def test_twenty_concurrent_refreshes_of_one_token_have_exactly_one_winner(server, server_app, user_session):
+    client, secret = server_app
+    first, family, responses = race_refresh(server, server_app, user_session)
 
     assert statuses(responses) == [200] + [400] * (RACERS - 1)
     assert error_codes(responses) == {"invalid_grant"}
@@ -90,8 +90,8 @@ def test_twenty_concurrent_refreshes_of_one_token_have_exactly_one_winner(server
     assert me(server.url, renewed.json()["access_token"]).status_code == 200
 
 
-def test_two_concurrent_generate_secret_posts_stop_at_two_active_secrets(server, app, app_owner):
-    client, _secret = app
+def test_two_concurrent_generate_secret_posts_stop_at_two_active_secrets(server, server_app, app_owner):
+    client, _secret = server_app
     developer = login(server.url, app_owner.username)
     path = f"/settings/developer/clients/{client.client_id}/secrets/generate/"
     token = developer.cookies["csrftoken"]

@@ -265,8 +265,8 @@ def fleet(_postgres_only_guard, tmp_path):
 class Load:
     """CLIENTS threads, each: authorize (consent page + Allow), exchange, refresh, introspect."""
 
-    def __init__(self, fleet: Fleet, app, secret: str, browsers, *, retry_cut_off: bool):
-        self.fleet, self.app, self.secret, self.browsers = fleet, app, secret, browsers
+    def __init__(self, fleet: Fleet, server_app, secret: str, browsers, *, retry_cut_off: bool):
+        self.fleet, self.app, self.secret, self.browsers = fleet, server_app, secret, browsers
         self.retry_cut_off = retry_cut_off
         self.tally = Tally()
         self.pending_faults: list[tuple[str, str]] = []
@@ -443,17 +443,17 @@ def _between(moment, after: datetime, before: datetime) -> bool:
     return moment is not None and after <= moment < before
 
 
-def exchange_committed_then_lost(app, injected: Injected) -> None:
+def exchange_committed_then_lost(server_app, injected: Injected) -> None:
     """The cut-off exchange redeemed its code, exactly once, before its retry was sent; the retry,
     a second presentation, answered invalid_grant and revoked the pair the first produced."""
-    grant = Grant.objects.get(code=digest(injected.credential), application=app)
+    grant = Grant.objects.get(code=digest(injected.credential), application=server_app)
     assert _between(grant.used_at, injected.sent_at, injected.retried_at), (
         f"the code was {NOT_BY_THE_CUT_OFF} (used at {grant.used_at}, sent {injected.sent_at}, "
         f"retried {injected.retried_at})"
     )
     # Exactly one pair was made from it: the only one this user's thread could have made meanwhile.
     made = RefreshToken.objects.filter(
-        application=app, user=grant.user, created__gte=injected.sent_at, created__lt=injected.retried_at
+        application=server_app, user=grant.user, created__gte=injected.sent_at, created__lt=injected.retried_at
     )
     assert made.count() == 1, made.count()
     pair = made.get()
@@ -461,12 +461,12 @@ def exchange_committed_then_lost(app, injected: Injected) -> None:
     assert _between(pair.revoked, injected.retried_at, injected.answered_at), pair.revoked
     assert pair.access_token_id is None
     assert not AccessToken.objects.filter(
-        application=app, user=grant.user, created__gte=injected.sent_at, created__lt=injected.retried_at
+        application=server_app, user=grant.user, created__gte=injected.sent_at, created__lt=injected.retried_at
     ).exists()
     assert grant.token_family is None  # ...cleared from the code, so that a third presentation finds nothing
     assert not RefreshToken.objects.filter(token_family=pair.token_family, revoked__isnull=True).exists()
     replayed = ClientAuditEvent.objects.filter(
-        client=app,
+        client=server_app,
         user=grant.user,
         action=AuditAction.FAMILY_REVOKED,
         created__gte=injected.retried_at,
@@ -475,10 +475,10 @@ def exchange_committed_then_lost(app, injected: Injected) -> None:
     assert [event.detail.get("reason") for event in replayed] == [CODE_REPLAYED]
 
 
-def refresh_committed_then_lost(app, injected: Injected) -> None:
+def refresh_committed_then_lost(server_app, injected: Injected) -> None:
     """The cut-off refresh rotated its token, exactly once, before its retry was sent; the retry,
     within OAUTH_REPLAY_GRACE_SECONDS, answered invalid_grant and revoked nothing."""
-    presented = RefreshToken.objects.get(token_checksum=digest(injected.credential), application=app)
+    presented = RefreshToken.objects.get(token_checksum=digest(injected.credential), application=server_app)
     assert _between(presented.revoked, injected.sent_at, injected.retried_at), (
         f"the rotation was {NOT_BY_THE_CUT_OFF} (revoked at {presented.revoked}, sent {injected.sent_at}, "
         f"retried {injected.retried_at})"
@@ -490,7 +490,7 @@ def refresh_committed_then_lost(app, injected: Injected) -> None:
     # Within the grace nothing was revoked: the new pair lives on, although its answer was lost.
     assert successor.revoked is None and successor.access_token_id is not None
     assert not ClientAuditEvent.objects.filter(
-        client=app,
+        client=server_app,
         user=presented.user,
         action=AuditAction.FAMILY_REVOKED,
         created__gte=injected.sent_at,
@@ -502,7 +502,7 @@ COMMITTED_THEN_LOST = {"exchange": exchange_committed_then_lost, "refresh": refr
 
 
 @pytest.fixture
-def cast(transactional_db):
+def app_and_users(transactional_db):
     owner = make_server_user("fleetowner")
     created = make_client(owner, redirect_uris=["http://localhost:8765/cb"], scopes=["PROFILE_READ"], approve=True)
     users = [make_server_user(f"fleetuser{n}") for n in range(CLIENTS)]
@@ -513,8 +513,8 @@ def _browsers(fleet, users):
     return [login(fleet.url, user.username) for user in users]
 
 
-def test_a_rolling_restart_costs_no_request(fleet, cast):
-    app, secret, users = cast
+def test_a_rolling_restart_costs_no_request(fleet, app_and_users):
+    app, secret, users = app_and_users
     with Load(fleet, app, secret, _browsers(fleet, users), retry_cut_off=False) as load:
         time.sleep(2)
         took = [fleet.rolling_restart(port) for port in fleet.ports]
@@ -529,8 +529,8 @@ def test_a_rolling_restart_costs_no_request(fleet, cast):
     assert tally.statuses[("exchange", 200)] >= 10 and tally.statuses[("introspect", 200)] >= 10
 
 
-def test_a_server_killed_mid_load_loses_only_its_requests_in_flight(fleet, cast):
-    app, secret, users = cast
+def test_a_server_killed_mid_load_loses_only_its_requests_in_flight(fleet, app_and_users):
+    app, secret, users = app_and_users
     with Load(fleet, app, secret, _browsers(fleet, users), retry_cut_off=True) as load:
         time.sleep(2)
         fleet.kill(fleet.ports[0])

@@ -57,7 +57,7 @@ def server(request, _postgres_only_guard, transactional_db, issuer_port):
 
 
 @pytest.fixture
-def credentials(transactional_db):
+def jwt_bookings_credentials(transactional_db):
     ops = make_server_user("ops", staff=True)
     created = services.resource_server_create(
         owner=ops, name="Bookings API", resource_uri=BOOKINGS, actor=ops, token_format="jwt"
@@ -66,8 +66,8 @@ def credentials(transactional_db):
 
 
 @contextmanager
-def bookings_service(server, credentials, **extra):
-    client_id, secret = credentials
+def bookings_service(server, jwt_bookings_credentials, **extra):
+    client_id, secret = jwt_bookings_credentials
     environment = example_service_environment(
         server.url, client_id, secret, OAUTH_TOKEN_FORMAT="jwt", OAUTH_ISSUER=server.url, **extra
     )
@@ -77,8 +77,8 @@ def bookings_service(server, credentials, **extra):
 
 
 @pytest.fixture
-def bookings(server, credentials):
-    with bookings_service(server, credentials) as live:
+def jwt_bookings_process(server, jwt_bookings_credentials):
+    with bookings_service(server, jwt_bookings_credentials) as live:
         yield live
 
 
@@ -87,8 +87,8 @@ def app_scopes():
     return ["PROFILE_READ", "BOOKING_READ"]
 
 
-def issue(server, app, user, *, resource=BOOKINGS) -> dict:
-    client, secret = app
+def issue(server, server_app, user, *, resource=BOOKINGS) -> dict:
+    client, secret = server_app
     code = authorize(login(server.url, user.username), server.url, client, scope="BOOKING_READ", resource=resource)
     response = exchange(server.url, client, secret, code)
     assert response.status_code == 200, response.text
@@ -104,13 +104,13 @@ def requests_to(server, path: str) -> int:
     return len(re.findall(rf'"(?:GET|POST) {re.escape(path)}', server.log_path.read_text(errors="replace")))
 
 
-def test_the_service_verifies_without_calling_home_per_request(server, bookings, app):
+def test_the_service_verifies_without_calling_home_per_request(server, jwt_bookings_process, server_app):
     user = make_server_user("alice")
-    token = issue(server, app, user)["access_token"]
+    token = issue(server, server_app, user)["access_token"]
     assert token.count(".") == 2
     started = time.monotonic()
     for _ in range(40):
-        answer = call(bookings, token)
+        answer = call(jwt_bookings_process, token)
         assert answer.status_code == 200, answer.text
     elapsed = time.monotonic() - started
     assert answer.json()["scopes"] == ["BOOKING_READ"]
@@ -120,11 +120,11 @@ def test_the_service_verifies_without_calling_home_per_request(server, bookings,
     assert 1 <= lists <= elapsed / TTL + 2  # once per ttl, not once per request
 
 
-def test_a_revoked_token_is_refused_within_the_ttl(server, bookings, app):
-    client, secret = app
+def test_a_revoked_token_is_refused_within_the_ttl(server, jwt_bookings_process, server_app):
+    client, secret = server_app
     user = make_server_user("bob")
-    token = issue(server, app, user)["access_token"]
-    assert call(bookings, token).status_code == 200
+    token = issue(server, server_app, user)["access_token"]
+    assert call(jwt_bookings_process, token).status_code == 200
     revoked = requests.post(
         server.url + REVOKE,
         data={"token": token, "client_id": client.client_id, "client_secret": secret},
@@ -132,37 +132,37 @@ def test_a_revoked_token_is_refused_within_the_ttl(server, bookings, app):
     )
     assert revoked.status_code == 200
     revoked_at = time.monotonic()
-    while call(bookings, token).status_code == 200:
+    while call(jwt_bookings_process, token).status_code == 200:
         assert time.monotonic() - revoked_at < TTL + 1.5, "still accepted after the list's ttl"
         time.sleep(0.1)
-    refused = call(bookings, token)
+    refused = call(jwt_bookings_process, token)
     assert refused.status_code == 401 and 'error="invalid_token"' in refused.headers["WWW-Authenticate"]
 
 
-def test_a_refresh_ends_the_old_jwt_there_too(server, bookings, app):
-    client, secret = app
+def test_a_refresh_ends_the_old_jwt_there_too(server, jwt_bookings_process, server_app):
+    client, secret = server_app
     user = make_server_user("carol")
-    first = issue(server, app, user)
+    first = issue(server, server_app, user)
     second = refresh(server.url, client.client_id, secret, first["refresh_token"]).json()
-    assert call(bookings, second["access_token"]).status_code == 200
+    assert call(jwt_bookings_process, second["access_token"]).status_code == 200
     time.sleep(TTL + 0.3)
-    assert call(bookings, first["access_token"]).status_code == 401
-    assert call(bookings, second["access_token"]).status_code == 200
+    assert call(jwt_bookings_process, first["access_token"]).status_code == 401
+    assert call(jwt_bookings_process, second["access_token"]).status_code == 200
 
 
-def test_an_opaque_token_is_introspected_there(server, bookings, app):
+def test_an_opaque_token_is_introspected_there(server, jwt_bookings_process, server_app):
     user = make_server_user("dave")
-    token = issue(server, app, user, resource=None)["access_token"]
+    token = issue(server, server_app, user, resource=None)["access_token"]
     assert token.count(".") == 0
-    assert call(bookings, token).status_code == 200
+    assert call(jwt_bookings_process, token).status_code == 200
     assert requests_to(server, "/v2/auth/oauth2/introspect") == 1
 
 
-def test_the_authorization_server_down_is_503_after_the_staleness_bound(server, credentials, app):
+def test_the_authorization_server_down_is_503_after_the_staleness_bound(server, jwt_bookings_credentials, server_app):
     user = make_server_user("erin")
-    token = issue(server, app, user)["access_token"]
+    token = issue(server, server_app, user)["access_token"]
     bound = 8
-    with bookings_service(server, credentials, OAUTH_STATUS_LIST_MAX_STALENESS=str(bound)) as bookings:
+    with bookings_service(server, jwt_bookings_credentials, OAUTH_STATUS_LIST_MAX_STALENESS=str(bound)) as bookings:
         assert call(bookings, token).status_code == 200
         fetched = time.monotonic()  # the service fetched the list for that call
         stop(server.process)
@@ -175,16 +175,16 @@ def test_the_authorization_server_down_is_503_after_the_staleness_bound(server, 
         assert answer.status_code == 503 and answer.headers["Retry-After"] == "5"
 
 
-def test_a_key_rotation_fails_no_request(server, credentials, app, settings):
+def test_a_key_rotation_fails_no_request(server, jwt_bookings_credentials, server_app, settings):
     settings.OAUTH_SIGNING_KEY_PUBLISH_AHEAD = 2  # as the server's: the rotation is made here
     users = [make_server_user(f"user{index}") for index in range(3)]
     failures, served = [], []
     stop_at = time.monotonic() + 11
-    with bookings_service(server, credentials, OAUTH_JWKS_MAX_AGE="1") as bookings:
+    with bookings_service(server, jwt_bookings_credentials, OAUTH_JWKS_MAX_AGE="1") as bookings:
 
         def keep_calling(user):
             while time.monotonic() < stop_at:
-                token = issue(server, app, user)["access_token"]
+                token = issue(server, server_app, user)["access_token"]
                 answer = call(bookings, token)
                 if answer.status_code == 200:
                     served.append(json.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=="))["kid"])

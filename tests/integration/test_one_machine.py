@@ -108,7 +108,7 @@ def _until_serving(process: subprocess.Popen, log: Path, url: str, certificate: 
     raise AssertionError("HAProxy did not answer over https:\n" + log.read_text(errors="replace"))
 
 
-def test_the_production_path_runs_locally_over_https(one_machine, app):
+def test_the_production_path_runs_locally_over_https(one_machine, server_app):
     issuer, folder, ports = one_machine
     metadata = requests.get(issuer + "/.well-known/oauth-authorization-server", timeout=TIMEOUT)
     assert metadata.status_code == 200 and metadata.json()["issuer"] == issuer
@@ -118,7 +118,7 @@ def test_the_production_path_runs_locally_over_https(one_machine, app):
     browser = login(issuer, make_server_user("wile").username)
     secure = {cookie.name: cookie.secure for cookie in browser.cookies}
     assert {"csrftoken", "sessionid"} <= set(secure) and all(secure.values()), secure
-    client, secret = app
+    client, secret = server_app
     tokens = exchange(issuer, client, secret, authorize(browser, issuer, client))
     assert tokens.status_code == 200, tokens.text
     assert me(issuer, tokens.json()["access_token"]).status_code == 200

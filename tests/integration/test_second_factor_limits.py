@@ -35,7 +35,7 @@ def _no_counts_left(transactional_db):
 
 
 @pytest.fixture
-def person(transactional_db):
+def person_with_totp(transactional_db):
     user = make_server_user("alice")
     secret = pyotp.random_base32()
     TOTP.activate(user, secret)
@@ -73,8 +73,8 @@ def wrong(secret: str) -> str:
     return next(code for code in ("000000", "111111", "222222") if code not in valid)
 
 
-def test_thirty_wrong_codes_then_the_right_one_signs_nobody_in(server, person):
-    _user, secret = person
+def test_thirty_wrong_codes_then_the_right_one_signs_nobody_in(server, person_with_totp):
+    _user, secret = person_with_totp
     browser, token = at_second_step(server.url, "alice")
     for _ in range(30):
         assert post(browser, server.url, SECOND_STEP, token, code=wrong(secret)).status_code == 200
@@ -85,8 +85,8 @@ def test_thirty_wrong_codes_then_the_right_one_signs_nobody_in(server, person):
     assert len(server.worker_pids()) == 4
 
 
-def test_a_code_used_at_one_worker_is_refused_at_every_other(server, person):
-    _user, secret = person
+def test_a_code_used_at_one_worker_is_refused_at_every_other(server, person_with_totp):
+    _user, secret = person_with_totp
     # allauth accepts this period's code only (no tolerance in production): start early in a period,
     # so that every replay below is of a code still current.
     remaining = 30 - time.time() % 30

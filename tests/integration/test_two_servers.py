@@ -112,9 +112,9 @@ def servers(request, _postgres_only_guard, transactional_db, redis_db):
                 print_log(server)
 
 
-def test_authorize_on_one_exchange_on_the_other_refresh_back_and_call_the_api(servers, app):
+def test_authorize_on_one_exchange_on_the_other_refresh_back_and_call_the_api(servers, server_app):
     first, second = (server.url for server in servers)
-    client, secret = app
+    client, secret = server_app
     user = make_server_user("traveller")
 
     browser = login(first, user.username)

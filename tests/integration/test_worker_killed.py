@@ -105,8 +105,8 @@ def kill_workers_until(done: threading.Event, server) -> list[bool]:
     return kills
 
 
-def test_killing_workers_mid_exchange_leaves_no_half_issued_token(server, app, user_session):
-    client, secret = app
+def test_killing_workers_mid_exchange_leaves_no_half_issued_token(server, server_app, user_session):
+    client, secret = server_app
     codes = [authorize(user_session, server.url, client) for _ in range(CODES)]
     done = threading.Event()
 

@@ -30,7 +30,7 @@ def _grant_everything(user, client, *, when):
 
 
 @pytest.fixture
-def cast(owner):
+def two_apps_two_users(owner):
     when = timezone.now() + timezone.timedelta(minutes=5)
     first = make_client(owner, approve=True).client
     second = make_client(owner, name="Second", redirect_uris=["https://second.example.com/cb"], approve=True).client
@@ -51,24 +51,24 @@ def _live(**of):
     )
 
 
-def test_a_clients_grants_end_for_every_user_and_no_other_client(cast):
-    first, second, alice, bob = cast
+def test_a_clients_grants_end_for_every_user_and_no_other_client(two_apps_two_users):
+    first, second, alice, bob = two_apps_two_users
     ended = grants_end(client=first)
     assert (ended.access_tokens, ended.refresh_tokens, ended.codes, ended.consents) == (2, 2, 2, 2)
     assert _live(application=first) == (0, 0, 0, 0)
     assert _live(application=second) == (2, 2, 2, 2)
 
 
-def test_a_users_grants_end_with_every_client_and_no_other_user(cast):
-    first, second, alice, bob = cast
+def test_a_users_grants_end_with_every_client_and_no_other_user(two_apps_two_users):
+    first, second, alice, bob = two_apps_two_users
     ended = grants_end(user=alice)
     assert (ended.access_tokens, ended.refresh_tokens, ended.codes, ended.consents) == (2, 2, 2, 2)
     assert _live(user=alice) == (0, 0, 0, 0)
     assert _live(user=bob) == (2, 2, 2, 2)
 
 
-def test_one_users_grants_with_one_client_end_alone(cast):
-    first, second, alice, bob = cast
+def test_one_users_grants_with_one_client_end_alone(two_apps_two_users):
+    first, second, alice, bob = two_apps_two_users
     ended = grants_end(user=alice, client=first)
     assert (ended.access_tokens, ended.refresh_tokens, ended.codes, ended.consents) == (1, 1, 1, 1)
     assert _live(user=alice, application=first) == (0, 0, 0, 0)
@@ -76,8 +76,8 @@ def test_one_users_grants_with_one_client_end_alone(cast):
     assert _live(user=bob) == (2, 2, 2, 2)
 
 
-def test_every_ended_row_is_marked_updated_codes_included(cast):
-    first, _second, alice, _bob = cast
+def test_every_ended_row_is_marked_updated_codes_included(two_apps_two_users):
+    first, _second, alice, _bob = two_apps_two_users
     before = timezone.now()
     grants_end(user=alice, client=first)
     assert Grant.objects.get(user=alice, application=first).updated >= before

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def _fresh_counts():
+def _fresh_rate_limit_counts():
     """Rate-limit counts live in the (in-process) cache: start and end each test without any."""
     caches["default"].clear()
     yield

@@ -41,7 +41,7 @@ MCP = "http://127.0.0.1:8931/mcp"
 
 
 @pytest.fixture
-def bookings(reviewer):
+def bookings_resource_server(reviewer):
     created = services.resource_server_create(owner=reviewer, name="Bookings", resource_uri=BOOKINGS, actor=reviewer)
     return created.client, created.secret.plaintext
 
@@ -64,17 +64,19 @@ def introspect(api, server, token):
     return response.json()
 
 
-def test_a_token_asked_for_the_own_api_is_bound_to_it_and_accepted_there(browser, api, confidential, own_api, bookings):
+def test_a_token_asked_for_the_own_api_is_bound_to_it_and_accepted_there(
+    browser, api, confidential, own_api, bookings_resource_server
+):
     response = tokens_for(browser, api, confidential, resource=own_api)
     assert response.status_code == 200, response.content
     token = response.json()["access_token"]
     assert AccessToken.objects.get(token_checksum=digest(token)).resource == [own_api]
     assert me(api, token).status_code == 200
     # Bound to this server's own API: another resource server learns nothing of it (RFC 7662 §2.2).
-    assert introspect(api, bookings, token) == {"active": False}
+    assert introspect(api, bookings_resource_server, token) == {"active": False}
 
 
-def test_a_token_for_another_resource_is_refused_here(browser, api, confidential, bookings):
+def test_a_token_for_another_resource_is_refused_here(browser, api, confidential, bookings_resource_server):
     response = tokens_for(browser, api, confidential, resource=BOOKINGS)
     assert response.status_code == 200, response.content
     token = response.json()["access_token"]
@@ -82,26 +84,36 @@ def test_a_token_for_another_resource_is_refused_here(browser, api, confidential
     assert answer.status_code == 401
     assert 'error="invalid_token"' in answer["WWW-Authenticate"]
     assert "audience" in answer.json()["error"]["message"]
-    assert introspect(api, bookings, token)["aud"] == [BOOKINGS]
+    assert introspect(api, bookings_resource_server, token)["aud"] == [BOOKINGS]
 
 
-def test_a_token_without_resource_has_no_audience_and_works_everywhere(browser, api, confidential, bookings):
+def test_a_token_without_resource_has_no_audience_and_works_everywhere(
+    browser, api, confidential, bookings_resource_server
+):
     token = tokens_for(browser, api, confidential).json()["access_token"]
     assert AccessToken.objects.get(token_checksum=digest(token)).resource == []
     assert me(api, token).status_code == 200
-    answer = introspect(api, bookings, token)
+    answer = introspect(api, bookings_resource_server, token)
     assert answer["active"] is True and "aud" not in answer
-    calendar = services.resource_server_create(owner=bookings[0].user, name="Calendar", resource_uri=CALENDAR)
+    calendar = services.resource_server_create(
+        owner=bookings_resource_server[0].user, name="Calendar", resource_uri=CALENDAR
+    )
     assert introspect(api, (calendar.client, calendar.secret.plaintext), token)["active"] is True
 
 
-def test_a_token_bound_to_another_resource_server_is_inactive_to_this_one(browser, api, confidential, bookings):
+def test_a_token_bound_to_another_resource_server_is_inactive_to_this_one(
+    browser, api, confidential, bookings_resource_server
+):
     # The attack: a token the app got for Bookings, relayed to Calendar, which asks the server.
-    calendar = services.resource_server_create(owner=bookings[0].user, name="Calendar", resource_uri=CALENDAR)
+    calendar = services.resource_server_create(
+        owner=bookings_resource_server[0].user, name="Calendar", resource_uri=CALENDAR
+    )
     calendar_pair = (calendar.client, calendar.secret.plaintext)
-    unlisted = services.resource_server_create(owner=bookings[0].user, name="Reports")  # no resource URI
+    unlisted = services.resource_server_create(
+        owner=bookings_resource_server[0].user, name="Reports"
+    )  # no resource URI
     token = tokens_for(browser, api, confidential, resource=BOOKINGS).json()["access_token"]
-    assert introspect(api, bookings, token)["active"] is True
+    assert introspect(api, bookings_resource_server, token)["active"] is True
     assert introspect(api, calendar_pair, token) == {"active": False}
     assert introspect(api, (unlisted.client, unlisted.secret.plaintext), token) == {"active": False}
     # The app that holds it still learns about its own token, as before.
@@ -110,15 +122,17 @@ def test_a_token_bound_to_another_resource_server_is_inactive_to_this_one(browse
     assert own["active"] is True and own["aud"] == [BOOKINGS]
 
 
-def test_a_token_bound_to_two_resource_servers_is_active_to_each(browser, api, confidential, bookings):
-    calendar = services.resource_server_create(owner=bookings[0].user, name="Calendar", resource_uri=CALENDAR)
+def test_a_token_bound_to_two_resource_servers_is_active_to_each(browser, api, confidential, bookings_resource_server):
+    calendar = services.resource_server_create(
+        owner=bookings_resource_server[0].user, name="Calendar", resource_uri=CALENDAR
+    )
     client, secret = confidential
     url = authorize_url(client, scope="PROFILE_READ") + f"&{urlencode({'resource': BOOKINGS})}"
     url += f"&{urlencode({'resource': CALENDAR})}"
     response = consent(browser, url)
     code = query_of(response["Location"])["code"]
     token = exchange(api, client, code, secret=secret).json()["access_token"]
-    for server in (bookings, (calendar.client, calendar.secret.plaintext)):
+    for server in (bookings_resource_server, (calendar.client, calendar.secret.plaintext)):
         assert introspect(api, server, token)["aud"] == [BOOKINGS, CALENDAR]
 
 
@@ -144,7 +158,9 @@ def test_a_service_that_requires_an_audience_refuses_a_token_without_one(browser
         "urn:example:bookings",
     ],
 )
-def test_an_unknown_or_malformed_resource_at_authorize_is_invalid_target(browser, confidential, bookings, resource):
+def test_an_unknown_or_malformed_resource_at_authorize_is_invalid_target(
+    browser, confidential, bookings_resource_server, resource
+):
     client, _secret = confidential
     # Refused before the consent page: straight back to the app.
     response = browser.get(authorize_url(client, resource=resource))
@@ -155,8 +171,8 @@ def test_an_unknown_or_malformed_resource_at_authorize_is_invalid_target(browser
     assert not Grant.objects.exists()
 
 
-def test_a_rejected_resource_server_is_no_resource(browser, confidential, bookings, reviewer):
-    services.client_reject(client=bookings[0], actor=reviewer, reason="retired")
+def test_a_rejected_resource_server_is_no_resource(browser, confidential, bookings_resource_server, reviewer):
+    services.client_reject(client=bookings_resource_server[0], actor=reviewer, reason="retired")
     response = browser.get(authorize_url(confidential[0], resource=BOOKINGS))
     assert query_of(response["Location"])["error"] == "invalid_target"
 
@@ -168,7 +184,7 @@ def test_too_many_resources_are_refused(browser, confidential, own_api):
 
 
 def test_two_resources_at_authorize_and_one_at_token_narrows_the_audience(
-    browser, api, confidential, bookings, own_api
+    browser, api, confidential, bookings_resource_server, own_api
 ):
     client, secret = confidential
     url = authorize_url(client) + f"&resource={BOOKINGS}&resource={own_api}"
@@ -204,7 +220,7 @@ def tokens_request_with(api, client, secret, code, resources, *, as_json=False):
     return api.post("/v2/auth/oauth2/token", data=body, content_type="application/x-www-form-urlencoded")
 
 
-def test_a_token_request_cannot_widen_the_audience(browser, api, confidential, bookings, own_api):
+def test_a_token_request_cannot_widen_the_audience(browser, api, confidential, bookings_resource_server, own_api):
     client, secret = confidential
     code = get_code(browser, client, resource=own_api)
     response = tokens_request_with(api, client, secret, code, [BOOKINGS])
@@ -214,7 +230,7 @@ def test_a_token_request_cannot_widen_the_audience(browser, api, confidential, b
     assert exchange(api, client, code, secret=secret).status_code == 200
 
 
-def test_a_resource_at_the_token_request_alone_binds_the_token(browser, api, confidential, bookings):
+def test_a_resource_at_the_token_request_alone_binds_the_token(browser, api, confidential, bookings_resource_server):
     client, secret = confidential
     response = tokens_request_with(api, client, secret, get_code(browser, client), [BOOKINGS], as_json=True)
     assert response.status_code == 200, response.content
@@ -231,7 +247,9 @@ def test_an_unknown_resource_at_the_token_request_is_invalid_target(browser, api
     assert exchange(api, client, code, secret=secret).status_code == 200
 
 
-def test_refresh_keeps_the_audience_and_may_narrow_it_but_never_widen(browser, api, confidential, bookings, own_api):
+def test_refresh_keeps_the_audience_and_may_narrow_it_but_never_widen(
+    browser, api, confidential, bookings_resource_server, own_api
+):
     client, secret = confidential
     url = authorize_url(client) + f"&resource={BOOKINGS}&resource={own_api}"
     code = query_of(consent(browser, url)["Location"])["code"]
@@ -257,7 +275,9 @@ def test_refresh_keeps_the_audience_and_may_narrow_it_but_never_widen(browser, a
     assert again.status_code == 200, again.content
 
 
-def test_refresh_of_a_token_without_audience_may_bind_it_to_a_known_resource(browser, api, confidential, bookings):
+def test_refresh_of_a_token_without_audience_may_bind_it_to_a_known_resource(
+    browser, api, confidential, bookings_resource_server
+):
     client, secret = confidential
     first = tokens_for(browser, api, confidential).json()
     response = refresh(api, client, first["refresh_token"], secret=secret, resource="https://nowhere.example.com/")
@@ -279,7 +299,7 @@ def test_a_resource_server_needs_a_valid_resource_uri(reviewer, uri):
     assert "resource_uri" in caught.value.message_dict
 
 
-def test_two_resource_servers_cannot_share_a_resource_uri(reviewer, bookings):
+def test_two_resource_servers_cannot_share_a_resource_uri(reviewer, bookings_resource_server):
     with pytest.raises(ValidationError):
         services.resource_server_create(owner=reviewer, name="Y", resource_uri=BOOKINGS, actor=reviewer)
     with pytest.raises(ValidationError):
@@ -353,7 +373,9 @@ def test_audience_accepted_follows_the_settings(settings):
     assert not audience_accepted(("https://api.example.com",))
 
 
-def test_the_consent_page_names_the_services_the_access_is_for(browser, confidential, bookings, own_api):
+def test_the_consent_page_names_the_services_the_access_is_for(
+    browser, confidential, bookings_resource_server, own_api
+):
     client, _secret = confidential
     page = browser.get(authorize_url(client, resource=BOOKINGS, prompt="consent")).content.decode()
     assert re.search(r"works only with this service:\s*<strong>Bookings</strong>", page) and BOOKINGS in page

@@ -25,7 +25,7 @@ SPA = "https://spa.example.com"
 
 
 @pytest.fixture
-def unverified(api, db):
+def unverified_agent(api, db):
     response = register(api, agent_metadata(redirect_uris=[AGENT + "/callback"]))
     assert response.status_code == 201, response.content
     client = OAuthClient.objects.get(client_id=response.json()["client_id"])
@@ -41,25 +41,27 @@ def origins_of(client) -> set[tuple[str, bool]]:
 
 
 @pytest.mark.parametrize("path", [TOKEN, REVOKE])
-def test_an_unverified_clients_origin_reads_the_token_and_revocation_endpoints(unverified, api, path):
+def test_an_unverified_clients_origin_reads_the_token_and_revocation_endpoints(unverified_agent, api, path):
     response = preflight(api, path, AGENT)
     assert response.status_code == 200 and response[ACAO] == AGENT
     assert_no_credentials(response)
-    answer = client_post(api, path, unverified, {"token": "x"} if path == REVOKE else {"grant_type": "x"}, origin=AGENT)
+    answer = client_post(
+        api, path, unverified_agent, {"token": "x"} if path == REVOKE else {"grant_type": "x"}, origin=AGENT
+    )
     assert answer[ACAO] == AGENT
     assert_no_credentials(answer)
 
 
 @pytest.mark.parametrize("path", [ME, USERINFO])
 @pytest.mark.parametrize("method", ["GET", "POST", "PATCH"])
-def test_an_unverified_clients_origin_does_not_read_me_or_userinfo(unverified, api, path, method):
+def test_an_unverified_clients_origin_does_not_read_me_or_userinfo(unverified_agent, api, path, method):
     response = preflight(api, path, AGENT, method=method)
     assert not response.has_header(ACAO)
 
 
-def test_a_stranger_with_a_token_of_an_unverified_client_cannot_read_me_from_its_page(unverified, browser, api):
-    code, verifier = code_for(browser, unverified, scope="PROFILE_READ")
-    tokens = exchange(api, unverified, code, verifier=verifier, origin=AGENT)
+def test_a_stranger_with_a_token_of_an_unverified_client_cannot_read_me_from_its_page(unverified_agent, browser, api):
+    code, verifier = code_for(browser, unverified_agent, scope="PROFILE_READ")
+    tokens = exchange(api, unverified_agent, code, verifier=verifier, origin=AGENT)
     assert tokens.status_code == 200 and tokens[ACAO] == AGENT  # its own agent redeems its codes
     answer = me(api, tokens.json()["access_token"], HTTP_ORIGIN=AGENT)
     assert answer.status_code == 200  # the token works; the page just cannot read the answer
@@ -67,9 +69,9 @@ def test_a_stranger_with_a_token_of_an_unverified_client_cannot_read_me_from_its
 
 
 @pytest.mark.parametrize("path", [ME, USERINFO])
-def test_approving_the_client_opens_me_and_userinfo_to_its_origin_at_once(unverified, api, reviewer, path):
+def test_approving_the_client_opens_me_and_userinfo_to_its_origin_at_once(unverified_agent, api, reviewer, path):
     assert not preflight(api, path, AGENT, method="GET").has_header(ACAO)  # the "no" is now cached
-    services.client_approve(client=unverified, actor=reviewer)
+    services.client_approve(client=unverified_agent, actor=reviewer)
     response = preflight(api, path, AGENT, method="GET")
     assert response[ACAO] == AGENT
     assert_no_credentials(response)
@@ -81,7 +83,7 @@ def test_an_approved_public_clients_origin_reads_me_and_userinfo(db, api, owner,
     assert preflight(api, path, SPA, method="GET")[ACAO] == SPA
 
 
-def test_one_unverified_client_does_not_lend_its_origin_to_another(unverified, api, owner, browser):
+def test_one_unverified_client_does_not_lend_its_origin_to_another(unverified_agent, api, owner, browser):
     other = make_client(owner, name="SPA", kind="public", redirect_uris=[SPA + "/cb"], approve=True).client
     assert preflight(api, TOKEN, AGENT)[ACAO] == AGENT  # a preflight names no client
     answer = refresh(api, other, "x", origin=AGENT)
@@ -99,11 +101,11 @@ def test_registration_and_metadata_answer_any_origin_without_credentials(db, api
         assert_no_credentials(response)
 
 
-def test_a_rejected_unverified_clients_origin_loses_the_token_endpoint(unverified, api, reviewer):
+def test_a_rejected_unverified_clients_origin_loses_the_token_endpoint(unverified_agent, api, reviewer):
     assert preflight(api, TOKEN, AGENT)[ACAO] == AGENT
-    services.client_reject(client=unverified, actor=reviewer, reason="Phishing.")
+    services.client_reject(client=unverified_agent, actor=reviewer, reason="Phishing.")
     assert not preflight(api, TOKEN, AGENT).has_header(ACAO)
-    assert not client_post(api, REVOKE, unverified, {"token": "x"}, origin=AGENT).has_header(ACAO)
+    assert not client_post(api, REVOKE, unverified_agent, {"token": "x"}, origin=AGENT).has_header(ACAO)
 
 
 # --- one origin at a time ---------------------------------------------------------------------
@@ -146,12 +148,12 @@ def test_the_cache_keeps_at_most_its_size_of_origins(db, api, monkeypatch):
     assert queries_of(lambda: preflight(api, TOKEN, "https://nobody4.example")) == []
 
 
-def test_a_remembered_answer_expires(unverified, api, monkeypatch):
+def test_a_remembered_answer_expires(unverified_agent, api, monkeypatch):
     clock = [1000.0]
     monkeypatch.setattr(cors.time, "monotonic", lambda: clock[0])
     assert preflight(api, TOKEN, AGENT)[ACAO] == AGENT
     # A change no service made (another process's, as this one sees it): the answer stands...
-    ClientOrigin.objects.filter(client=unverified).delete()
+    ClientOrigin.objects.filter(client=unverified_agent).delete()
     clock[0] += cors.CORS_ORIGIN_CACHE_SECONDS - 1
     assert preflight(api, TOKEN, AGENT)[ACAO] == AGENT
     # ...until it expires.
@@ -213,10 +215,10 @@ def test_a_confidential_client_has_no_origins(db, owner):
     assert origins_of(client) == set()
 
 
-def test_a_self_registered_client_has_unapproved_origins_until_approved(unverified, reviewer):
-    assert origins_of(unverified) == {(AGENT, False)}
-    services.client_approve(client=unverified, actor=reviewer)
-    assert origins_of(unverified) == {(AGENT, True)}
+def test_a_self_registered_client_has_unapproved_origins_until_approved(unverified_agent, reviewer):
+    assert origins_of(unverified_agent) == {(AGENT, False)}
+    services.client_approve(client=unverified_agent, actor=reviewer)
+    assert origins_of(unverified_agent) == {(AGENT, True)}
 
 
 def test_a_pending_self_registration_has_no_origins(db, settings):
@@ -251,17 +253,17 @@ def test_a_refreshed_metadata_document_moves_the_origins(db):
     assert origins_of(client) == {("https://moved.example", False)}
 
 
-def test_an_unused_registration_removed_loses_its_origins(unverified, settings):
+def test_an_unused_registration_removed_loses_its_origins(unverified_agent, settings):
     from datetime import timedelta
 
     from django.utils import timezone
 
     later = timezone.now() + timedelta(days=settings.OAUTH_UNUSED_REGISTRATION_DAYS + 1)
     assert services.unused_registrations_remove(now=later) == 1
-    assert origins_of(unverified) == set()
+    assert origins_of(unverified_agent) == set()
 
 
-def test_the_migration_writes_the_origins_of_clients_made_before_it(unverified, db, owner, reviewer):
+def test_the_migration_writes_the_origins_of_clients_made_before_it(unverified_agent, db, owner, reviewer):
     from importlib import import_module
 
     from django.apps import apps
@@ -272,4 +274,4 @@ def test_the_migration_writes_the_origins_of_clients_made_before_it(unverified, 
     ClientOrigin.objects.all().delete()  # as before migration 0013
     import_module("oauthclients.migrations.0014_client_web_origins")._origins_of_existing_clients(apps, None)
     assert set(ClientOrigin.objects.values_list("client_id", "origin", "approved")) == expected
-    assert expected == {(unverified.pk, AGENT, False), (approved.pk, SPA, True)}
+    assert expected == {(unverified_agent.pk, AGENT, False), (approved.pk, SPA, True)}

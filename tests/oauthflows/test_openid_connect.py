@@ -29,11 +29,6 @@ DISCOVERY = "/.well-known/openid-configuration"
 USERINFO = "/v2/auth/oauth2/userinfo"
 
 
-@pytest.fixture
-def signing_keys(db):
-    return {algorithm: keys.signing_key_create(algorithm=algorithm) for algorithm in ("RS256", "ES256")}
-
-
 def _verified(id_token: str, api) -> tuple[dict, dict]:
     """The header and claims, after checking the signature against the published JWKS."""
     key_set = jwk.JWKSet.from_json(api.get("/.well-known/jwks.json").content)

@@ -69,7 +69,7 @@ def assert_registration_error(response, error):
 
 
 @pytest.fixture
-def agent(api, db):
+def registered_agent(api, db):
     response = register(api, agent_metadata())
     assert response.status_code == 201, response.content
     return OAuthClient.objects.get(client_id=response.json()["client_id"])
@@ -287,61 +287,65 @@ def test_cors_lets_a_browser_agent_register(api, db):
 # --- the unverified tier ----------------------------------------------------------------------
 
 
-def test_any_user_can_authorize_it_within_the_ceiling(browser, api, agent):
-    tokens = tokens_for(browser, api, agent)
+def test_any_user_can_authorize_it_within_the_ceiling(browser, api, registered_agent):
+    tokens = tokens_for(browser, api, registered_agent)
     assert set(tokens["scope"].split()) == {"PROFILE_READ", "BOOKING_READ"}
     assert me(api, tokens["access_token"]).status_code == 200
 
 
-def test_beyond_the_ceiling_is_invalid_scope_on_a_page_not_the_redirect_uri(browser, agent):
+def test_beyond_the_ceiling_is_invalid_scope_on_a_page_not_the_redirect_uri(browser, registered_agent):
     # RFC 9700 §4.11.2: before its consent page, nobody is sent to an unverified client's URI.
-    response = browser.get(authorize_url(agent, scope="PROFILE_READ BOOKING_WRITE", code_challenge=pkce_pair()[1]))
+    response = browser.get(
+        authorize_url(registered_agent, scope="PROFILE_READ BOOKING_WRITE", code_challenge=pkce_pair()[1])
+    )
     assert response.status_code == 400 and not response.has_header("Location")
     html = response.content.decode()
     assert "invalid_scope" in html and "BOOKING_WRITE" in html and "unverified" in html
 
 
-def test_a_code_beyond_the_ceiling_is_refused_at_exchange(browser, api, agent, settings):
-    code, verifier = code_for(browser, agent, "PROFILE_READ BOOKING_READ")
+def test_a_code_beyond_the_ceiling_is_refused_at_exchange(browser, api, registered_agent, settings):
+    code, verifier = code_for(browser, registered_agent, "PROFILE_READ BOOKING_READ")
     settings.OAUTH_UNVERIFIED_SCOPES = ["PROFILE_READ"]  # lowered after the code was issued
-    response = exchange(api, agent, code, verifier=verifier)
+    response = exchange(api, registered_agent, code, verifier=verifier)
     assert "BOOKING_READ" in assert_token_error(response, "invalid_scope")["error_description"]
-    assert not AccessToken.objects.filter(application=agent).exists()
+    assert not AccessToken.objects.filter(application=registered_agent).exists()
 
 
-def test_a_refresh_beyond_the_ceiling_is_refused(browser, api, agent, settings):
-    tokens = tokens_for(browser, api, agent)
+def test_a_refresh_beyond_the_ceiling_is_refused(browser, api, registered_agent, settings):
+    tokens = tokens_for(browser, api, registered_agent)
     settings.OAUTH_UNVERIFIED_SCOPES = ["PROFILE_READ"]
-    assert_token_error(refresh(api, agent, tokens["refresh_token"]), "invalid_scope")
+    assert_token_error(refresh(api, registered_agent, tokens["refresh_token"]), "invalid_scope")
     settings.OAUTH_UNVERIFIED_SCOPES = ["PROFILE_READ", "BOOKING_READ"]
-    assert refresh(api, agent, tokens["refresh_token"]).status_code == 200
+    assert refresh(api, registered_agent, tokens["refresh_token"]).status_code == 200
 
 
-def test_approval_lifts_the_ceiling(browser, api, agent, reviewer):
-    services.client_approve(client=agent, actor=reviewer, expected_digest=agent.review_digest())
-    agent.refresh_from_db()
-    assert agent.status == ClientStatus.APPROVED
-    tokens = tokens_for(browser, api, agent, scope="PROFILE_READ BOOKING_WRITE")
+def test_approval_lifts_the_ceiling(browser, api, registered_agent, reviewer):
+    services.client_approve(client=registered_agent, actor=reviewer, expected_digest=registered_agent.review_digest())
+    registered_agent.refresh_from_db()
+    assert registered_agent.status == ClientStatus.APPROVED
+    tokens = tokens_for(browser, api, registered_agent, scope="PROFILE_READ BOOKING_WRITE")
     assert set(tokens["scope"].split()) == {"PROFILE_READ", "BOOKING_WRITE"}
 
 
-def test_rejection_ends_every_token(browser, api, agent, reviewer):
-    tokens = tokens_for(browser, api, agent)
-    services.client_reject(client=agent, actor=reviewer, reason="Impersonates another app.")
+def test_rejection_ends_every_token(browser, api, registered_agent, reviewer):
+    tokens = tokens_for(browser, api, registered_agent)
+    services.client_reject(client=registered_agent, actor=reviewer, reason="Impersonates another app.")
     assert me(api, tokens["access_token"]).status_code == 401
-    assert refresh(api, agent, tokens["refresh_token"]).status_code in (400, 401)
-    assert not AccessToken.objects.filter(application=agent).exists()
-    assert not RefreshToken.objects.filter(application=agent, revoked__isnull=True).exists()
+    assert refresh(api, registered_agent, tokens["refresh_token"]).status_code in (400, 401)
+    assert not AccessToken.objects.filter(application=registered_agent).exists()
+    assert not RefreshToken.objects.filter(application=registered_agent, revoked__isnull=True).exists()
 
 
-def test_it_is_listed_under_connected_apps(browser, api, agent):
-    tokens_for(browser, api, agent)
+def test_it_is_listed_under_connected_apps(browser, api, registered_agent):
+    tokens_for(browser, api, registered_agent)
     page = browser.get("/settings/apps/")
-    assert agent.name.encode() in page.content
+    assert registered_agent.name.encode() in page.content
 
 
-def test_the_consent_page_warns_shows_the_redirect_host_and_no_logo(browser, agent):
-    page = browser.get(authorize_url(agent, scope="PROFILE_READ", code_challenge=pkce_pair()[1], prompt="consent"))
+def test_the_consent_page_warns_shows_the_redirect_host_and_no_logo(browser, registered_agent):
+    page = browser.get(
+        authorize_url(registered_agent, scope="PROFILE_READ", code_challenge=pkce_pair()[1], prompt="consent")
+    )
     assert page.status_code == 200
     html = page.content.decode()
     assert "Unverified app" in html
@@ -358,22 +362,24 @@ def test_a_name_like_a_verified_apps_is_flagged(api, browser, confidential):
     assert "same name as a verified app" in page.content.decode()
 
 
-def test_a_distinct_name_is_not_flagged(browser, agent, confidential):
-    page = browser.get(authorize_url(agent, scope="PROFILE_READ", code_challenge=pkce_pair()[1], prompt="consent"))
+def test_a_distinct_name_is_not_flagged(browser, registered_agent, confidential):
+    page = browser.get(
+        authorize_url(registered_agent, scope="PROFILE_READ", code_challenge=pkce_pair()[1], prompt="consent")
+    )
     assert "same name as a verified app" not in page.content.decode()
 
 
-def test_oauthclient_list_and_approve(agent, reviewer):
+def test_oauthclient_list_and_approve(registered_agent, reviewer):
     from io import StringIO
 
     out = StringIO()
     call_command("oauthclient", "list", "--status", "unverified", stdout=out)
     listed = [json.loads(line) for line in out.getvalue().splitlines()]
-    assert [(row["client_id"], row["status"]) for row in listed] == [(agent.client_id, "unverified")]
+    assert [(row["client_id"], row["status"]) for row in listed] == [(registered_agent.client_id, "unverified")]
     out = StringIO()
-    call_command("oauthclient", "--actor", reviewer.username, "approve", agent.client_id, stdout=out)
-    agent.refresh_from_db()
-    assert agent.status == ClientStatus.APPROVED
+    call_command("oauthclient", "--actor", reviewer.username, "approve", registered_agent.client_id, stdout=out)
+    registered_agent.refresh_from_db()
+    assert registered_agent.status == ClientStatus.APPROVED
 
 
 # --- cleanup of unused registrations ---------------------------------------------------------
@@ -433,9 +439,9 @@ def test_registration_is_closed_unless_every_permission_class_says_yes(api, db, 
     assert not OAuthClient.objects.exists()
 
 
-def test_the_admin_states_the_ceiling_the_tier_enforces(agent, staff):
+def test_the_admin_states_the_ceiling_the_tier_enforces(registered_agent, staff):
     from oauthclients.tier import unverified_ceiling
 
-    page = staff.get(f"/admin/oauthclients/oauthclient/{agent.pk}/change/").content.decode()
+    page = staff.get(f"/admin/oauthclients/oauthclient/{registered_agent.pk}/change/").content.decode()
     assert f"users can grant it only {', '.join(sorted(unverified_ceiling()))};" in page
     assert "openid" in unverified_ceiling()  # the OpenID scopes are within it, and said to be

@@ -51,7 +51,7 @@ def calendar(reviewer):
 
 
 @pytest.fixture
-def allowed(mcp, bookings, calendar, reviewer):
+def exchange_allowed(mcp, bookings, calendar, reviewer):
     client_exchange_targets_set(client=mcp[0], resource_uris=[BOOKINGS], actor=reviewer)
 
 
@@ -87,7 +87,7 @@ def introspect(api, server, token):
 
 
 def test_a_resource_server_trades_the_users_token_for_one_bound_to_the_allowed_service(
-    browser, api, confidential, mcp, bookings, allowed, end_user
+    browser, api, confidential, mcp, bookings, exchange_allowed, end_user
 ):
     subject = user_tokens(browser, api, confidential)["access_token"]
     response = trade(api, mcp, subject, scope="BOOKING_READ")
@@ -108,14 +108,16 @@ def test_a_resource_server_trades_the_users_token_for_one_bound_to_the_allowed_s
     assert "act" not in introspect(api, bookings, subject)
 
 
-def test_without_scope_the_exchanged_token_has_the_subjects(browser, api, confidential, mcp, allowed):
+def test_without_scope_the_exchanged_token_has_the_subjects(browser, api, confidential, mcp, exchange_allowed):
     subject = user_tokens(browser, api, confidential)["access_token"]
     response = trade(api, mcp, subject)
     assert response.status_code == 200, response.content
     assert sorted(response.json()["scope"].split()) == sorted(GRANTED.split())
 
 
-def test_audience_names_the_target_as_resource_does(browser, api, confidential, mcp, bookings, calendar, allowed):
+def test_audience_names_the_target_as_resource_does(
+    browser, api, confidential, mcp, bookings, calendar, exchange_allowed
+):
     """RFC 8693 §2.1: `audience` (here a resource URI) names the target as `resource` does: the token
     issued is bound to it, and to nothing else."""
     subject = user_tokens(browser, api, confidential)["access_token"]
@@ -134,7 +136,7 @@ def test_audience_names_the_target_as_resource_does(browser, api, confidential, 
     assert refused.status_code == 400 and refused.json()["error"] == "invalid_target"
 
 
-def test_it_lives_no_longer_than_the_subject_token(browser, api, confidential, mcp, allowed):
+def test_it_lives_no_longer_than_the_subject_token(browser, api, confidential, mcp, exchange_allowed):
     subject = user_tokens(browser, api, confidential)["access_token"]
     row = AccessToken.objects.get(token_checksum=digest(subject))
     row.expires = timezone.now() + timedelta(seconds=90)
@@ -145,7 +147,9 @@ def test_it_lives_no_longer_than_the_subject_token(browser, api, confidential, m
     assert exchanged.expires <= row.expires
 
 
-def test_the_exchanged_token_is_refused_by_the_caller_and_by_this_servers_api(browser, api, confidential, mcp, allowed):
+def test_the_exchanged_token_is_refused_by_the_caller_and_by_this_servers_api(
+    browser, api, confidential, mcp, exchange_allowed
+):
     subject = user_tokens(browser, api, confidential)["access_token"]
     exchanged = trade(api, mcp, subject).json()["access_token"]
     # Bound to the bookings service only: the calling MCP server's introspection says inactive
@@ -173,7 +177,7 @@ def test_a_jwt_format_target_gets_a_jwt_with_act_and_a_status_bit_set_when_the_g
     assert StatusRevocation.objects.filter(status_list=row.status_list, index=row.status_index).exists()
 
 
-def test_a_chain_nests_act(browser, api, confidential, mcp, bookings, calendar, allowed, reviewer):
+def test_a_chain_nests_act(browser, api, confidential, mcp, bookings, calendar, exchange_allowed, reviewer):
     client_exchange_targets_set(client=bookings[0], resource_uris=[CALENDAR], actor=reviewer)
     subject = user_tokens(browser, api, confidential)["access_token"]
     first = trade(api, mcp, subject).json()["access_token"]
@@ -191,21 +195,23 @@ def test_a_chain_nests_act(browser, api, confidential, mcp, bookings, calendar, 
 
 
 def test_revoking_the_app_under_connected_apps_ends_the_exchanged_token(
-    browser, api, confidential, mcp, bookings, allowed, end_user
+    browser, api, confidential, mcp, bookings, exchange_allowed, end_user
 ):
     exchanged = trade(api, mcp, user_tokens(browser, api, confidential)["access_token"]).json()["access_token"]
     connected_app_revoke(user=end_user, client=confidential[0])
     assert introspect(api, bookings, exchanged) == {"active": False}
 
 
-def test_rejecting_the_app_ends_the_exchanged_token(browser, api, confidential, mcp, bookings, allowed, reviewer):
+def test_rejecting_the_app_ends_the_exchanged_token(
+    browser, api, confidential, mcp, bookings, exchange_allowed, reviewer
+):
     exchanged = trade(api, mcp, user_tokens(browser, api, confidential)["access_token"]).json()["access_token"]
     services.client_reject(client=confidential[0], reason="abuse", actor=reviewer)
     assert introspect(api, bookings, exchanged) == {"active": False}
 
 
 def test_revoking_the_apps_refresh_token_ends_the_family_with_the_exchanged_token(
-    browser, api, confidential, mcp, bookings, allowed
+    browser, api, confidential, mcp, bookings, exchange_allowed
 ):
     tokens = user_tokens(browser, api, confidential)
     exchanged = trade(api, mcp, tokens["access_token"]).json()["access_token"]
@@ -215,7 +221,9 @@ def test_revoking_the_apps_refresh_token_ends_the_family_with_the_exchanged_toke
     assert introspect(api, bookings, exchanged) == {"active": False}
 
 
-def test_a_replayed_refresh_token_ends_the_exchanged_token_too(browser, api, confidential, mcp, bookings, allowed):
+def test_a_replayed_refresh_token_ends_the_exchanged_token_too(
+    browser, api, confidential, mcp, bookings, exchange_allowed
+):
     tokens = user_tokens(browser, api, confidential)
     client, secret = confidential
     rotated = refresh(api, client, tokens["refresh_token"], secret=secret)
@@ -234,7 +242,7 @@ def test_a_replayed_refresh_token_ends_the_exchanged_token_too(browser, api, con
 # --- refusals ------------------------------------------------------------------------------------
 
 
-def test_an_app_cannot_exchange(browser, api, confidential, allowed):
+def test_an_app_cannot_exchange(browser, api, confidential, exchange_allowed):
     subject = user_tokens(browser, api, confidential)["access_token"]
     assert_token_error(trade(api, confidential, subject), "unauthorized_client")
 
@@ -244,35 +252,35 @@ def test_a_resource_server_allowed_no_target_cannot_exchange(browser, api, confi
     assert_token_error(trade(api, mcp, subject), "unauthorized_client")
 
 
-def test_a_target_the_administrator_did_not_allow_is_invalid_target(browser, api, confidential, mcp, allowed):
+def test_a_target_the_administrator_did_not_allow_is_invalid_target(browser, api, confidential, mcp, exchange_allowed):
     subject = user_tokens(browser, api, confidential)["access_token"]
     assert_token_error(trade(api, mcp, subject, resource=CALENDAR), "invalid_target")
     assert_token_error(trade(api, mcp, subject, resource="https://unknown.example.com/api"), "invalid_target")
 
 
-def test_two_targets_are_invalid_target(browser, api, confidential, mcp, allowed):
+def test_two_targets_are_invalid_target(browser, api, confidential, mcp, exchange_allowed):
     subject = user_tokens(browser, api, confidential)["access_token"]
     assert_token_error(trade(api, mcp, subject, audience=CALENDAR), "invalid_target")
 
 
-def test_a_wrong_secret_is_invalid_client(browser, api, confidential, mcp, allowed):
+def test_a_wrong_secret_is_invalid_client(browser, api, confidential, mcp, exchange_allowed):
     subject = user_tokens(browser, api, confidential)["access_token"]
     assert_token_error(trade(api, (mcp[0], "wrong"), subject), "invalid_client", status=401)
 
 
-def test_a_subject_token_bound_to_another_service_is_invalid_grant(browser, api, confidential, mcp, allowed):
+def test_a_subject_token_bound_to_another_service_is_invalid_grant(browser, api, confidential, mcp, exchange_allowed):
     # Bound to the bookings service itself: the MCP server could only have it by passthrough.
     subject = user_tokens(browser, api, confidential, resource=BOOKINGS)["access_token"]
     assert_token_error(trade(api, mcp, subject), "invalid_grant")
 
 
-def test_an_unbound_subject_token_is_invalid_grant(browser, api, confidential, mcp, allowed):
+def test_an_unbound_subject_token_is_invalid_grant(browser, api, confidential, mcp, exchange_allowed):
     subject = user_tokens(browser, api, confidential, resource=None)["access_token"]
     assert_token_error(trade(api, mcp, subject), "invalid_grant")
 
 
 @pytest.mark.parametrize("how", ["unknown", "expired", "refresh_token"])
-def test_a_dead_subject_token_is_invalid_grant(browser, api, confidential, mcp, allowed, how):
+def test_a_dead_subject_token_is_invalid_grant(browser, api, confidential, mcp, exchange_allowed, how):
     tokens = user_tokens(browser, api, confidential)
     subject = tokens["access_token"]
     if how == "unknown":
@@ -284,19 +292,19 @@ def test_a_dead_subject_token_is_invalid_grant(browser, api, confidential, mcp, 
     assert_token_error(trade(api, mcp, subject), "invalid_grant")
 
 
-def test_a_deactivated_users_token_is_invalid_grant(browser, api, confidential, mcp, allowed, end_user):
+def test_a_deactivated_users_token_is_invalid_grant(browser, api, confidential, mcp, exchange_allowed, end_user):
     subject = user_tokens(browser, api, confidential)["access_token"]
     type(end_user).objects.filter(pk=end_user.pk).update(is_active=False)
     assert_token_error(trade(api, mcp, subject), "invalid_grant")
 
 
-def test_a_wider_scope_is_invalid_scope(browser, api, confidential, mcp, allowed):
+def test_a_wider_scope_is_invalid_scope(browser, api, confidential, mcp, exchange_allowed):
     subject = user_tokens(browser, api, confidential)["access_token"]
     assert_token_error(trade(api, mcp, subject, scope="BOOKING_READ BOOKING_WRITE"), "invalid_scope")
 
 
 def test_an_unverified_apps_token_stays_under_the_ceiling_through_the_exchange(
-    browser, api, confidential, mcp, allowed, settings
+    browser, api, confidential, mcp, exchange_allowed, settings
 ):
     subject = user_tokens(browser, api, confidential)["access_token"]
     type(confidential[0]).objects.filter(pk=confidential[0].pk).update(status=ClientStatus.UNVERIFIED)
@@ -315,16 +323,16 @@ def test_an_unverified_apps_token_stays_under_the_ceiling_through_the_exchange(
         {"resource": None},
     ],
 )
-def test_malformed_exchanges_are_invalid_request(browser, api, confidential, mcp, allowed, extra):
+def test_malformed_exchanges_are_invalid_request(browser, api, confidential, mcp, exchange_allowed, extra):
     subject = user_tokens(browser, api, confidential)["access_token"]
     assert_token_error(trade(api, mcp, subject, **extra), "invalid_request")
 
 
-def test_a_missing_subject_token_is_invalid_request(api, mcp, allowed):
+def test_a_missing_subject_token_is_invalid_request(api, mcp, exchange_allowed):
     assert_token_error(trade(api, mcp, ""), "invalid_request")
 
 
-def test_the_subject_token_in_the_url_is_refused(api, mcp, allowed):
+def test_the_subject_token_in_the_url_is_refused(api, mcp, exchange_allowed):
     client, secret = mcp
     response = api.post(
         "/v2/auth/oauth2/token?subject_token=abc",
@@ -376,7 +384,7 @@ def test_the_command_refuses_unknown_targets_and_apps(mcp, owner, reviewer):
         call_command("oauthclient", "set-exchange-targets", app.client_id, stdout=StringIO())
 
 
-def test_connected_apps_shows_the_service_the_access_goes_through(browser, api, confidential, mcp, allowed):
+def test_connected_apps_shows_the_service_the_access_goes_through(browser, api, confidential, mcp, exchange_allowed):
     subject = user_tokens(browser, api, confidential)["access_token"]
     page = browser.get(reverse("oauth:connected_apps"))
     assert b"through Scheduling MCP" not in page.content
@@ -413,7 +421,7 @@ def test_the_admin_offers_no_app_as_a_target(client, reviewer, mcp, owner):
 
 
 def test_revoking_the_subject_access_token_ends_the_tokens_exchanged_from_it_down_the_chain(
-    browser, api, confidential, mcp, bookings, calendar, allowed, reviewer
+    browser, api, confidential, mcp, bookings, calendar, exchange_allowed, reviewer
 ):
     client_exchange_targets_set(client=bookings[0], resource_uris=[CALENDAR], actor=reviewer)
     tokens = user_tokens(browser, api, confidential)
@@ -433,7 +441,7 @@ def test_revoking_the_subject_access_token_ends_the_tokens_exchanged_from_it_dow
 
 
 def test_revoking_an_exchanged_token_ends_what_was_exchanged_from_it_not_its_subject(
-    browser, api, confidential, mcp, bookings, calendar, allowed, reviewer
+    browser, api, confidential, mcp, bookings, calendar, exchange_allowed, reviewer
 ):
     client_exchange_targets_set(client=bookings[0], resource_uris=[CALENDAR], actor=reviewer)
     subject = user_tokens(browser, api, confidential)["access_token"]

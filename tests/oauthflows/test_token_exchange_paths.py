@@ -18,7 +18,7 @@ def _orm_path(settings, request):
     settings.OAUTH_FAST_REDEMPTION = False
 
 
-def test_on_postgresql_the_target_and_subject_are_one_statement(browser, api, confidential, mcp, allowed):
+def test_on_postgresql_the_target_and_subject_are_one_statement(browser, api, confidential, mcp, exchange_allowed):
     if connection.vendor != "postgresql":
         pytest.skip("the one-statement lookup is PostgreSQL's")
     tokens = user_tokens(browser, api, confidential)

@@ -24,7 +24,7 @@ LOGOUT = "/auth/oauth2/logout"
 
 
 @pytest.fixture
-def unverified(db):
+def unverified_phish(db):
     return services.client_self_register(
         name="Totally Legit",
         kind="public",
@@ -61,8 +61,8 @@ def _assert_withheld(response, host="evil.example"):
 # --- door 1: prompt=none with no session ---------------------------------------------------------
 
 
-def test_prompt_none_without_a_session_does_not_send_anyone_to_an_unverified_client(unverified):
-    url = authorize_url(unverified, code_challenge=_challenge(), prompt="none")
+def test_prompt_none_without_a_session_does_not_send_anyone_to_an_unverified_client(unverified_phish):
+    url = authorize_url(unverified_phish, code_challenge=_challenge(), prompt="none")
     html = _assert_withheld(Client().get(url))
     assert "Totally Legit" in html and "unverified" in html
     assert "login_required" in html  # what the app would have been told, for its developer
@@ -94,8 +94,8 @@ def test_prompt_none_without_a_session_does_not_redirect_for_a_pending_client(pe
     ],
     ids=["beyond", "unknown-scope", "response-type", "no-pkce", "consent-required"],
 )
-def test_errors_before_the_consent_page_are_a_page_for_an_unverified_client(browser, unverified, params):
-    url = authorize_url(unverified, **({"code_challenge": _challenge()} | params))
+def test_errors_before_the_consent_page_are_a_page_for_an_unverified_client(browser, unverified_phish, params):
+    url = authorize_url(unverified_phish, **({"code_challenge": _challenge()} | params))
     html = _assert_withheld(browser.get(url))
     assert "Unverified application" in html and "Totally Legit" in html
 
@@ -128,8 +128,8 @@ def _allow_or_deny(decision: str, url: str) -> str:
     return url.replace(AUTHORIZE + "?", f"{AUTHORIZE}/{decision}?", 1)
 
 
-def test_the_consent_page_of_an_unverified_client_carries_the_mark(browser, unverified):
-    page = browser.get(authorize_url(unverified, code_challenge=_challenge()))
+def test_the_consent_page_of_an_unverified_client_carries_the_mark(browser, unverified_phish):
+    page = browser.get(authorize_url(unverified_phish, code_challenge=_challenge()))
     assert page.status_code == 200
     assert consent_form(page.content.decode())
 
@@ -139,52 +139,52 @@ def test_an_approved_clients_consent_page_needs_no_mark(browser, approved_app):
     assert page.status_code == 200 and not consent_form(page.content.decode())
 
 
-def test_deny_after_the_consent_page_redirects_with_access_denied(browser, unverified):
-    response = consent(browser, authorize_url(unverified, code_challenge=_challenge()), decision="deny")
+def test_deny_after_the_consent_page_redirects_with_access_denied(browser, unverified_phish):
+    response = consent(browser, authorize_url(unverified_phish, code_challenge=_challenge()), decision="deny")
     assert response.status_code == 302 and response["Location"].startswith(PHISH + "?")
     assert query_of(response["Location"])["error"] == "access_denied"
 
 
-def test_allow_after_the_consent_page_redirects_with_a_code(browser, unverified):
-    response = consent(browser, authorize_url(unverified, code_challenge=_challenge()))
+def test_allow_after_the_consent_page_redirects_with_a_code(browser, unverified_phish):
+    response = consent(browser, authorize_url(unverified_phish, code_challenge=_challenge()))
     assert response.status_code == 302 and "code" in query_of(response["Location"])
 
 
 @pytest.mark.parametrize("decision", ["allow", "deny"])
-def test_a_post_without_the_mark_is_a_page_and_makes_no_code(browser, unverified, decision):
-    url = authorize_url(unverified, code_challenge=_challenge())
+def test_a_post_without_the_mark_is_a_page_and_makes_no_code(browser, unverified_phish, decision):
+    url = authorize_url(unverified_phish, code_challenge=_challenge())
     assert browser.get(url).status_code == 200
     _assert_withheld(browser.post(_allow_or_deny(decision, url)))
     assert not Grant.objects.exists()
 
 
-def test_a_mark_from_another_authorization_request_is_no_proof(browser, unverified):
+def test_a_mark_from_another_authorization_request_is_no_proof(browser, unverified_phish):
     challenge = _challenge()
-    shown = authorize_url(unverified, code_challenge=challenge, state="shown")
+    shown = authorize_url(unverified_phish, code_challenge=challenge, state="shown")
     mark = consent_form(browser.get(shown).content.decode())
-    other = authorize_url(unverified, code_challenge=challenge, state="other")
+    other = authorize_url(unverified_phish, code_challenge=challenge, state="other")
     _assert_withheld(browser.post(_allow_or_deny("allow", other), mark))
     assert not Grant.objects.exists()
 
 
-def test_a_mark_from_another_session_is_no_proof(browser, end_user, unverified):
-    url = authorize_url(unverified, code_challenge=_challenge())
+def test_a_mark_from_another_session_is_no_proof(browser, end_user, unverified_phish):
+    url = authorize_url(unverified_phish, code_challenge=_challenge())
     mark = consent_form(browser.get(url).content.decode())
     elsewhere = Client()
     assert elsewhere.login(username=end_user.username, password=PASSWORD)
     _assert_withheld(elsewhere.post(_allow_or_deny("allow", url), mark))
 
 
-def test_an_old_mark_is_no_proof(browser, unverified, monkeypatch):
-    url = authorize_url(unverified, code_challenge=_challenge())
+def test_an_old_mark_is_no_proof(browser, unverified_phish, monkeypatch):
+    url = authorize_url(unverified_phish, code_challenge=_challenge())
     mark = consent_form(browser.get(url).content.decode())
     monkeypatch.setattr(consentshown, "CONSENT_PAGE_MAX_AGE", -1)
     _assert_withheld(browser.post(_allow_or_deny("deny", url), mark))
 
 
 @pytest.mark.parametrize("mark", ["", "garbage", "x" * 5000, "a:b:c", "é" * 10])
-def test_a_forged_mark_is_a_page_not_a_500(browser, unverified, mark):
-    url = authorize_url(unverified, code_challenge=_challenge())
+def test_a_forged_mark_is_a_page_not_a_500(browser, unverified_phish, mark):
+    url = authorize_url(unverified_phish, code_challenge=_challenge())
     _assert_withheld(browser.post(_allow_or_deny("allow", url), {"consent_shown": mark}))
 
 
@@ -196,19 +196,19 @@ def _logout_url(**params) -> str:
 
 
 @pytest.mark.parametrize("uri", [PHISH, "https://evil.example/bye"])
-def test_logout_without_a_session_shows_a_page_for_an_unverified_client(unverified, uri):
-    response = Client().get(_logout_url(client_id=unverified.client_id, post_logout_redirect_uri=uri, state="s"))
+def test_logout_without_a_session_shows_a_page_for_an_unverified_client(unverified_phish, uri):
+    response = Client().get(_logout_url(client_id=unverified_phish.client_id, post_logout_redirect_uri=uri, state="s"))
     assert response.status_code == 200 and not response.has_header("Location")
     html = response.content.decode()
     assert "You are logged out" in html and "Totally Legit" in html and "unverified" in html
     assert "evil.example" in html and 'href="https://evil.example' not in html
 
 
-def test_logout_with_a_session_ends_it_and_shows_a_page_for_an_unverified_client(browser, unverified):
-    url = _logout_url(client_id=unverified.client_id, post_logout_redirect_uri=PHISH)
+def test_logout_with_a_session_ends_it_and_shows_a_page_for_an_unverified_client(browser, unverified_phish):
+    url = _logout_url(client_id=unverified_phish.client_id, post_logout_redirect_uri=PHISH)
     assert browser.get(url).status_code == 200  # the confirmation
     response = browser.post(
-        LOGOUT, {"client_id": unverified.client_id, "post_logout_redirect_uri": PHISH, "allow": "on"}
+        LOGOUT, {"client_id": unverified_phish.client_id, "post_logout_redirect_uri": PHISH, "allow": "on"}
     )
     assert response.status_code == 200 and not response.has_header("Location")
     assert "You are logged out" in response.content.decode()
@@ -222,8 +222,8 @@ def test_logout_without_a_session_redirects_for_an_approved_client(approved_app)
     assert response.status_code == 302 and response["Location"] == "https://app.example.com/cb"
 
 
-def test_an_unregistered_uri_is_still_refused_for_an_unverified_client(unverified):
+def test_an_unregistered_uri_is_still_refused_for_an_unverified_client(unverified_phish):
     response = Client().get(
-        _logout_url(client_id=unverified.client_id, post_logout_redirect_uri="https://elsewhere.example/")
+        _logout_url(client_id=unverified_phish.client_id, post_logout_redirect_uri="https://elsewhere.example/")
     )
     assert response.status_code == 400 and not response.has_header("Location")

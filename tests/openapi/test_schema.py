@@ -225,11 +225,11 @@ def test_client_authentication_failures_match_the_document(browser, api, confide
 # --- revocation and introspection --------------------------------------------------------------
 
 
-@pytest.fixture
-def token_scope():
-    return "PROFILE_READ BOOKING_READ"
+# The tokens carry both scopes: `token_scope` (tests/oauthflows/conftest.py) given its value here.
+BOTH_SCOPES = pytest.mark.parametrize("token_scope", ["PROFILE_READ BOOKING_READ"])
 
 
+@BOTH_SCOPES
 def test_introspection_answers_match_the_document(api, confidential, tokens):
     client, secret = confidential
     for token, hint in ((tokens["access_token"], None), (tokens["refresh_token"], "refresh_token")):
@@ -247,6 +247,7 @@ def test_introspection_answers_match_the_document(api, confidential, tokens):
     post(INTROSPECT, client_post(api, INTROSPECT, client, {"token": "x"}, auth=basic(client.client_id, "wrong")))
 
 
+@BOTH_SCOPES
 def test_revocation_answers_match_the_document(api, confidential, tokens):
     client, secret = confidential
     assert_request_documented(

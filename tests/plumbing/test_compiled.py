@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def tokens(owner):
+def alice_and_bob_tokens(owner):
     client = make_client(owner, approve=True).client
     alice, bob = make_user("alice"), make_user("bob")
     Profile.objects.create(user=alice, name="Alice A.", time_zone="Europe/Berlin")
@@ -48,30 +48,30 @@ def _query():
     )
 
 
-def test_rows_become_instances_with_their_relations_and_only_the_loaded_columns(tokens):
+def test_rows_become_instances_with_their_relations_and_only_the_loaded_columns(alice_and_bob_tokens):
     query = _query()
     token = query.first(digest("value-alice"))
-    assert token.pk == tokens["alice"].pk
+    assert token.pk == alice_and_bob_tokens["alice"].pk
     assert token.scope == "PROFILE_READ"
-    assert token.expires == tokens["alice"].expires
+    assert token.expires == alice_and_bob_tokens["alice"].expires
     with CaptureQueriesContext(connection) as queries:
         assert token.user.username == "alice"
         assert token.user.profile.time_zone == "Europe/Berlin"
         assert token.user.profile.user is token.user  # the reverse side is cached too
-        assert token.application.client_id == tokens["alice"].application.client_id
+        assert token.application.client_id == alice_and_bob_tokens["alice"].application.client_id
     assert len(queries) == 0
     # A column not loaded is deferred, exactly as .only() leaves it.
     assert "token_checksum" in token.get_deferred_fields()
 
 
-def test_a_missing_reverse_one_to_one_reads_as_does_not_exist_without_a_query(tokens):
+def test_a_missing_reverse_one_to_one_reads_as_does_not_exist_without_a_query(alice_and_bob_tokens):
     token = _query().first(digest("value-bob"))
     with CaptureQueriesContext(connection) as queries, pytest.raises(Profile.DoesNotExist):
         token.user.profile  # noqa: B018
     assert len(queries) == 0
 
 
-def test_no_row_is_none_and_each_call_is_one_counted_query(tokens):
+def test_no_row_is_none_and_each_call_is_one_counted_query(alice_and_bob_tokens):
     query = _query()
     with CaptureQueriesContext(connection) as queries:
         assert query.first(digest("unknown")) is None
@@ -79,7 +79,7 @@ def test_no_row_is_none_and_each_call_is_one_counted_query(tokens):
     assert len(queries) == 2
 
 
-def test_the_sql_is_compiled_once_per_process(tokens):
+def test_the_sql_is_compiled_once_per_process(alice_and_bob_tokens):
     query = _query()
     with mock.patch.object(SQLCompiler, "as_sql", autospec=True, side_effect=SQLCompiler.as_sql) as as_sql:
         for name in ("alice", "bob", "alice"):
@@ -100,19 +100,19 @@ def test_whole_models_load_every_column(owner):
     assert query.first(digest(created.secret.plaintext), "someone-else") is None
 
 
-def test_a_lookup_that_transforms_its_value_is_refused_at_compile_time(tokens):
+def test_a_lookup_that_transforms_its_value_is_refused_at_compile_time(alice_and_bob_tokens):
     query = CompiledQuery(lambda name: AccessToken.objects.filter(user__username__icontains=name), load={"": None})
     with pytest.raises(ImproperlyConfigured, match="untransformed"):
         query.first("ali")
 
 
-def test_an_unknown_column_is_refused(tokens):
+def test_an_unknown_column_is_refused(alice_and_bob_tokens):
     query = CompiledQuery(lambda checksum: AccessToken.objects.filter(token_checksum=checksum), load={"": ("nope",)})
     with pytest.raises(Exception, match="nope"):
         query.first("x")
 
 
-def test_int_slots_and_annotations_ride_in_the_one_statement(tokens):
+def test_int_slots_and_annotations_ride_in_the_one_statement(alice_and_bob_tokens):
     """A parameter annotated `int` is a slot too, and annotated values come back on the root instance."""
     from django.db.models import Count, Q
 
@@ -124,7 +124,7 @@ def test_int_slots_and_annotations_ride_in_the_one_statement(tokens):
         )
 
     query = CompiledQuery(build, load={"": ("scope",)}, annotations=("same_user",))
-    alice, bob = tokens["alice"], tokens["bob"]
+    alice, bob = alice_and_bob_tokens["alice"], alice_and_bob_tokens["bob"]
     with CaptureQueriesContext(connection) as queries:
         mine = query.first(digest("value-alice"), alice.user_id)
         theirs = query.first(digest("value-alice"), bob.user_id)
@@ -134,7 +134,7 @@ def test_int_slots_and_annotations_ride_in_the_one_statement(tokens):
     assert query.first(digest("value-nobody"), alice.user_id) is None
 
 
-def test_an_int_slot_that_is_not_one_parameter_is_refused(tokens):
+def test_an_int_slot_that_is_not_one_parameter_is_refused(alice_and_bob_tokens):
     def build(user_id: int):
         return AccessToken.objects.filter(user_id__gt=1)  # the slot is not used
 

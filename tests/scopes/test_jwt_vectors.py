@@ -29,7 +29,7 @@ def served(url: str) -> requests.Response:
 
 
 @pytest.fixture
-def verifier(settings):
+def vectors_verifier(settings):
     settings.OAUTH_ISSUER = VECTORS["issuer"]
     settings.OAUTH_RESOURCE_URI = VECTORS["resource"]
     settings.OAUTH_INTROSPECTION_URL = ""
@@ -39,8 +39,8 @@ def verifier(settings):
 
 
 @pytest.mark.parametrize("case", VECTORS["cases"], ids=[case["name"] for case in VECTORS["cases"]])
-def test_each_vector_verifies_as_the_file_says(verifier, case):
-    verification = verifier.verify(case["token"])
+def test_each_vector_verifies_as_the_file_says(vectors_verifier, case):
+    verification = vectors_verifier.verify(case["token"])
     if not case["active"]:
         assert verification is None
         return

@@ -143,7 +143,7 @@ def stand_in():
 
 
 @pytest.fixture
-def issuer(stand_in, settings):
+def stand_in_issuer(stand_in, settings):
     made = Issuer(stand_in)
     settings.OAUTH_ISSUER = made.url
     settings.OAUTH_RESOURCE_URI = RESOURCE
@@ -153,12 +153,12 @@ def issuer(stand_in, settings):
 
 
 @pytest.fixture
-def verifier(issuer):
+def verifier(stand_in_issuer):
     return JwtVerifier()
 
 
-def test_a_signed_token_for_this_service_is_accepted(issuer, verifier):
-    verification = verifier.verify(issuer.token())
+def test_a_signed_token_for_this_service_is_accepted(stand_in_issuer, verifier):
+    verification = verifier.verify(stand_in_issuer.token())
     assert verification is not None
     assert verification.token.scopes == ("BOOKING_READ", "SCHEDULE_READ")
     assert verification.token.subject == "42" and verification.user.pk == "42"
@@ -177,110 +177,110 @@ def test_a_signed_token_for_this_service_is_accepted(issuer, verifier):
         "https://bookings.example.com",
     ],
 )
-def test_the_audience_is_compared_as_the_other_verifiers_compare_it(issuer, verifier, settings, aud):
+def test_the_audience_is_compared_as_the_other_verifiers_compare_it(stand_in_issuer, verifier, settings, aud):
     # One comparison (scopes.verifiers.audience_includes) for this verifier and audience_accepted,
     # which the introspection and local verifiers' callers use: they can no longer disagree.
     settings.OAUTH_RESOURCE_URI = RESOURCE
     audience = (aud,) if isinstance(aud, str) else tuple(aud)
-    accepted = verifier.verify(issuer.token(aud=aud)) is not None
+    accepted = verifier.verify(stand_in_issuer.token(aud=aud)) is not None
     assert accepted == audience_accepted(audience) == (aud in (RESOURCE + "/", [RESOURCE + "/"]))
 
 
-def test_an_rs256_token_and_an_audience_list_are_accepted(issuer, verifier):
-    kid = issuer.add_key("RS256")
-    verification = verifier.verify(issuer.token(kid=kid, aud=["https://other.example.com", RESOURCE]))
+def test_an_rs256_token_and_an_audience_list_are_accepted(stand_in_issuer, verifier):
+    kid = stand_in_issuer.add_key("RS256")
+    verification = verifier.verify(stand_in_issuer.token(kid=kid, aud=["https://other.example.com", RESOURCE]))
     assert verification is not None and verification.token.audience == ("https://other.example.com", RESOURCE)
 
 
 @pytest.mark.parametrize("typ", ["JWT", "jwt", "application/at+jwt+x", None])
-def test_a_token_without_the_at_jwt_type_is_refused(issuer, verifier, typ):
+def test_a_token_without_the_at_jwt_type_is_refused(stand_in_issuer, verifier, typ):
     header = {} if typ is None else {"typ": typ}
-    assert verifier.verify(issuer.sign(header, issuer.claims())) is None
-    assert verifier.verify(issuer.token()) is not None  # the same claims, typed: accepted
+    assert verifier.verify(stand_in_issuer.sign(header, stand_in_issuer.claims())) is None
+    assert verifier.verify(stand_in_issuer.token()) is not None  # the same claims, typed: accepted
 
 
-def test_alg_none_is_refused(issuer, verifier):
-    header = _b64(json.dumps({"alg": "none", "typ": "at+jwt", "kid": issuer.current}).encode())
-    payload = _b64(json.dumps(issuer.claims()).encode())
+def test_alg_none_is_refused(stand_in_issuer, verifier):
+    header = _b64(json.dumps({"alg": "none", "typ": "at+jwt", "kid": stand_in_issuer.current}).encode())
+    payload = _b64(json.dumps(stand_in_issuer.claims()).encode())
     assert verifier.verify(f"{header}.{payload}.") is None
 
 
-def test_hs256_with_the_public_key_as_secret_is_refused(issuer, verifier):
-    _algorithm, key = issuer.keys[issuer.current]
+def test_hs256_with_the_public_key_as_secret_is_refused(stand_in_issuer, verifier):
+    _algorithm, key = stand_in_issuer.keys[stand_in_issuer.current]
     secret = jwk.JWK(kty="oct", k=_b64(key.export_to_pem()))
-    token = jws.JWS(json.dumps(issuer.claims()).encode())
-    header = {"alg": "HS256", "typ": "at+jwt", "kid": issuer.current}
+    token = jws.JWS(json.dumps(stand_in_issuer.claims()).encode())
+    header = {"alg": "HS256", "typ": "at+jwt", "kid": stand_in_issuer.current}
     token.add_signature(secret, alg="HS256", protected=json.dumps(header))
     assert verifier.verify(token.serialize(compact=True)) is None
 
 
-def test_an_alg_that_does_not_match_the_keys_type_is_refused(issuer, verifier):
+def test_an_alg_that_does_not_match_the_keys_type_is_refused(stand_in_issuer, verifier):
     # An RS256 header naming the EC key: refused before any signature check.
-    good = issuer.token()
-    header = _b64(json.dumps({"alg": "RS256", "typ": "at+jwt", "kid": issuer.current}).encode())
+    good = stand_in_issuer.token()
+    header = _b64(json.dumps({"alg": "RS256", "typ": "at+jwt", "kid": stand_in_issuer.current}).encode())
     _h, payload, signature = good.split(".")
     assert verifier.verify(f"{header}.{payload}.{signature}") is None
 
 
-def test_a_tampered_payload_is_refused(issuer, verifier):
-    header, _payload, signature = issuer.token().split(".")
-    forged = _b64(json.dumps(issuer.claims(scope="ORG_BOOKING_WRITE")).encode())
+def test_a_tampered_payload_is_refused(stand_in_issuer, verifier):
+    header, _payload, signature = stand_in_issuer.token().split(".")
+    forged = _b64(json.dumps(stand_in_issuer.claims(scope="ORG_BOOKING_WRITE")).encode())
     assert verifier.verify(f"{header}.{forged}.{signature}") is None
 
 
-def test_an_unknown_kid_refetches_the_jwks_at_most_once_per_interval(issuer, verifier, stand_in):
-    assert verifier.verify(issuer.token()) is not None
+def test_an_unknown_kid_refetches_the_jwks_at_most_once_per_interval(stand_in_issuer, verifier, stand_in):
+    assert verifier.verify(stand_in_issuer.token()) is not None
     assert stand_in.hits["/.well-known/jwks.json"] == 1
-    stranger = issuer.add_key("ES256", publish=False)
-    assert verifier.verify(issuer.token(kid=stranger)) is None
+    stranger = stand_in_issuer.add_key("ES256", publish=False)
+    assert verifier.verify(stand_in_issuer.token(kid=stranger)) is None
     assert stand_in.hits["/.well-known/jwks.json"] == 1  # fetched a moment ago: not asked again
     verifier.refetch_seconds = 0.3
     time.sleep(0.35)
     for _ in range(5):
-        assert verifier.verify(issuer.token(kid=stranger)) is None
+        assert verifier.verify(stand_in_issuer.token(kid=stranger)) is None
     assert stand_in.hits["/.well-known/jwks.json"] == 2  # one refetch for five unknown-kid tokens
 
 
-def test_a_rotated_in_key_is_fetched_and_trusted(issuer, verifier, stand_in, settings):
-    assert verifier.verify(issuer.token()) is not None
+def test_a_rotated_in_key_is_fetched_and_trusted(stand_in_issuer, verifier, stand_in, settings):
+    assert verifier.verify(stand_in_issuer.token()) is not None
     verifier.refetch_seconds = 0
-    new = issuer.add_key("ES256")  # published after this service fetched the JWKS
-    assert verifier.verify(issuer.token(kid=new)) is not None
-    assert verifier.verify(issuer.token()) is not None  # the old key still verifies its tokens
+    new = stand_in_issuer.add_key("ES256")  # published after this service fetched the JWKS
+    assert verifier.verify(stand_in_issuer.token(kid=new)) is not None
+    assert verifier.verify(stand_in_issuer.token()) is not None  # the old key still verifies its tokens
     assert stand_in.hits["/.well-known/jwks.json"] == 2
 
 
-def test_a_key_withdrawn_from_the_jwks_stops_verifying_after_its_max_age(issuer, verifier):
-    old = issuer.current
-    assert verifier.verify(issuer.token()) is not None
-    issuer.published.remove(old)
-    issuer.current = issuer.add_key("ES256")
-    assert verifier.verify(issuer.token(kid=old)) is not None  # held until the JWKS is fetched again
+def test_a_key_withdrawn_from_the_jwks_stops_verifying_after_its_max_age(stand_in_issuer, verifier):
+    old = stand_in_issuer.current
+    assert verifier.verify(stand_in_issuer.token()) is not None
+    stand_in_issuer.published.remove(old)
+    stand_in_issuer.current = stand_in_issuer.add_key("ES256")
+    assert verifier.verify(stand_in_issuer.token(kid=old)) is not None  # held until the JWKS is fetched again
     verifier.jwks_max_age = 0
-    assert verifier.verify(issuer.token(kid=old)) is None
+    assert verifier.verify(stand_in_issuer.token(kid=old)) is None
 
 
-def test_private_and_encryption_keys_in_the_jwks_are_ignored(issuer, verifier):
-    algorithm, key = issuer.keys[issuer.current]
+def test_private_and_encryption_keys_in_the_jwks_are_ignored(stand_in_issuer, verifier):
+    algorithm, key = stand_in_issuer.keys[stand_in_issuer.current]
     private = {**json.loads(key.export_private()), "kid": "leaked"}
     encryption = {**json.loads(key.export_public()), "kid": "enc", "use": "enc"}
-    issuer.publish_jwks(extra=[private, encryption])
-    issuer.keys["leaked"] = (algorithm, key)
-    issuer.keys["enc"] = (algorithm, key)
-    assert verifier.verify(issuer.token(kid="leaked")) is None
-    assert verifier.verify(issuer.token(kid="enc")) is None
-    assert verifier.verify(issuer.token()) is not None
+    stand_in_issuer.publish_jwks(extra=[private, encryption])
+    stand_in_issuer.keys["leaked"] = (algorithm, key)
+    stand_in_issuer.keys["enc"] = (algorithm, key)
+    assert verifier.verify(stand_in_issuer.token(kid="leaked")) is None
+    assert verifier.verify(stand_in_issuer.token(kid="enc")) is None
+    assert verifier.verify(stand_in_issuer.token()) is not None
 
 
-def test_expiry_and_not_before_with_leeway(issuer, verifier):
+def test_expiry_and_not_before_with_leeway(stand_in_issuer, verifier):
     now = int(time.time())
-    assert verifier.verify(issuer.token(exp=now - 10)) is not None  # inside the 30 s leeway
-    assert verifier.verify(issuer.token(exp=now - 31)) is None
-    assert verifier.verify(issuer.token(nbf=now + 10)) is not None
-    assert verifier.verify(issuer.token(nbf=now + 120)) is None
-    assert verifier.verify(issuer.token(iat=now + 120)) is None  # issued in the future, no nbf
-    assert verifier.verify(issuer.token(exp=None)) is None
-    assert verifier.verify(issuer.token(exp="soon")) is None
+    assert verifier.verify(stand_in_issuer.token(exp=now - 10)) is not None  # inside the 30 s leeway
+    assert verifier.verify(stand_in_issuer.token(exp=now - 31)) is None
+    assert verifier.verify(stand_in_issuer.token(nbf=now + 10)) is not None
+    assert verifier.verify(stand_in_issuer.token(nbf=now + 120)) is None
+    assert verifier.verify(stand_in_issuer.token(iat=now + 120)) is None  # issued in the future, no nbf
+    assert verifier.verify(stand_in_issuer.token(exp=None)) is None
+    assert verifier.verify(stand_in_issuer.token(exp="soon")) is None
 
 
 @pytest.mark.parametrize(
@@ -296,26 +296,34 @@ def test_expiry_and_not_before_with_leeway(issuer, verifier):
         {"scope": ["BOOKING_READ"]},
     ],
 )
-def test_wrong_issuer_audience_or_missing_claims_are_refused(issuer, verifier, changes):
-    assert verifier.verify(issuer.token(**changes)) is None
+def test_wrong_issuer_audience_or_missing_claims_are_refused(stand_in_issuer, verifier, changes):
+    assert verifier.verify(stand_in_issuer.token(**changes)) is None
 
 
-def test_a_revoked_token_is_refused_once_the_list_is_fetched_again(issuer, verifier, stand_in):
-    issuer.ttl = 1
-    issuer.publish_list()
-    assert verifier.verify(issuer.token()) is not None
-    issuer.revoke(3)
-    assert verifier.verify(issuer.token(status={"status_list": {"idx": 4, "uri": issuer.url + issuer.list_path}}))
+def test_a_revoked_token_is_refused_once_the_list_is_fetched_again(stand_in_issuer, verifier, stand_in):
+    stand_in_issuer.ttl = 1
+    stand_in_issuer.publish_list()
+    assert verifier.verify(stand_in_issuer.token()) is not None
+    stand_in_issuer.revoke(3)
+    assert verifier.verify(
+        stand_in_issuer.token(
+            status={"status_list": {"idx": 4, "uri": stand_in_issuer.url + stand_in_issuer.list_path}}
+        )
+    )
     time.sleep(1.1)  # the list's ttl
-    assert verifier.verify(issuer.token()) is None
-    assert verifier.verify(issuer.token(status={"status_list": {"idx": 4, "uri": issuer.url + issuer.list_path}}))
-    assert stand_in.hits[issuer.list_path] == 2  # once per ttl, not per request
+    assert verifier.verify(stand_in_issuer.token()) is None
+    assert verifier.verify(
+        stand_in_issuer.token(
+            status={"status_list": {"idx": 4, "uri": stand_in_issuer.url + stand_in_issuer.list_path}}
+        )
+    )
+    assert stand_in.hits[stand_in_issuer.list_path] == 2  # once per ttl, not per request
 
 
-def test_a_list_fetched_within_its_ttl_is_not_fetched_again(issuer, verifier, stand_in):
+def test_a_list_fetched_within_its_ttl_is_not_fetched_again(stand_in_issuer, verifier, stand_in):
     for _ in range(20):
-        assert verifier.verify(issuer.token()) is not None
-    assert stand_in.hits[issuer.list_path] == 1
+        assert verifier.verify(stand_in_issuer.token()) is not None
+    assert stand_in.hits[stand_in_issuer.list_path] == 1
 
 
 @pytest.mark.parametrize(
@@ -329,56 +337,63 @@ def test_a_list_fetched_within_its_ttl_is_not_fetched_again(issuer, verifier, st
         {"status_list": {"idx": 3}},
     ],
 )
-def test_a_token_without_a_usable_status_is_refused(issuer, verifier, status):
+def test_a_token_without_a_usable_status_is_refused(stand_in_issuer, verifier, status):
     if status and "uri" in status.get("status_list", {}):
-        status["status_list"]["uri"] = status["status_list"]["uri"].format(url=issuer.url)
-    assert verifier.verify(issuer.token(status=status) if status is not None else issuer.token(status=None)) is None
+        status["status_list"]["uri"] = status["status_list"]["uri"].format(url=stand_in_issuer.url)
+    assert (
+        verifier.verify(
+            stand_in_issuer.token(status=status) if status is not None else stand_in_issuer.token(status=None)
+        )
+        is None
+    )
 
 
-def test_a_status_list_on_another_origin_is_never_fetched(issuer, verifier, stand_in):
+def test_a_status_list_on_another_origin_is_never_fetched(stand_in_issuer, verifier, stand_in):
     elsewhere = StandIn()
     try:
-        elsewhere.routes["/list"] = stand_in.routes[issuer.list_path]
-        token = issuer.token(status={"status_list": {"idx": 3, "uri": elsewhere.url + "/list"}})
+        elsewhere.routes["/list"] = stand_in.routes[stand_in_issuer.list_path]
+        token = stand_in_issuer.token(status={"status_list": {"idx": 3, "uri": elsewhere.url + "/list"}})
         assert verifier.verify(token) is None
         assert elsewhere.hits == {}
     finally:
         elsewhere.stop()
 
 
-def test_a_forged_or_mistyped_status_list_is_unavailability_not_acceptance(issuer, verifier):
-    stranger = issuer.add_key("ES256", publish=False)
-    issuer.publish_list(kid=stranger)  # signed by a key the JWKS does not have
+def test_a_forged_or_mistyped_status_list_is_unavailability_not_acceptance(stand_in_issuer, verifier):
+    stranger = stand_in_issuer.add_key("ES256", publish=False)
+    stand_in_issuer.publish_list(kid=stranger)  # signed by a key the JWKS does not have
     with pytest.raises(AuthorizationServerUnavailable):
-        verifier.verify(issuer.token())
-    issuer.publish_list(typ="JWT")
+        verifier.verify(stand_in_issuer.token())
+    stand_in_issuer.publish_list(typ="JWT")
     with pytest.raises(AuthorizationServerUnavailable):
-        verifier.verify(issuer.token())
-    issuer.publish_list(sub=issuer.url + "/v2/auth/oauth2/status-lists/2")  # another list's
+        verifier.verify(stand_in_issuer.token())
+    stand_in_issuer.publish_list(sub=stand_in_issuer.url + "/v2/auth/oauth2/status-lists/2")  # another list's
     with pytest.raises(AuthorizationServerUnavailable):
-        verifier.verify(issuer.token())
-    issuer.publish_list()
-    assert verifier.verify(issuer.token()) is not None
+        verifier.verify(stand_in_issuer.token())
+    stand_in_issuer.publish_list()
+    assert verifier.verify(stand_in_issuer.token()) is not None
 
 
-def test_the_authorization_server_down_serves_the_last_list_until_the_staleness_bound(issuer, stand_in, settings):
+def test_the_authorization_server_down_serves_the_last_list_until_the_staleness_bound(
+    stand_in_issuer, stand_in, settings
+):
     settings.OAUTH_STATUS_LIST_MAX_STALENESS = 2
-    issuer.ttl = 1
-    issuer.publish_list()
+    stand_in_issuer.ttl = 1
+    stand_in_issuer.publish_list()
     verifier = JwtVerifier()
-    assert verifier.verify(issuer.token()) is not None
-    stand_in.routes[issuer.list_path] = (503, "text/plain", b"down")
+    assert verifier.verify(stand_in_issuer.token()) is not None
+    stand_in.routes[stand_in_issuer.list_path] = (503, "text/plain", b"down")
     time.sleep(1.1)  # past the ttl, within the bound: the held list still answers
-    assert verifier.verify(issuer.token()) is not None
+    assert verifier.verify(stand_in_issuer.token()) is not None
     time.sleep(1.0)  # past the bound
     with pytest.raises(AuthorizationServerUnavailable):
-        verifier.verify(issuer.token())
+        verifier.verify(stand_in_issuer.token())
 
 
-def test_no_jwks_at_all_is_unavailability(issuer, stand_in):
+def test_no_jwks_at_all_is_unavailability(stand_in_issuer, stand_in):
     stand_in.routes.pop("/.well-known/jwks.json")
     with pytest.raises(AuthorizationServerUnavailable):
-        JwtVerifier().verify(issuer.token())
+        JwtVerifier().verify(stand_in_issuer.token())
 
 
 @pytest.mark.parametrize(
@@ -393,17 +408,17 @@ def test_an_opaque_token_is_refused_without_introspection_credentials(verifier):
     assert verifier.verify("an-opaque-token-value") is None
 
 
-def test_an_opaque_token_goes_to_introspection_when_configured(issuer, settings, monkeypatch):
+def test_an_opaque_token_goes_to_introspection_when_configured(stand_in_issuer, settings, monkeypatch):
     from scopes import introspection
 
-    settings.OAUTH_INTROSPECTION_URL = issuer.url + "/introspect"
+    settings.OAUTH_INTROSPECTION_URL = stand_in_issuer.url + "/introspect"
     settings.OAUTH_RESOURCE_SERVER_ID = "rs"
     settings.OAUTH_RESOURCE_SERVER_SECRET = "secret"
     asked = []
     monkeypatch.setattr(introspection.IntrospectionVerifier, "verify", lambda self, raw: asked.append(raw) or "ok")
     verifier = JwtVerifier()
     assert verifier.verify("an-opaque-token-value") == "ok" and asked == ["an-opaque-token-value"]
-    assert verifier.verify(issuer.token()) is not None and asked == ["an-opaque-token-value"]
+    assert verifier.verify(stand_in_issuer.token()) is not None and asked == ["an-opaque-token-value"]
 
 
 def test_https_is_required_except_on_loopback(settings):

@@ -94,7 +94,7 @@ def assert_hardened_html(response, *, status=200, allowed_links=()):
 
 
 @pytest.fixture
-def confidential(owner):
+def confidential_client(owner):
     return make_client(owner, scopes=["PROFILE_READ", "BOOKING_READ", "ORG_PROFILE_READ"], approve=True).client
 
 
@@ -103,18 +103,18 @@ def test_the_login_page(client, db):
     assert_hardened_html(client.post(reverse("login"), {"username": "nobody", "password": "wrong"}))
 
 
-def test_the_consent_page_allows_only_the_clients_own_website_link(end_user, confidential):
-    response = logged_in(end_user).get(authorize_url(confidential, scope="PROFILE_READ ORG_PROFILE_READ"))
+def test_the_consent_page_allows_only_the_clients_own_website_link(end_user, confidential_client):
+    response = logged_in(end_user).get(authorize_url(confidential_client, scope="PROFILE_READ ORG_PROFILE_READ"))
 
-    assert_hardened_html(response, allowed_links=[confidential.website_url])
-    assert ("a", "href", confidential.website_url) in parse(response).urls
+    assert_hardened_html(response, allowed_links=[confidential_client.website_url])
+    assert ("a", "href", confidential_client.website_url) in parse(response).urls
 
 
-def test_the_consent_page_with_a_website_link_is_still_caught_by_the_scan(end_user, confidential):
+def test_the_consent_page_with_a_website_link_is_still_caught_by_the_scan(end_user, confidential_client):
     # The scan must see the client's link as off-site when it is not explicitly allowed.
-    response = logged_in(end_user).get(authorize_url(confidential))
+    response = logged_in(end_user).get(authorize_url(confidential_client))
 
-    assert off_site(response) == [("a", "href", confidential.website_url)]
+    assert off_site(response) == [("a", "href", confidential_client.website_url)]
 
 
 def test_the_authorization_error_page(end_user):
@@ -127,19 +127,19 @@ def test_the_not_found_page(client, db):
     assert_hardened_html(client.get("/no/such/page"), status=404)
 
 
-def test_the_developer_pages(owner, confidential):
+def test_the_developer_pages(owner, confidential_client):
     developer = logged_in(owner)
     assert_hardened_html(developer.get(url("client_list")))
     assert_hardened_html(developer.get(url("client_create")))
-    assert_hardened_html(developer.get(url("client_update", confidential)))
-    detail = developer.get(url("client_detail", confidential))
+    assert_hardened_html(developer.get(url("client_update", confidential_client)))
+    detail = developer.get(url("client_detail", confidential_client))
     # The page names the client's own website and redirect URIs as links or text; nothing loads.
-    assert_hardened_html(detail, allowed_links=[confidential.website_url])
-    created = developer.post(url("client_secret_create", confidential))
+    assert_hardened_html(detail, allowed_links=[confidential_client.website_url])
+    created = developer.post(url("client_secret_create", confidential_client))
     assert created.status_code == 303
     new_secret = developer.get(created["Location"])
     assert new_secret.context["new_secret"] is not None
-    assert_hardened_html(new_secret, allowed_links=[confidential.website_url])
+    assert_hardened_html(new_secret, allowed_links=[confidential_client.website_url])
 
 
 @pytest.mark.parametrize(
@@ -158,13 +158,13 @@ def test_every_admin_page_is_served_hardened(reviewer, path):
     assert_hardened_html(logged_in(reviewer).get(path))
 
 
-def test_the_admin_change_page_of_a_client_and_its_login_page(client, reviewer, confidential):
+def test_the_admin_change_page_of_a_client_and_its_login_page(client, reviewer, confidential_client):
     # The admin's login is the one login page (allauth's secure_admin_login).
     to_login = client.get("/admin/login/")
     assert to_login.status_code == 302 and to_login["Location"].startswith("/accounts/login/?next=")
     assert_hardened_html(client.get(to_login["Location"]))
-    change = reverse("admin:oauthclients_oauthclient_change", args=[confidential.pk])
-    assert_hardened_html(logged_in(reviewer).get(change), allowed_links=[confidential.website_url])
+    change = reverse("admin:oauthclients_oauthclient_change", args=[confidential_client.pk])
+    assert_hardened_html(logged_in(reviewer).get(change), allowed_links=[confidential_client.website_url])
 
 
 def test_json_endpoints_are_not_framable_or_sniffable_either(client, db):
@@ -229,7 +229,7 @@ def test_plain_http_on_loopback_has_no_hsts_and_no_secure_cookies():
     assert built["SECURE_SSL_REDIRECT"] is False
 
 
-def test_with_https_required_pages_send_hsts_and_cookies_are_secure_and_httponly(end_user, confidential):
+def test_with_https_required_pages_send_hsts_and_cookies_are_secure_and_httponly(end_user, confidential_client):
     built = settings_built_with(DJANGO_SECRET_KEY="x" * 50, DJANGO_REQUIRE_HTTPS="1")
     with override_settings(**{name: built[name] for name in HTTPS_SETTINGS}):
         browser = Client()
@@ -245,6 +245,6 @@ def test_with_https_required_pages_send_hsts_and_cookies_are_secure_and_httponly
         assert response.status_code == 302
         session = browser.cookies["sessionid"]
         assert session["secure"] and session["httponly"]
-        consent = browser.get(authorize_url(confidential), secure=True)
-        assert_hardened_html(consent, allowed_links=[confidential.website_url])
+        consent = browser.get(authorize_url(confidential_client), secure=True)
+        assert_hardened_html(consent, allowed_links=[confidential_client.website_url])
         assert "max-age=31536000" in consent["Strict-Transport-Security"]

@@ -123,7 +123,7 @@ CHOICES = {
 
 
 @pytest.fixture
-def world(browser, api, confidential):  # noqa: F811
+def schema_world(browser, api, confidential):  # noqa: F811
     client, secret = confidential
     return World(browser, api, client, secret)
 
@@ -160,7 +160,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("method", "path", "mode"), CASES, ids=[f"{m} {p}-{mode.value}" for m, p, mode in CASES])
-def test_fuzzed_requests_get_documented_answers_and_no_server_error(schema, world, method, path, mode):
+def test_fuzzed_requests_get_documented_answers_and_no_server_error(schema, schema_world, method, path, mode):
     operation = schema[path][method]
     statuses = []
 
@@ -177,7 +177,7 @@ def test_fuzzed_requests_get_documented_answers_and_no_server_error(schema, worl
     )
     @given(case=operation.as_strategy(generation_mode=mode), choice=st.sampled_from(CHOICES[path]))
     def fuzz(case, choice):
-        world.apply(case, method, path, choice)
+        schema_world.apply(case, method, path, choice)
         with in_test_transaction():
             response = case.call(app=APP)
         statuses.append(response.status_code)

@@ -35,7 +35,7 @@ def assert_same(compiled_query, *values):
 
 
 @pytest.fixture
-def tokens(owner, end_user):
+def profiled_token(owner, end_user):
     # Values other than the defaults, so that a column read from the wrong position shows.
     Profile.objects.create(user=end_user, name="Eve Example", time_zone="Europe/Paris", locale="fr", time_format=24)
     created = make_client(owner, scopes=["PROFILE_READ"], approve=True)
@@ -43,26 +43,26 @@ def tokens(owner, end_user):
     return created, access
 
 
-def test_the_bearer_and_introspection_queries_match_the_orm(tokens):
-    _created, access = tokens
+def test_the_bearer_and_introspection_queries_match_the_orm(profiled_token):
+    _created, access = profiled_token
     assert_same(_BEARER_QUERY, digest(access))
     assert_same(_INTROSPECTION_QUERY, digest(access))
 
 
-def test_the_client_secret_query_matches_the_orm(tokens):
-    created, _access = tokens
+def test_the_client_secret_query_matches_the_orm(profiled_token):
+    created, _access = profiled_token
     assert_same(_SECRET_QUERY, digest(created.secret.plaintext), created.client.client_id)
 
 
-def test_the_authorization_client_query_matches_the_orm(tokens):
-    created, _access = tokens
+def test_the_authorization_client_query_matches_the_orm(profiled_token):
+    created, _access = profiled_token
     assert_same(_CLIENT_QUERY, created.client.client_id)
 
 
-def test_the_authorization_client_query_with_the_standing_consent_matches_the_orm(tokens, end_user, owner):
+def test_the_authorization_client_query_with_the_standing_consent_matches_the_orm(profiled_token, end_user, owner):
     from tokens.consents import consent_record
 
-    created, _access = tokens
+    created, _access = profiled_token
     assert_same(_CLIENT_WITH_STANDING_QUERY, created.client.client_id, end_user.pk)  # no consent: None
     consent_record(user=end_user, client=created.client, scopes=["PROFILE_READ"])
     assert_same(_CLIENT_WITH_STANDING_QUERY, created.client.client_id, end_user.pk)

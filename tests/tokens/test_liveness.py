@@ -19,7 +19,7 @@ LATER, EARLIER = timedelta(minutes=5), -timedelta(seconds=1)
 
 
 @pytest.fixture
-def world(db, owner):
+def client_and_user_states(db, owner):
     approved = make_client(owner, approve=True, name="Approved").client
     pending = make_client(owner, name="Pending").client  # sent back to review: keeps its tokens
     rejected = make_client(owner, approve=True, name="Rejected").client
@@ -54,8 +54,8 @@ def _code(user, client, delta, *, used=False):
     )
 
 
-def _cases(world):
-    approved, pending, rejected, active, inactive = world
+def _cases(client_and_user_states):
+    approved, pending, rejected, active, inactive = client_and_user_states
     lifetime = timedelta(seconds=oauth2_settings.REFRESH_TOKEN_EXPIRE_SECONDS)
     return {
         AccessToken: {
@@ -84,17 +84,17 @@ def _cases(world):
     }
 
 
-def _end(world):
-    approved, pending, rejected, active, inactive = world
+def _end(client_and_user_states):
+    approved, pending, rejected, active, inactive = client_and_user_states
     OAuthClient.objects.filter(pk=rejected.pk).update(status=ClientStatus.REJECTED)
     OAuthClient.objects.filter(pk=pending.pk).update(status=ClientStatus.PENDING)
     get_user_model().objects.filter(pk=inactive.pk).update(is_active=False)
 
 
 @pytest.mark.parametrize("model", [AccessToken, RefreshToken, Grant])
-def test_each_reason_a_token_ends_and_the_querysets_twin_agrees(world, model):
-    cases = _cases(world)[model]
-    _end(world)
+def test_each_reason_a_token_ends_and_the_querysets_twin_agrees(client_and_user_states, model):
+    cases = _cases(client_and_user_states)[model]
+    _end(client_and_user_states)
     now = timezone.now()
     for reason, tokens in cases.items():
         for token in tokens:

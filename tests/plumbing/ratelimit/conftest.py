@@ -35,7 +35,7 @@ def limits(settings):
 
 
 @pytest.fixture
-def confidential(owner):
+def approved_confidential(owner):
     created = make_client(owner, redirect_uris=["https://app.example.com/callback"], approve=True)
     return created.client, created.secret.plaintext
 

@@ -28,8 +28,8 @@ def assert_refused(response):
     assert "Location" not in response
 
 
-def test_failures_under_the_limit_leave_consent_working(browser, confidential, limits):
-    client, _secret = confidential
+def test_failures_under_the_limit_leave_consent_working(browser, approved_confidential, limits):
+    client, _secret = approved_confidential
     limits(consent_failures_per_user=(3, 60), consent_failures_per_address=(3, 60))
     for decision in ("allow", "deny"):
         assert bad_consent(browser, decision=decision).status_code == 400
@@ -38,8 +38,8 @@ def test_failures_under_the_limit_leave_consent_working(browser, confidential, l
     assert "code" in query_of(response["Location"])
 
 
-def test_a_user_over_the_limit_is_refused_from_anywhere_and_gets_no_code(browser, confidential, limits):
-    client, _secret = confidential
+def test_a_user_over_the_limit_is_refused_from_anywhere_and_gets_no_code(browser, approved_confidential, limits):
+    client, _secret = approved_confidential
     limits(consent_failures_per_user=(3, 60))
     for address in ("198.51.100.1", "198.51.100.2", "198.51.100.3"):
         assert bad_consent(browser, address=address).status_code == 400
@@ -48,9 +48,9 @@ def test_a_user_over_the_limit_is_refused_from_anywhere_and_gets_no_code(browser
 
 
 def test_an_address_over_the_limit_is_refused_for_every_user(
-    browser, second_browser, confidential, limits, django_assert_num_queries
+    browser, second_browser, approved_confidential, limits, django_assert_num_queries
 ):
-    client, _secret = confidential
+    client, _secret = approved_confidential
     limits(consent_failures_per_address=(3, 60))
     for _ in range(3):
         assert bad_consent(browser).status_code == 400
@@ -59,8 +59,10 @@ def test_an_address_over_the_limit_is_refused_for_every_user(
     assert allow(second_browser, client, address=ELSEWHERE).status_code == 302
 
 
-def test_one_users_failures_do_not_limit_another_user_at_another_address(browser, second_browser, confidential, limits):
-    client, _secret = confidential
+def test_one_users_failures_do_not_limit_another_user_at_another_address(
+    browser, second_browser, approved_confidential, limits
+):
+    client, _secret = approved_confidential
     limits(consent_failures_per_user=(2, 60))
     for _ in range(2):
         assert bad_consent(browser).status_code == 400
@@ -68,8 +70,8 @@ def test_one_users_failures_do_not_limit_another_user_at_another_address(browser
     assert "code" in query_of(allow(second_browser, client, address=ELSEWHERE)["Location"])
 
 
-def test_denying_and_allowing_are_not_failures(browser, confidential, limits):
-    client, _secret = confidential
+def test_denying_and_allowing_are_not_failures(browser, approved_confidential, limits):
+    client, _secret = approved_confidential
     limits(consent_failures_per_user=(1, 60), consent_failures_per_address=(1, 60))
     for _ in range(3):
         denied = allow(browser, client, decision="deny")
@@ -79,8 +81,8 @@ def test_denying_and_allowing_are_not_failures(browser, confidential, limits):
     assert_refused(bad_consent(browser))
 
 
-def test_posts_before_login_are_not_counted(confidential, limits):
-    client, _secret = confidential
+def test_posts_before_login_are_not_counted(approved_confidential, limits):
+    client, _secret = approved_confidential
     limits(consent_failures_per_address=(1, 60))
     for _ in range(3):
         response = allow(Client(), client)

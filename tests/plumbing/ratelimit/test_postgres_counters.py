@@ -203,10 +203,10 @@ def _refresh(client_id, secret, refresh_token, address):
 
 @postgres_only
 def test_strangers_sharing_the_counters_never_refuse_the_apps_right_secret(
-    counters, settings, limits, confidential, end_user
+    counters, settings, limits, approved_confidential, end_user
 ):
     # issue 28, medium 4, with the window shared by two processes through the database ledger.
-    client, secret = confidential
+    client, secret = approved_confidential
     limits(token_failures_per_client=(20, 60))
     # Fifteen failures through one process, then the rest through another (setting the setting
     # empties both processes' ledgers, so one switch: the shared count is all b starts from).

@@ -24,12 +24,12 @@ def test_a_resource_server_is_never_counted(tight, resource_server, use_basic):
         assert ask(INTROSPECT, client, secret, use_basic=use_basic).status_code == 200
 
 
-def test_an_app_on_the_same_address_is_still_limited(tight, resource_server, confidential):
+def test_an_app_on_the_same_address_is_still_limited(tight, resource_server, approved_confidential):
     for _ in range(10):
         assert ask(INTROSPECT, *resource_server).status_code == 200
     for _ in range(3):
-        assert ask(INTROSPECT, *confidential).status_code == 200
-    assert_refused(ask(INTROSPECT, *confidential))
+        assert ask(INTROSPECT, *approved_confidential).status_code == 200
+    assert_refused(ask(INTROSPECT, *approved_confidential))
 
 
 def test_guessing_a_resource_servers_secret_is_limited(tight, resource_server):
@@ -59,9 +59,11 @@ def test_a_resource_server_relaying_junk_tokens_gets_a_clear_429(limits, resourc
     assert_refused(introspect(resource_server, "junk-4"))
 
 
-def test_active_answers_are_never_counted_for_a_resource_server(limits, resource_server, end_user, confidential):
+def test_active_answers_are_never_counted_for_a_resource_server(
+    limits, resource_server, end_user, approved_confidential
+):
     limits(introspect_inactive_per_resource_server=(3, 60))
-    access, _refresh = make_tokens(end_user, confidential[0])
+    access, _refresh = make_tokens(end_user, approved_confidential[0])
     for _ in range(20):
         assert introspect(resource_server, access).json()["active"] is True
     for n in range(3):
@@ -69,8 +71,8 @@ def test_active_answers_are_never_counted_for_a_resource_server(limits, resource
     assert_refused(introspect(resource_server, access))  # over its budget of junk: refused until the window closes
 
 
-def test_another_clients_junk_does_not_spend_a_resource_servers_budget(limits, resource_server, confidential):
+def test_another_clients_junk_does_not_spend_a_resource_servers_budget(limits, resource_server, approved_confidential):
     limits(introspect_inactive_per_resource_server=(3, 60))
     for _ in range(5):
-        ask(INTROSPECT, *confidential)
+        ask(INTROSPECT, *approved_confidential)
     assert introspect(resource_server, "junk").status_code == 200

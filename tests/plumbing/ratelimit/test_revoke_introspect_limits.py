@@ -46,10 +46,10 @@ def assert_refused(response):
 STRANGERS = [f"203.0.113.{i}" for i in range(1, 41)]
 
 
-def test_strangers_wrong_secrets_never_refuse_the_clients_right_secret(endpoint, confidential):
+def test_strangers_wrong_secrets_never_refuse_the_clients_right_secret(endpoint, approved_confidential):
     # issue 28, medium 4: the client_id is public; forty wrong secrets from anywhere, then the app.
     path, tighten = endpoint
-    client, secret = confidential
+    client, secret = approved_confidential
     tighten(per_client=20)
     answers = [ask(path, client, "cs_wrong", address=stranger).status_code for stranger in STRANGERS]
     assert answers == [401] * 20 + [429] * 20
@@ -57,9 +57,9 @@ def test_strangers_wrong_secrets_never_refuse_the_clients_right_secret(endpoint,
     assert ask(path, client, secret, address=ELSEWHERE, use_basic=True).status_code == 200
 
 
-def test_wrong_secrets_past_the_client_limit_are_refused_from_every_address(endpoint, confidential):
+def test_wrong_secrets_past_the_client_limit_are_refused_from_every_address(endpoint, approved_confidential):
     path, tighten = endpoint
-    client, secret = confidential
+    client, secret = approved_confidential
     tighten(per_client=3)
     for stranger in STRANGERS[:3]:
         assert ask(path, client, "cs_wrong", address=stranger).status_code == 401
@@ -68,9 +68,9 @@ def test_wrong_secrets_past_the_client_limit_are_refused_from_every_address(endp
         assert ask(path, client, secret).status_code == 200
 
 
-def test_one_client_over_its_limit_leaves_other_clients_alone(endpoint, confidential, other_confidential):
+def test_one_client_over_its_limit_leaves_other_clients_alone(endpoint, approved_confidential, other_confidential):
     path, tighten = endpoint
-    client, _secret = confidential
+    client, _secret = approved_confidential
     other, other_secret = other_confidential
     tighten(per_client=2)
     for _ in range(2):
@@ -93,9 +93,9 @@ def test_a_public_client_has_no_per_client_failure_limit(endpoint, owner):
         assert Client().post(path, data=body, content_type="application/x-www-form-urlencoded").status_code == 200
 
 
-def test_an_address_over_its_limit_is_refused_whatever_the_client(endpoint, confidential, other_confidential):
+def test_an_address_over_its_limit_is_refused_whatever_the_client(endpoint, approved_confidential, other_confidential):
     path, tighten = endpoint
-    client, secret = confidential
+    client, secret = approved_confidential
     other, other_secret = other_confidential
     tighten(per_address=2)
     assert ask(path, client, secret).status_code == 200

@@ -126,13 +126,13 @@ def test_an_unreachable_cache_lets_requests_through_and_says_so(db, settings, li
 
 
 def test_on_redis_strangers_never_refuse_the_apps_right_secret(
-    db, settings, limits, redis_url, redis_prefix, confidential, end_user
+    db, settings, limits, redis_url, redis_prefix, approved_confidential, end_user
 ):
     # issue 28, medium 4: the per-client window shared through Redis by two processes.
     from tests.factories import make_tokens
 
     first, second = two_processes(settings, REDIS_BACKEND, redis_url, redis_prefix)
-    client, secret = confidential
+    client, secret = approved_confidential
     limits(token_failures_per_client=(20, 60))
 
     def refresh(secret, refresh_token="x" * 43, address="198.51.100.60"):
