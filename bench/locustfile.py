@@ -298,8 +298,9 @@ class Target:
         self.routes = ROUTES[entry.get("routes", self.kind)]
         # The seeded codes this target exchanges: bound to the JWT resource server for "jwt".
         self.code_key = self.seed_path + ("#jwt" if self.kind == "jwt" else "")
-        # Scenario 9: the seed's accounts this target signs in (a trial's hasher has its own).
-        self.login_users = self.seed[entry.get("login_users") or "login_users"]
+        # Scenario 9: the seed's accounts this target signs in (a trial's hasher has its own). Stock
+        # DOT's seed has none: it is never asked to sign anyone in.
+        self.login_users = self.seed.get(entry.get("login_users") or "login_users", [])
 
     def url(self, route: str) -> str:
         return self.host + self.routes[route]
