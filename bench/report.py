@@ -135,8 +135,10 @@ def evaluate(summary: dict, grown: int = 1_000_000, jwt: dict | None = None) -> 
     """The issue's targets, each with what was required, what was measured and whether it was met."""
     targets = []
 
-    def ratio(what, key, other, minimum, ours_target="project"):
-        """`minimum` None: a figure to report, with no target."""
+    def ratio(what, key, other, minimum, ours_target="project", cpu_minimum=None):
+        """`minimum` None: a figure to report, with no target. `cpu_minimum`: the bound by CPU per
+        request when it is not `minimum`'s."""
+        cpu_bound = minimum if cpu_minimum is None else cpu_minimum
         ours, theirs = _get(summary, key, ours_target, "rps"), _get(summary, key, other, "rps")
         value = ours / theirs if ours and theirs else None
         measured = f"{value:.2f} x ({ours:.1f} vs {theirs:.1f} req/s)" if value else "n/a"
@@ -147,12 +149,13 @@ def evaluate(summary: dict, grown: int = 1_000_000, jwt: dict | None = None) -> 
         targets.append(
             {
                 "target": what,
-                "required": f">= {minimum} x {other}" if minimum is not None else "(informational)",
+                "required": (f">= {minimum:g} x {other}" if minimum is not None else "(informational)")
+                + (f" (by CPU {cpu_bound:g} x)" if cpu_bound != minimum else ""),
                 "measured": measured,
                 "value": value,
                 "cpu_ratio": cost,
                 "met": value is not None
-                and (minimum is None or (value >= minimum and (cost is None or cost >= minimum))),
+                and (minimum is None or (value >= minimum and (cost is None or cost >= cpu_bound))),
                 "informational": minimum is None,
             }
         )
@@ -196,21 +199,12 @@ def evaluate(summary: dict, grown: int = 1_000_000, jwt: dict | None = None) -> 
     ratio("Scenario 4 (full flow) vs floor", "4", "floor", 0.95)  # issue 41
     ratio("Scenario 5 (introspection by a resource server) vs floor", "5", "floor", 0.9)
     for key, (record, record_cpu) in RECORD_RATIOS.items():
-        ours, floor = _get(summary, key, "project", "rps"), _get(summary, key, "floor", "rps")
-        value = ours / floor if ours and floor else None
-        cost = cpu_ratio(summary, key, "floor")
-        targets.append(
-            {
-                "target": f"Scenario {key} vs floor against {RECORD_COMMIT}'s ratio",
-                "required": f">= {record - RECORD_TOLERANCE:.2f} x (by CPU {record_cpu - RECORD_TOLERANCE:.2f} x)",
-                "measured": (f"{value:.2f} x" if value else "n/a")
-                + (f"; by CPU per request {cost:.2f} x" if cost else ""),
-                "value": value,
-                "cpu_ratio": cost,
-                "met": value is not None
-                and value >= record - RECORD_TOLERANCE
-                and (cost is None or cost >= record_cpu - RECORD_TOLERANCE),
-            }
+        ratio(
+            f"Scenario {key} vs floor against {RECORD_COMMIT}'s ratio",
+            key,
+            "floor",
+            round(record - RECORD_TOLERANCE, 2),
+            cpu_minimum=round(record_cpu - RECORD_TOLERANCE, 2),
         )
     # Informational: the earlier comparison with stock DOT (its PBKDF2 client secrets dominate).
     ratio("Scenario 2 (refresh) vs stock DOT", "2", "stock", None)
