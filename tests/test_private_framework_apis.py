@@ -70,6 +70,39 @@ def test_insert_query_with_returning_fields_is_djangos_insert(db):
     assert (stored.client_id, stored.action, stored.detail) == (client.pk, AuditAction.GRANT_DENIED, {"n": 1})
 
 
+def test_a_kept_insert_is_what_djangos_compiler_writes_for_the_next_row(db):
+    """insert_sql keeps a model's INSERT text after Django compiled it once, and fills in the
+    values as the compiler would (pre_save, then get_db_prep_save): the same statement and
+    parameters as a fresh compile, auto_now fields included."""
+    client = make_client(make_user()).client
+    handwritten._INSERTS.clear()
+    first = ClientAuditEvent(client=client, action=AuditAction.GRANT_DENIED, detail={"n": 1}, created=timezone.now())
+    handwritten.insert_sql(connection, first)
+    assert (ClientAuditEvent, connection.alias) in handwritten._INSERTS
+    second = ClientAuditEvent(
+        client=client, action=AuditAction.GRANT_AUTHORIZED, detail={"n": 2}, created=timezone.now()
+    )
+    kept_sql, kept_params = handwritten.insert_sql(connection, second)
+    compiled_sql, _fields, compiled_params = handwritten._compiled_insert(connection, second)
+    assert kept_sql == compiled_sql
+    assert [repr(p) for p in kept_params] == [repr(p) for p in compiled_params]
+
+
+def test_a_kept_insert_is_not_used_for_a_row_holding_an_expression(db):
+    """A value that is an expression is written by the compiler (its own SQL, not a %s)."""
+    from django.db.models.functions import Now
+
+    client = make_client(make_user()).client
+    handwritten._INSERTS.clear()
+    handwritten.insert_sql(
+        connection, ClientAuditEvent(client=client, action=AuditAction.GRANT_DENIED, detail={}, created=timezone.now())
+    )
+    sql, params = handwritten.insert_sql(
+        connection, ClientAuditEvent(client=client, action=AuditAction.GRANT_DENIED, detail={}, created=Now())
+    )
+    assert sql.count("%s") == len(params) and sql != handwritten._INSERTS[(ClientAuditEvent, connection.alias)][0]
+
+
 def test_the_database_caches_cull_and_its_table_maker_are_what_sharedcache_relies_on():
     """plumbing/sharedcache.py overrides DatabaseCache._cull (expired rows only), which Django's
     _base_set calls with (db, cursor, now, num) past MAX_ENTRIES; accounts/migrations/0004 makes the

@@ -41,6 +41,8 @@ from oauthflows.pages.consentshown import consent_shown_mark, consent_was_shown
 from oauthflows.pages.selectors import connected_app_get_for_user, connected_app_list_for_user, session_auth_time
 from oauthflows.pages.services import connected_app_revoke, consent_deny, session_sid_get_or_create
 from oauthflows.token.endpoints import ascii_description
+from plumbing.pagecache import render_filled
+from profiles.context_processors import time_zone_for_user
 from profiles.selectors import profile_get_for_user
 from scopes.catalog import OPENID_SCOPES, group_by_resource
 from tokens.consents import StandingConsent, consent_covers, consent_record, consent_records_with_code, consent_standing
@@ -223,15 +225,27 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
             )
         query = request.META.get("QUERY_STRING", "")
         this_request = f"{settings.OAUTH_AUTHORIZE_PATH}?{query}" if query else settings.OAUTH_AUTHORIZE_PATH
-        mixed = mixed_script_words(authz.client.name) if authz.client.is_unverified else []
+        client = authz.client
+        mixed = mixed_script_words(client.name) if client.is_unverified else []
         resources = resource_names(authz.resources) if authz.resources else []
-        context = {
-            "authz": authz,
-            "client": authz.client,
+        # What every person who sees this app ask for these scopes is shown alike: the page is
+        # rendered once per these values and language, then filled in (plumbing.pagecache).
+        shared = {
+            # Only what the template reads of the request and the client, by value.
+            "authz": {
+                "is_unrestricted": authz.is_unrestricted,
+                "resources": authz.resources,
+                "redirect_host": authz.redirect_host,
+            },
+            "client": {
+                "is_self_registered": client.is_self_registered,
+                "status": client.status,
+                "user": {"get_username": "" if client.is_self_registered else client.user.get_username()},
+            },
             # Users see what was approved; only the owner reaches a pending client's page, to test it.
-            "shown": authz.client.owner_preview if client_awaiting_review(authz.client) else authz.client.shown,
+            "shown": client.owner_preview if client_awaiting_review(client) else client.shown,
             # A self-registered app named like a verified one is flagged (docs/agents.md).
-            "lookalike_of": verified_name_like(authz.client) if authz.client.is_unverified else None,
+            "lookalike_of": verified_name_like(client) if client.is_unverified else None,
             "mixed_script_words": mixed,
             # Quoted as typed, each word in its own direction, for the sentence that names them.
             "mixed_script_quoted": format_html_join(", ", "“<bdi>{}</bdi>”", ((word,) for word in mixed)),
@@ -246,24 +260,28 @@ class AuthorizeView(AuthorizationMixin, OAuthLibMixin, View):
                 ),
             ),
             # A client ID metadata document's host: who published the name shown above.
-            "document_host": urlsplit(authz.client.client_id).netloc
-            if authz.client.registration_source == OAuthClient.RegistrationSource.CIMD
+            "document_host": urlsplit(client.client_id).netloc
+            if client.registration_source == OAuthClient.RegistrationSource.CIMD
             else "",
-            "signed_in_name": profile_get_for_user(user=request.user).name or request.user.get_full_name(),
             "scopes_html": _scopes_html(authz, standing),
             # OpenID Connect: "Sign you in", and what profile and email let it read.
             "identity_lines": [description for name, description in OPENID_SCOPES.items() if name in authz.scopes],
+            "consent_shown_field": CONSENT_SHOWN_FIELD,
+            "user_time_zone": time_zone_for_user(request.user),
+        }
+        # This person's and this request's: put in per request, escaped.
+        slots = {
+            "signed_in_name": profile_get_for_user(user=request.user).name or request.user.get_full_name(),
             "allow_url": f"{settings.OAUTH_AUTHORIZE_PATH}/allow?{query}",
             "deny_url": f"{settings.OAUTH_AUTHORIZE_PATH}/deny?{query}",
             # "Not you?": log out, log in again, and come back to this same request.
             "switch_account_next": f"{settings.LOGIN_URL}?{urlencode({'next': this_request})}",
             # What lets the answer redirect to a client nobody reviewed (oauthclients.redirects).
-            "consent_shown_field": CONSENT_SHOWN_FIELD,
             "consent_shown_mark": ""
-            if redirect_trusted(client=authz.client, user=request.user)
+            if redirect_trusted(client=client, user=request.user)
             else consent_shown_mark(request),
         }
-        return render(request, "oauth/consent.html", context)
+        return render_filled(request, "oauth/consent.html", shared, slots)
 
 
 def _scopes_html(authz: AuthorizationRequest, standing: StandingConsent | None) -> str:
