@@ -31,7 +31,8 @@ compare each variant of the consent page with Django's own render of it
 (tests/plumbing/test_pagecache.py, tests/oauthflows/test_consent_page_filled.py).
 
 Flash messages are the request's own: with any to show, the page is rendered in full by
-Django's `render()`, with the same values.
+Django's `render()`, with the same values; so is a page whose shared values hold a marker's
+character (Unicode's private use area, which a developer may type in an app's name).
 """
 
 import dataclasses
@@ -63,11 +64,18 @@ def _marker(index: int) -> str:
     return f"{_MARK_OPEN}{index}{_MARK_CLOSE}"
 
 
+class Unkeepable(ValueError):
+    """A shared value holds a marker's character (a name typed with Unicode's private use
+    characters): the page is rendered in full, so that no typed text is taken for a slot."""
+
+
 def frozen(value):
     """`value` as a key that compares by content and type (a string and a safe string of the
     same text render differently, so they are different keys)."""
     if isinstance(value, Promise):  # a lazy translation: its text in the current language
-        return ("text", str(value))
+        value = str(value)
+    if isinstance(value, str) and (_MARK_OPEN in value or _MARK_CLOSE in value):
+        raise Unkeepable(value)
     if value is None or isinstance(value, str | int | float | bool):
         return (type(value).__name__, value)
     if isinstance(value, dict):
@@ -132,18 +140,20 @@ def render_filled(request, template_name: str, shared: dict, slots: dict[str, st
         USERNAME_SLOT: user.get_username() if user.is_authenticated else "",
         CSRF_SLOT: get_token(request),
     }
-    if list(get_messages(request)):
-        # Flash messages are this request's own: rendered in full, with the same values.
+    try:
+        if list(get_messages(request)):
+            raise Unkeepable("flash messages")  # this request's own
+        key = (
+            template_name,
+            get_language(),
+            get_script_prefix(),
+            user.is_authenticated,
+            user.is_staff,
+            frozen(shared),
+            tuple(sorted((name, bool(value)) for name, value in page_slots.items())),
+        )
+    except Unkeepable:
         return render(request, template_name, {**shared, **slots})
-    key = (
-        template_name,
-        get_language(),
-        get_script_prefix(),
-        user.is_authenticated,
-        user.is_staff,
-        frozen(shared),
-        tuple(sorted((name, bool(value)) for name, value in page_slots.items())),
-    )
     skeleton = _kept.get(key)
     if skeleton is None:
         context = {

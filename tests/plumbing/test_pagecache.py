@@ -133,3 +133,12 @@ def test_a_changed_file_forgets_the_kept_pages_and_the_oldest_page_goes_first(re
     assert [dict(key[-2][1])["title"][1] for key in pagecache._kept] == ["two", "three"]
     file_changed.send(sender=None, file_path=Path("templates/base.html"))
     assert pagecache._kept == {}
+
+
+@pytest.mark.django_db
+def test_typed_text_holding_a_markers_character_is_never_taken_for_a_slot(request_of):
+    user = make_user("carol")
+    typed = "App \ue0000\ue001 name"  # what a marker of the first slot looks like
+    page = body(pagecache.render_filled(request_of(user), "page.html", {"title": typed}, {"slot": "s"}))
+    assert f"|{typed}|" in page and "App carol name" not in page
+    assert pagecache._kept == {}
