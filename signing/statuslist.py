@@ -294,23 +294,33 @@ def jwt_signing_algorithm() -> str:
     return settings.OAUTH_JWT_ACCESS_TOKEN_ALGORITHM
 
 
+# The signature schemes, built once (cryptography's objects are immutable), and each key's
+# protected header, encoded once per (algorithm, kid, typ): per token only the claims are encoded.
+_ES256 = ec.ECDSA(hashes.SHA256())
+_RS256 = (padding.PKCS1v15(), hashes.SHA256())
+_headers: dict[tuple[str, str, str], str] = {}
+
+
+def _header(key, typ: str) -> str:
+    found = _headers.get((key.algorithm, key.kid, typ))
+    if found is None:
+        header = {"alg": key.algorithm, "kid": key.kid, "typ": typ}
+        found = _headers[(key.algorithm, key.kid, typ)] = _b64(json.dumps(header, separators=(",", ":")).encode())
+    return found
+
+
 def jws_sign(claims: dict, *, typ: str, key, op_key) -> str:
     """A compact JWS of `claims` with this key (header alg, kid, typ), for a JWT access token
     (`at+jwt`, signing.jwtokens) or a status list (`statuslist+jwt`): RFC 7515 signed by
     `cryptography` directly with the key signing.keys.signer_current holds (a third of
     jwcrypto's JWS time per token, measured; tests verify the result with jwcrypto and with
     oauth4webapi)."""
-    header = {"alg": key.algorithm, "kid": key.kid, "typ": typ}
-    signing_input = (
-        _b64(json.dumps(header, separators=(",", ":")).encode())
-        + "."
-        + _b64(json.dumps(claims, separators=(",", ":")).encode())
-    ).encode("ascii")
+    signing_input = (_header(key, typ) + "." + _b64(json.dumps(claims, separators=(",", ":")).encode())).encode("ascii")
     if key.algorithm == "ES256":
-        r, s = decode_dss_signature(op_key.sign(signing_input, ec.ECDSA(hashes.SHA256())))
+        r, s = decode_dss_signature(op_key.sign(signing_input, _ES256))
         signature = r.to_bytes(32, "big") + s.to_bytes(32, "big")
     elif key.algorithm == "RS256":
-        signature = op_key.sign(signing_input, padding.PKCS1v15(), hashes.SHA256())
+        signature = op_key.sign(signing_input, *_RS256)
     else:
         raise ValueError(f"no signing with {key.algorithm}")
     return signing_input.decode("ascii") + "." + _b64(signature)
