@@ -49,7 +49,8 @@ def json_value(model, name: str, value, alias: str):
     return model._meta.get_field(name).from_db_value(value, None, connections[alias])
 
 
-def _compiled_insert(connection, obj) -> tuple[str, tuple]:
+def _compiled_insert(connection, obj) -> tuple[str, tuple, tuple]:
+    """Django's compile of the INSERT: (its text, the fields it writes, their values)."""
     meta = obj._meta
     fields = [f for f in meta.local_concrete_fields if f is not meta.auto_field and not f.generated]
     query = InsertQuery(type(obj))

@@ -8,8 +8,9 @@ the page cost over its floor (docs/performance.md, "The authorize page: where it
 go"); filling a kept copy costs a few microseconds.
 
 `render_filled(request, template_name, shared, slots)`:
-- renders the template once per (template, language, script prefix, `shared`, which slots are
-  empty) with a marker in each slot's place, and keeps the result in this process (LRU);
+- renders the template once per (template, language, script prefix, signed in or not, staff or
+  not, `shared`, which slots are empty) with a marker in each slot's place, and keeps the result
+  in this process (the PAGES_KEPT newest, oldest pushed out first);
 - per request, puts each slot's value in place of its marker, escaped as `{{ slot }}` would be
   (a value marked safe is put in as it is), and the CSRF token in place of `{% csrf_token %}`'s.
 
