@@ -194,21 +194,17 @@ def test_load_application_loads_sets_and_returns_the_client(db):
     assert Validator()._load_application("x\x00y", fresh) is None  # ours: refused before the query
 
 
-def test_oauthlib_core_extracts_params_through_get_escaped_full_path(rf):
-    """oauthflows/token/oauth2.py:Backend overrides _get_escaped_full_path (the authorize views'
-    normalised query); oauthflows/token/endpoints.py calls _extract_params, which must go through it
-    and answer (uri, method, body, headers)."""
+def test_oauthlib_core_extracts_params_as_uri_method_body_headers(rf):
+    """oauthflows/token/endpoints.py calls OAuthLibCore._extract_params (through
+    oauthflows/token/oauth2.py:Backend), which must answer (uri, method, body, headers)."""
     from oauth2_provider.oauth2_backends import OAuthLibCore
 
     from oauthflows.token.oauth2 import Backend
 
-    assert parameters(OAuthLibCore._get_escaped_full_path) == ["self", "request"]
     assert parameters(OAuthLibCore._extract_params) == ["self", "request"]
-    assert "self._get_escaped_full_path(request)" in inspect.getsource(OAuthLibCore._extract_params)
     request = rf.post("/v2/auth/oauth2/introspect?x=1", "token=abc", content_type="application/x-www-form-urlencoded")
-    request.oauth_normalized_query = [("scope", "A B")]
     uri, method, body, headers = Backend()._extract_params(request)
-    assert (uri, method, body) == ("/v2/auth/oauth2/introspect?scope=A+B", "POST", "token=abc")
+    assert (uri, method, body) == ("/v2/auth/oauth2/introspect?x=1", "POST", "token=abc")
     assert isinstance(headers, dict)
 
 
@@ -232,6 +228,24 @@ def test_the_token_endpoint_dispatches_through_the_servers_grant_types():
         "urn:ietf:params:oauth:grant-type:token-exchange",
         "urn:ietf:params:oauth:grant-type:jwt-bearer",
     } <= set(server.grant_types)
+
+
+def test_oauthlibs_code_grant_validates_through_the_method_the_validated_grant_replaces():
+    """oauthflows/token/oauth2.py:ValidatedCodeGrant replaces validate_authorization_request, which
+    oauthlib's create_authorization_response calls before it makes, saves and answers the code;
+    and oauthlib's OpenID grant adds no code modifier to a plain `code` response."""
+    from oauthlib.oauth2.rfc6749.grant_types import AuthorizationCodeGrant
+
+    from oauthflows.token.oauth2 import Server, Validator
+
+    source = inspect.getsource(AuthorizationCodeGrant.create_authorization_response)
+    assert "self.validate_authorization_request(request)" in source
+    assert "self.create_authorization_code(request)" in source
+    assert "self.request_validator.save_authorization_code(" in source
+    assert "self.prepare_authorization_response(" in source
+    server = Server(Validator())
+    assert server.openid_connect_auth.proxy_target._code_modifiers == []
+    assert server.validated_code_grant._code_modifiers == []
 
 
 def test_add_iss_to_redirect_replaces_any_iss_in_the_query():

@@ -370,8 +370,6 @@ def _issue_code(view: OAuthLibMixin, request, authz: AuthorizationRequest, *, co
     withheld = _withheld(request, client=authz.client, redirect_uri=authz.redirect_uri, consent_shown=consent_shown)
     if withheld is not None:
         return withheld
-    # oauthlib sees the validated, normalised request (see oauthflows.token.oauth2.Backend).
-    request.oauth_normalized_query = authz.oauthlib_query()
     credentials = {
         # The client validated above: DOT's validator reuses it (is_usable is asked again)
         # instead of loading it a second time.
@@ -399,8 +397,9 @@ def _issue_code(view: OAuthLibMixin, request, authz: AuthorizationRequest, *, co
         # RFC 8176: how the user signed in (the ID token's amr and acr).
         credentials["amr"] = " ".join(session_amr(request=request))
     try:
-        uri, _headers, _body, _status = view.create_authorization_response(
-            request=request, scopes=" ".join(authz.scopes), credentials=credentials, allow=True
+        # oauthlib's code grant, given the validated, normalised request (oauthflows.token.oauth2).
+        uri = view.get_oauthlib_core().create_validated_authorization_response(
+            request, authz.oauthlib_query(), list(authz.scopes), credentials
         )
     except OAuthToolkitError as exc:
         # Everything was validated above, so this is a race (e.g. the client was rejected a

@@ -34,12 +34,14 @@ from django.db.models import F, QuerySet
 from django.utils import timezone
 from django.utils.module_loading import import_string
 from jwcrypto import jwk, jws, jwt
+from oauth2_provider.exceptions import FatalClientError, OAuthToolkitError
 from oauth2_provider.models import revoke_access_token
-from oauth2_provider.oauth2_backends import OAuthLibCore
+from oauth2_provider.oauth2_backends import OAuthLibCore, _add_iss_to_redirect
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.settings import oauth2_settings
 from oauthlib.common import Request, urlencode
 from oauthlib.oauth2.rfc6749 import errors
+from oauthlib.oauth2.rfc6749.grant_types import AuthorizationCodeGrant
 from oauthlib.openid import Server as OpenIDServer
 
 from accounts.selectors import acr_for
@@ -93,7 +95,7 @@ HOOK_REQUEST_ATTRIBUTES = frozenset(
         "refresh_token_instance",
         "pending_client_may_authenticate",
         "pending_owner_preview",
-        "oauth_normalized_query",
+        "record_consent",
         "access_token",
         "client",
         "user",
@@ -882,21 +884,69 @@ class Server(OpenIDServer):
         # (the exchange, ID-JAG), or oauthlib's own (the OpenID grant for codes, the refresh grant).
         # oauthlib's others (password, client_credentials, device code) are not dispatched to at all.
         self._grant_types = {grant.grant_type: self._handler(grant.handler, request_validator) for grant in GRANTS}
+        # The code for an authorization request the pages validated (Backend, below).
+        self.validated_code_grant = ValidatedCodeGrant(request_validator)
 
     def _handler(self, handler: str, request_validator):
         return import_string(handler)(request_validator) if "." in handler else getattr(self, handler)
 
 
-class Backend(OAuthLibCore):
-    """Reads token-endpoint bodies as form or JSON, and authorization requests as normalised."""
+class ValidatedCodeGrant(AuthorizationCodeGrant):
+    """oauthlib's code grant, for a request the authorization pages have validated in full.
 
-    def _get_escaped_full_path(self, request):
-        # The authorize views validate and normalise the query themselves (comma-separated scopes,
-        # S256 as the default method, response_type defaulting to code); oauthlib sees that form.
-        normalized = getattr(request, "oauth_normalized_query", None)
-        if normalized is not None:
-            return request.path + "?" + urlencode(normalized)
-        return super()._get_escaped_full_path(request)
+    oauthflows.pages.authorization checks everything oauthlib's validation does (one value per
+    parameter, the client, the exact redirect URI, response_type, PKCE with S256, the scopes) and
+    more, moments before, in the same request; parsing and validating it all again cost the Allow
+    POST a tenth of a millisecond and more (docs/performance.md, "The authorize page"). What is
+    asked again is whether the client may still act (a race with its rejection or deletion: it
+    reads the client already loaded, no statement). The code, its save (Validator above) and the
+    redirect are oauthlib's own. An OpenID Connect code is issued the same way: oauthlib's OpenID
+    grant adds nothing to a `code` response but validation, and its ID token comes at the exchange.
+    """
+
+    def validate_authorization_request(self, request):
+        if not self.request_validator.validate_client_id(request.client_id, request):
+            raise errors.InvalidClientIdError(request=request)
+        return request.scopes, {}
+
+    def create_authorization_code(self, request):
+        # oauthlib's draws 30 characters with a system call each (common.generate_token, ~30 µs);
+        # the code is drawn from `secrets`, as the validator's save_authorization_code draws it.
+        grant = {"code": secrets.token_urlsafe(32)}
+        if request.state:
+            grant["state"] = request.state
+        return grant
+
+
+class Backend(OAuthLibCore):
+    """Reads token-endpoint bodies as form or JSON; issues the code for a validated authorization."""
+
+    def create_validated_authorization_response(self, request, query, scopes, credentials) -> str:
+        """The redirect with a new code, for an authorization request the pages validated.
+
+        `query` is the request in the form they normalised it to (comma-separated scopes, S256 as the
+        default method, response_type defaulting to code: AuthorizationRequest.oauthlib_query);
+        oauthlib's Request is made from it alone (the browser's headers and form are not the
+        grant's business). Otherwise as DOT's create_authorization_response: the user joins the
+        credentials, RFC 9207's `iss` joins the redirect, and oauthlib's errors come out as DOT's.
+        """
+        credentials["user"] = request.user
+        oauthlib_request = Request(request.path + "?" + urlencode(query))
+        oauthlib_request.scopes = scopes
+        for name, value in credentials.items():
+            setattr(oauthlib_request, name, value)
+        try:
+            headers, _body, _status = self.server.validated_code_grant.create_authorization_response(
+                oauthlib_request, self.server.default_token_type
+            )
+        except errors.FatalClientError as error:
+            raise FatalClientError(error=error, redirect_uri=credentials["redirect_uri"]) from error
+        except errors.OAuth2Error as error:
+            raise OAuthToolkitError(error=error, redirect_uri=credentials["redirect_uri"]) from error
+        uri = headers["Location"]
+        if oauth2_settings.COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS:
+            uri = _add_iss_to_redirect(uri, oauth2_settings.oauth2_authorization_server_issuer(request))
+        return uri
 
     def extract_body(self, request):
         if request.content_type == "application/json":

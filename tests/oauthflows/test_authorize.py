@@ -244,6 +244,31 @@ def test_a_client_rejected_between_page_and_post_gets_no_code(browser, confident
     assert Grant.objects.count() == 0
 
 
+def test_a_client_rejected_after_the_posts_validation_gets_no_code(browser, confidential, reviewer, monkeypatch):
+    """The code grant asks again whether the client may act (oauthflows/token/oauth2.py's
+    ValidatedCodeGrant): a rejection landing between the POST's validation and the code makes none, and (a rejected
+    client's redirect being withheld) the error is the 400 page."""
+    from oauthclients.models import ClientStatus
+    from oauthflows.pages import views
+
+    client, _ = confidential
+    url = authorize_url(client)
+    assert browser.get(url).status_code == 200
+    checked = views._withheld
+
+    def rejected_meanwhile(request, *, client, **kwargs):
+        withheld = checked(request, client=client, **kwargs)
+        if client.status != ClientStatus.REJECTED:  # asked again before the error redirect
+            services.client_reject(client=client, actor=reviewer, reason="Abuse")
+            client.status = ClientStatus.REJECTED  # the object the validated request holds
+        return withheld
+
+    monkeypatch.setattr(views, "_withheld", rejected_meanwhile)
+    response = browser.post(url.replace(AUTHORIZE + "?", AUTHORIZE + "/allow?"))
+    assert_error_page(response, "invalid_request: Invalid client_id parameter value.")
+    assert Grant.objects.count() == 0
+
+
 def test_the_consent_post_requires_csrf(confidential, end_user):
     client, _ = confidential
     browser = Client(enforce_csrf_checks=True)

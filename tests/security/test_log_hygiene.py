@@ -107,7 +107,7 @@ def test_no_log_line_carries_a_secret_code_token_or_verifier(cast, caplog, log_o
     assert {"django.db.backends", "django.request", "oauth2_provider"} <= names
     assert any(name.startswith("oauthlib.") for name in names)
     assert digest(issued.ledger.values["second secret"]) in output
-    assert "Created authorization code grant {'code': '[redacted]'" in output
+    assert "Saving grant {'code': '[redacted]'" in output
     assert "Validating refresh token [redacted] for client" in output
 
 
@@ -128,7 +128,7 @@ def test_no_json_log_line_carries_a_credential(cast, caplog, log_output, monkeyp
     assert '"logger": "operations.access"' in output and '"client_id": ' in output and '"request_id": ' in output
     # Django's `extra={"request": request}` (whose repr shows the query string) is not written.
     assert '"request": "<WSGIRequest' not in output and '"logger": "django.request"' in output
-    assert "\"message\": \"Created authorization code grant {'code': '[redacted]'" in output
+    assert "\"message\": \"Saving grant {'code': '[redacted]'" in output
 
 
 # --- the filter itself -----------------------------------------------------------------------
