@@ -11,6 +11,7 @@ lower than `make bench`'s, and a change's effect in ms per request is what to re
     python -m bench.inprocess --seed /tmp/bench-…/seed-project.json [--scenarios 1,2,3,5] [--profile 2]
     python -m bench.inprocess --seed … --scenarios 9 --rounds 2 --block 20   # the login (project only), and
                                                     # its POST's statements with 1 and 50 live sessions
+    python -m bench.inprocess --seed … --steps      # scenario 4 by step: page, Allow, exchange
 
 Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bench_project) and
 DJANGO_SECRET_KEY (the key the seed's sessions were signed with, for scenario 4).
@@ -154,7 +155,8 @@ class Scenarios:
         if not json.loads(self.check(f"5 {target}", status, headers, content))["active"]:
             raise RuntimeError("5: inactive")
 
-    def flow(self, target):
+    def flow(self, target, steps: list[float] | None = None):
+        """Scenario 4; with `steps`, each step's process CPU is added to it (page, Allow, exchange)."""
         query = urlencode(
             {
                 "client_id": self.seed["client_id"],
@@ -166,20 +168,25 @@ class Scenarios:
             }
         )
         cookies = {"Cookie": f"sessionid={self.seed['sessions'][0]}; csrftoken={CSRF_SECRET}"}
-        page = self.check(
-            f"4a {target}", *self.client.call("GET", self.ROUTES[target]["authorize"], query=query, headers=cookies)
-        )
+        started = time.process_time()
+        answer = self.client.call("GET", self.ROUTES[target]["authorize"], query=query, headers=cookies)
+        shown = time.process_time()
+        page = self.check(f"4a {target}", *answer)
         csrf = HIDDEN_CSRF_RE.search(page).group(1).decode()
+        body = urlencode({"csrfmiddlewaretoken": csrf}).encode()
+        posted = time.process_time()
         status, headers, content = self.client.call(
-            "POST",
-            self.ROUTES[target]["consent"],
-            query=query,
-            body=urlencode({"csrfmiddlewaretoken": csrf}).encode(),
-            headers=cookies,
+            "POST", self.ROUTES[target]["consent"], query=query, body=body, headers=cookies
         )
+        allowed = time.process_time()
         self.check(f"4b {target}", status, headers, content, expected=302)
         code = parse_qs(urlsplit(headers["Location"]).query)["code"][0]
+        exchanging = time.process_time()
         self.exchange(target, code, name="4c")
+        if steps is not None:
+            steps[0] += shown - started
+            steps[1] += allowed - posted
+            steps[2] += time.process_time() - exchanging
 
     def empty(self, target):
         self.check(f"0 {target}", *self.client.call("GET", self.ROUTES[target]["empty"]))
@@ -231,6 +238,23 @@ def measure(scenarios: Scenarios, scenario: str, *, rounds: int, block: int) -> 
     return {target: seconds * 1000 / count for target, seconds in cpu.items()}
 
 
+FLOW_STEPS = ("authorize page (GET)", "Allow (POST)", "code exchange")
+
+
+def measure_steps(scenarios: Scenarios, *, rounds: int, block: int) -> dict:
+    """Scenario 4 by step: each step's process CPU per request (ms), project and floor interleaved."""
+    steps = {"project": [0.0, 0.0, 0.0], "floor": [0.0, 0.0, 0.0]}
+    for target in steps:  # warm up
+        for _ in range(block):
+            scenarios.flow(target)
+    for _ in range(rounds):
+        for target, sums in steps.items():
+            for _ in range(block):
+                scenarios.flow(target, sums)
+    count = rounds * block
+    return {target: [seconds * 1000 / count for seconds in sums] for target, sums in steps.items()}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", required=True, help="the seed JSON of bench_project (bench/seed.py)")
@@ -239,6 +263,7 @@ def main(argv=None) -> int:
     parser.add_argument("--block", type=int, default=100)
     parser.add_argument("--first-code", type=int, default=None, help="first seeded code to use (default: random)")
     parser.add_argument("--profile", metavar="SCENARIO", help="profile this scenario's project requests instead")
+    parser.add_argument("--steps", action="store_true", help="scenario 4 by step (page, Allow, exchange) instead")
     parser.add_argument("--sort", default="cumulative")
     parser.add_argument("--lines", type=int, default=60, help="how many rows of the profile to print")
     args = parser.parse_args(argv)
@@ -260,6 +285,12 @@ def main(argv=None) -> int:
             method("project")
         profiler.disable()
         pstats.Stats(profiler).sort_stats(args.sort).print_stats(args.lines)
+        return 0
+    if args.steps:
+        cpu = measure_steps(scenarios, rounds=args.rounds, block=args.block)
+        for number, step in enumerate(FLOW_STEPS):
+            project, floor = cpu["project"][number], cpu["floor"][number]
+            print(f"{step:22s} project {project:.3f} ms, floor {floor:.3f} ms, floor/project {floor / project:.2f}")
         return 0
     for scenario in args.scenarios.split(","):
         if scenario == "9":
