@@ -45,16 +45,29 @@ class Upstream:
     exchange. Each start makes a new signing key: `restart()` is a key rotation."""
 
     def __init__(self, package: Path, *, clients: list[dict], accounts: dict, id_jag_policy: Path | None = None):
+        self._configure(
+            package,
+            {
+                "port": free_port(),
+                "clients": clients,
+                "accounts": accounts,
+                **({"id_jag_policy": str(id_jag_policy)} if id_jag_policy else {}),
+            },
+        )
+
+    @classmethod
+    def from_config(cls, package: Path, config: dict) -> "Upstream":
+        """The provider with a whole configuration file's content (its `port` a free one), as an
+        operator writes it (tests/examples/test_idjag_provider.py: the shipped example)."""
+        upstream = cls.__new__(cls)
+        upstream._configure(package, config)
+        return upstream
+
+    def _configure(self, package: Path, config: dict) -> None:
         self.package = package
-        self.id_jag_policy = id_jag_policy
-        self.port = free_port()
-        self.issuer = f"http://localhost:{self.port}"
-        config = {
-            "port": self.port,
-            "clients": clients,
-            "accounts": accounts,
-            **({"id_jag_policy": str(id_jag_policy)} if id_jag_policy else {}),
-        }
+        self.id_jag_policy = Path(config["id_jag_policy"]) if config.get("id_jag_policy") else None
+        self.port = config["port"]
+        self.issuer = config.get("issuer", f"http://localhost:{self.port}")
         self.config_path = Path(tempfile.mkdtemp(prefix="upstream-")) / "config.json"
         self.config_path.write_text(json.dumps(config))
         self._start()

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 import requests
 
-from tests.browser.upstream_provider import PACKAGE, TOKEN_EXCHANGE, upstream_package  # noqa: F401
+from tests.browser.upstream_provider import PACKAGE, TOKEN_EXCHANGE, Upstream, upstream_package  # noqa: F401
 from tests.clients.test_mcp_idjag_oidc_provider import decoded
 from tests.integration.server import free_port
 from tests.oauthflows.helpers import pkce_pair
@@ -29,7 +29,7 @@ def shipped() -> tuple[dict, dict]:
 
 
 @pytest.fixture
-def provider(upstream_package, tmp_path):
+def provider(upstream_package):
     """The example with its shipped configuration, on a free port; its policy file as shipped."""
     config, _policy = shipped()
     port = free_port()
@@ -38,25 +38,17 @@ def provider(upstream_package, tmp_path):
         "issuer": f"http://localhost:{port}",
         "id_jag_policy": str(PACKAGE / "policy.example.json"),
     }
-    yield from _running(upstream_package, tmp_path, config)
+    yield from _running(upstream_package, config)
 
 
-def _running(package, tmp_path, config: dict):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    process = subprocess.Popen(
-        ["node", "provider.mjs", str(path)], cwd=package, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+def _running(package, config: dict):
+    """Started as the other tests start it (tests/browser/upstream_provider.py: a start that does not
+    reach "listening" within its deadline is tried again, never waited on for ever)."""
+    upstream = Upstream.from_config(package, config)
     try:
-        said = []
-        while not said or (said[-1] and "listening" not in said[-1]):  # its runtime's warnings first
-            said.append(process.stdout.readline())
-        assert "listening" in said[-1], "".join(said)
         yield config
     finally:
-        process.terminate()
-        process.wait(timeout=10)
-        process.stdout.close()
+        upstream.close()
 
 
 def _discovery(config: dict) -> dict:
@@ -126,14 +118,14 @@ def test_the_shipped_configuration_issues_an_id_jag_for_the_server_its_policy_na
     assert claims["scope"] == " ".join(allowed["scopes"]) and claims["email"] == config["accounts"][login]["email"]
 
 
-def test_without_a_policy_it_offers_no_token_exchange(upstream_package, tmp_path):
+def test_without_a_policy_it_offers_no_token_exchange(upstream_package):
     config, _policy = shipped()
     port = free_port()
     config = {key: value for key, value in config.items() if key != "id_jag_policy"} | {
         "port": port,
         "issuer": f"http://localhost:{port}",
     }
-    for running in _running(upstream_package, tmp_path, config):
+    for running in _running(upstream_package, config):
         assert TOKEN_EXCHANGE not in _discovery(running)["grant_types_supported"]
 
 
