@@ -248,6 +248,22 @@ def test_oauthlibs_code_grant_validates_through_the_method_the_validated_grant_r
     assert server.validated_code_grant._code_modifiers == []
 
 
+def test_oauthlibs_request_keeps_a_querys_parameters_in_params():
+    """oauthflows/token/oauth2.py:Backend.create_validated_authorization_response fills the
+    Request's `_params` with the validated query's pairs rather than writing the query into its URI
+    for oauthlib to parse back: the same parameters (the last of a repeated name) and the same
+    attribute reads, a name not given reading None."""
+    from oauthlib.common import Request, urlencode
+
+    query = [("response_type", "code"), ("client_id", "app"), ("resource", "https://a"), ("resource", "https://b")]
+    parsed = Request("/o/authorize/?" + urlencode(query))
+    built = Request("/o/authorize/")
+    built._params.update(query)
+    assert built._params == parsed._params
+    assert (built.client_id, built.resource, built.nonce) == ("app", "https://b", None)
+    assert (parsed.client_id, parsed.resource, parsed.nonce) == ("app", "https://b", None)
+
+
 def test_add_iss_to_redirect_replaces_any_iss_in_the_query():
     """oauthflows/pages/views.py: error redirects carry RFC 9207's `iss` exactly as DOT's success
     redirects do (one rule: DOT's)."""

@@ -39,7 +39,7 @@ from oauth2_provider.models import revoke_access_token
 from oauth2_provider.oauth2_backends import OAuthLibCore, _add_iss_to_redirect
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.settings import oauth2_settings
-from oauthlib.common import Request, urlencode
+from oauthlib.common import Request
 from oauthlib.oauth2.rfc6749 import errors
 from oauthlib.oauth2.rfc6749.grant_types import AuthorizationCodeGrant
 from oauthlib.openid import Server as OpenIDServer
@@ -931,7 +931,10 @@ class Backend(OAuthLibCore):
         credentials, RFC 9207's `iss` joins the redirect, and oauthlib's errors come out as DOT's.
         """
         credentials["user"] = request.user
-        oauthlib_request = Request(request.path + "?" + urlencode(query))
+        # The parameters as oauthlib's Request keeps a query's (the last of a repeated name), without
+        # writing the query out for oauthlib to parse it back.
+        oauthlib_request = Request(request.path)
+        oauthlib_request._params.update(query)
         oauthlib_request.scopes = scopes
         for name, value in credentials.items():
             setattr(oauthlib_request, name, value)
