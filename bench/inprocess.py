@@ -12,6 +12,8 @@ lower than `make bench`'s, and a change's effect in ms per request is what to re
     python -m bench.inprocess --seed … --scenarios 9 --rounds 2 --block 20   # the login (project only), and
                                                     # its POST's statements with 1 and 50 live sessions
     python -m bench.inprocess --seed … --steps      # scenario 4 by step: page, Allow, exchange
+    python -m bench.inprocess --seed … --scenarios 2j,3j   # issuing JWTs ("project") against opaque
+                                                    # tokens ("floor"), both the project's
 
 Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bench_project) and
 DJANGO_SECRET_KEY (the key the seed's sessions were signed with, for scenario 4).
@@ -111,6 +113,14 @@ class Scenarios:
         self.next_code += 1
         return self.code_value(self.next_code - 1)
 
+    def take_jwt_code(self) -> str:
+        """A seeded code bound to the JWT resource server (bench/seed.py: numbered [codes, codes + jwt_codes))."""
+        first, end = self.seed["jwt_codes"]
+        if not hasattr(self, "next_jwt_code"):
+            self.next_jwt_code = first + random.randrange((end - first) // 2)
+        self.next_jwt_code += 1
+        return self.code_value(self.next_jwt_code - 1)
+
     def check(self, name, status, headers, content, expected=200):
         if status != expected:
             raise RuntimeError(f"{name}: HTTP {status}: {content[:300]!r}")
@@ -140,6 +150,20 @@ class Scenarios:
             self.refresh[target] = self.exchange(target, name="2 setup")["refresh_token"]
         params = {"grant_type": "refresh_token", "refresh_token": self.refresh[target]}
         self.refresh[target] = self.token(target, params, "2")["refresh_token"]
+
+    def refresh_jwt(self, arm):
+        """Scenario 2's JWT row: "project" refreshes a chain issuing JWTs, "floor" the opaque chain
+        (the bar: the first at >= 0.95 x the second)."""
+        if arm == "floor":
+            return self.refresh_token("project")
+        if "jwt" not in self.refresh:
+            self.refresh["jwt"] = self.exchange("project", self.take_jwt_code(), name="2j setup")["refresh_token"]
+        params = {"grant_type": "refresh_token", "refresh_token": self.refresh["jwt"]}
+        self.refresh["jwt"] = self.token("project", params, "2j")["refresh_token"]
+
+    def exchange_jwt(self, arm):
+        """Scenario 3's JWT row: "project" exchanges codes for JWTs, "floor" for opaque tokens."""
+        return self.exchange("project", self.take_jwt_code() if arm == "project" else None, name="3j")
 
     def introspect(self, target):
         token = self.token_value(random.randrange(self.seed["tokens"]))
@@ -216,6 +240,9 @@ SCENARIO_METHODS = {
     "3": "exchange",
     "4": "flow",
     "5": "introspect",
+    # JWT access tokens against opaque ones, both the project's: "project" is the JWT row, "floor" the opaque.
+    "2j": "refresh_jwt",
+    "3j": "exchange_jwt",
     "9": "login",
 }
 # Scenarios with no floor: the project alone.
