@@ -145,21 +145,22 @@ class Scenarios:
         params = {"grant_type": "authorization_code", "code": code or self.take_code()}
         return self.token(target, {**params, "redirect_uri": self.seed["redirect_uri"]}, name)
 
+    def _refreshed(self, target, chain: str, take_code, name: str) -> None:
+        """One refresh of the chain `chain` at `target`, begun by exchanging a code from `take_code`."""
+        if chain not in self.refresh:
+            self.refresh[chain] = self.exchange(target, take_code(), name=f"{name} setup")["refresh_token"]
+        params = {"grant_type": "refresh_token", "refresh_token": self.refresh[chain]}
+        self.refresh[chain] = self.token(target, params, name)["refresh_token"]
+
     def refresh_token(self, target):
-        if target not in self.refresh:
-            self.refresh[target] = self.exchange(target, name="2 setup")["refresh_token"]
-        params = {"grant_type": "refresh_token", "refresh_token": self.refresh[target]}
-        self.refresh[target] = self.token(target, params, "2")["refresh_token"]
+        self._refreshed(target, target, self.take_code, "2")
 
     def refresh_jwt(self, arm):
         """Scenario 2's JWT row: "project" refreshes a chain issuing JWTs, "floor" the opaque chain
         (the bar: the first at >= 0.95 x the second)."""
         if arm == "floor":
             return self.refresh_token("project")
-        if "jwt" not in self.refresh:
-            self.refresh["jwt"] = self.exchange("project", self.take_jwt_code(), name="2j setup")["refresh_token"]
-        params = {"grant_type": "refresh_token", "refresh_token": self.refresh["jwt"]}
-        self.refresh["jwt"] = self.token("project", params, "2j")["refresh_token"]
+        self._refreshed("project", "jwt", self.take_jwt_code, "2j")
 
     def exchange_jwt(self, arm):
         """Scenario 3's JWT row: "project" exchanges codes for JWTs, "floor" for opaque tokens."""
