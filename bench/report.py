@@ -205,8 +205,10 @@ def evaluate(summary: dict, grown: int = 1_000_000, jwt: dict | None = None) -> 
                 "measured": measured,
                 "value": value,
                 "cpu_ratio": cost,
+                # A CPU figure that could not be read (a run too short for its phases) fails the
+                # target rather than letting throughput alone decide it.
                 "met": value is not None
-                and (minimum is None or (value >= minimum and (cost is None or cost >= cpu_bound))),
+                and (minimum is None or (value >= minimum and cost is not None and cost >= cpu_bound)),
                 "informational": minimum is None,
             }
         )

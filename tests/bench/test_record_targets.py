@@ -93,3 +93,18 @@ def test_summarize_keeps_the_first_round_for_the_table_and_every_round_for_the_m
     # A results file from before the rounds (no "round" field) reads as one round: no mean.
     old = [{k: v for k, v in run("project", "1", 0, 100.0).items() if k != "round"}]
     assert summarize(old, {"tokens": 1000, "grown_tokens": 1_000_000})["1"]["project"]["rounds"][0]["rps"] == 100.0
+
+
+def test_a_ratio_without_its_cpu_figure_is_not_met_on_throughput_alone():
+    summary = _summary(1.0, 1.0)
+    for side in summary["4"].values():
+        side["cpu_app_ms"] = side["cpu_db_ms"] = None  # a run too short for its phases: no CPU read
+    target = _flow_target(summary)
+    assert target["value"] == 1.0 and target["cpu_ratio"] is None
+    assert target["met"] is False
+    # Rounds alike: one round without its CPU leaves the mean by CPU unread.
+    summary = _rounds_summary([(1.0, 1.0), (1.0, 1.0), (1.0, 1.0)])
+    summary["4"]["project"]["rounds"][1]["cpu_app_ms"] = None
+    target = _flow_target(summary)
+    assert "by CPU per request n/a (1.00, n/a, 1.00)" in target["measured"]
+    assert target["met"] is False
