@@ -124,8 +124,7 @@ def _get(summary, key, target, field):
 
 
 def cpu_total(summary, key, target):
-    app, db = _get(summary, key, target, "cpu_app_ms"), _get(summary, key, target, "cpu_db_ms")
-    return app + db if app is not None and db is not None else None
+    return _entry_cpu(summary.get(key, {}).get(target, {}))
 
 
 def cpu_ratio(summary, key, other, ours_target="project"):
@@ -134,7 +133,8 @@ def cpu_ratio(summary, key, other, ours_target="project"):
     return theirs / ours if ours and theirs else None
 
 
-def _round_total(entry: dict) -> float | None:
+def _entry_cpu(entry: dict) -> float | None:
+    """Workers' plus PostgreSQL's CPU per request of one measurement (a scenario, or one round of it)."""
     app, db = entry.get("cpu_app_ms"), entry.get("cpu_db_ms")
     return app + db if app is not None and db is not None else None
 
@@ -148,7 +148,7 @@ def round_ratios(summary, key, other, ours_target="project") -> list[tuple[float
     readings = []
     for mine, their in zip(ours, theirs, strict=True):
         rps = mine["rps"] / their["rps"] if mine.get("rps") and their.get("rps") else None
-        cost, their_cost = _round_total(mine), _round_total(their)
+        cost, their_cost = _entry_cpu(mine), _entry_cpu(their)
         readings.append((rps, their_cost / cost if cost and their_cost else None))
     return readings
 
