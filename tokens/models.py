@@ -14,7 +14,10 @@ from django.utils.translation import gettext_lazy as _
 class Consent(models.Model):
     """A user's standing authorization of a client: shown under Connected apps."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="consents")
+    # No index of its own: the (user, client) constraint leads with it (plumbing.indexes).
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="consents", db_index=False
+    )
     client = models.ForeignKey("oauthclients.OAuthClient", on_delete=models.CASCADE, related_name="consents")
     first_authorized_at = models.DateTimeField(default=timezone.now)
     last_authorized_at = models.DateTimeField(default=timezone.now)
